@@ -1,0 +1,54 @@
+public import Foundation
+
+/// Settings of the disk layer.
+public struct DiskConfig: Sendable {
+    /// The store's folder name inside ``directory``.
+    public var name: String
+    /// The default expiry of values written without one.
+    public var expiry: Expiry
+    /// The most bytes of values kept on disk; 0 means no limit. Checked after every write:
+    /// expired values go first, then the least recently used.
+    public var maxSize: Int
+    /// The parent folder; nil means the platform's caches folder (on Linux `$XDG_CACHE_HOME`,
+    /// else `~/.cache`).
+    public var directory: URL?
+    /// Whether each write is flushed to stable storage (`fsync`) before it returns.
+    ///
+    /// Off by default: writes are still atomic (a crash leaves the old or the new value, never a
+    /// torn one), but the last writes before a power loss may be lost. `fsync` costs about a
+    /// millisecond per write on typical disks.
+    public var durable: Bool
+
+    /// Creates a disk configuration.
+    /// - Parameters:
+    ///   - name: The store's folder name, created inside `directory`.
+    ///   - expiry: The default expiry of values written without one.
+    ///   - maxSize: The most bytes of values kept; 0 = unlimited.
+    ///   - directory: The parent folder; nil = the platform's caches folder.
+    ///   - durable: Whether each write is `fsync`ed before it returns.
+    public init(name: String, expiry: Expiry = .never, maxSize: Int = 0, directory: URL? = nil, durable: Bool = false) {
+        self.name = name
+        self.expiry = expiry
+        self.maxSize = max(0, maxSize)
+        self.directory = directory
+        self.durable = durable
+    }
+
+    /// The folder the store lives in: ``directory`` (or the caches folder) joined with ``name``.
+    public var storeURL: URL {
+        (directory ?? Self.cachesDirectory).appendingPathComponent(name, isDirectory: true)
+    }
+
+    /// The platform's caches folder: `$XDG_CACHE_HOME` or `~/.cache` on Linux.
+    public static var cachesDirectory: URL {
+        #if os(Linux) || os(Android) || os(FreeBSD) || os(OpenBSD)
+        if let xdg = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg, isDirectory: true)
+        }
+        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache", isDirectory: true)
+        #else
+        return FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+            ?? FileManager.default.temporaryDirectory
+        #endif
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// The one engine behind every storage opened on a directory in this process: its serial queue,
+/// its disk index and its observers.
+///
+/// Opening the same directory twice returns the same engine, so two `Storage`s (or a `Storage`
+/// and a `DiskStorage`) on one folder see each other's writes, in one order. Another process is
+/// kept out with an exclusive lock on the folder's `lock` file (``StorageError/inUse(directory:)``).
+final class DiskEngine: @unchecked Sendable {
+    // @unchecked Sendable: `store` is only touched on `queue` (through `sync`/`async`);
+    // everything else is immutable or Sendable.
+    let directory: String
+    let queue: DispatchQueue
+    let observers = ObservationCenter()
+    private let store: DiskStore
+    private let queueID: Int
+
+    private static let queueKey = DispatchSpecificKey<Int>()
+    private static let nextQueueID = Locked(0)
+    private static let registry = Locked<[String: WeakEngine]>([:])
+
+    private struct WeakEngine {
+        weak var engine: DiskEngine?
+    }
+
+    private init(directory: String) throws {
+        self.directory = directory
+        store = try DiskStore(directory: directory)
+        queueID = Self.nextQueueID.withLock { id in
+            id += 1
+            return id
+        }
+        queue = DispatchQueue(label: "Stash.DiskEngine(\((directory as NSString).lastPathComponent))")
+        queue.setSpecific(key: Self.queueKey, value: queueID)
+        store.observers = observers
+    }
+
+    deinit {
+        // No other reference exists, so touching `store` off the queue is safe here.
+        store.close()
+        Self.registry.withLock { registry in
+            if registry[directory]?.engine == nil { registry[directory] = nil }
+        }
+    }
+
+    /// The engine for `url`, shared with every other open storage of that folder; creates the folder.
+    static func open(_ url: URL) throws -> DiskEngine {
+        let path = url.standardizedFileURL.path
+        try FileIO.createDirectory(path)
+        let canonical = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        return try registry.withLock { registry in
+            if let engine = registry[canonical]?.engine { return engine }
+            let engine = try DiskEngine(directory: canonical)
+            registry[canonical] = WeakEngine(engine: engine)
+            return engine
+        }
+    }
+
+    /// Whether the caller runs on this engine's queue (then work runs inline: no deadlock).
+    var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == queueID }
+
+    /// Runs `body` on the serial queue and waits for it; inline when already on the queue.
+    func sync<Result>(_ body: (DiskStore) throws -> Result) rethrows -> Result {
+        if isOnQueue { return try body(store) }
+        return try queue.sync { try body(store) }
+    }
+
+    /// Runs `body` on the serial queue, after every operation submitted before it.
+    func async(_ body: @escaping @Sendable (DiskStore) -> Void) {
+        queue.async { body(self.store) }
+    }
+}

@@ -1,0 +1,140 @@
+public import Foundation
+
+/// A persistent store: one raw file per value, with an append-only journal of keys, sizes, expiry
+/// and last access. Usable on its own; inside a ``Storage`` it is the layer behind memory.
+///
+/// ```swift
+/// let disk = try DiskStorage(config: DiskConfig(name: "Users", maxSize: 50_000_000),
+///                            transformer: TransformerFactory.forCodable(ofType: User.self))
+/// try disk.setObject(user, forKey: "me")
+/// ```
+/// Every storage opened on the same folder in a process shares one engine (one serial queue, one
+/// index), so they see each other's writes. Another process opening the folder meanwhile gets
+/// ``StorageError/inUse(directory:)``.
+public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
+    /// The configuration in force.
+    public let config: DiskConfig
+    /// The transformer between values and the stored bytes.
+    public let transformer: Transformer<T>
+    let engine: DiskEngine
+    let now: @Sendable () -> Date
+
+    /// Opens (creating if needed) the store at ``DiskConfig/storeURL``.
+    /// - Parameters:
+    ///   - config: Where the store lives, its size limit and default expiry.
+    ///   - transformer: Converts values to the stored bytes and back.
+    ///   - now: The clock that expiry and last access are measured against.
+    /// - Throws: ``StorageError/io(operation:path:underlying:)`` when the folder cannot be created or
+    ///   read, ``StorageError/inUse(directory:)`` when another process has it open.
+    public convenience init(config: DiskConfig, transformer: Transformer<T>, now: @escaping @Sendable () -> Date = { Date() }) throws {
+        self.init(config: config, transformer: transformer, engine: try DiskEngine.open(config.storeURL), now: now)
+    }
+
+    init(config: DiskConfig, transformer: Transformer<T>, engine: DiskEngine, now: @escaping @Sendable () -> Date) {
+        self.config = config
+        self.transformer = transformer
+        self.engine = engine
+        self.now = now
+    }
+
+    /// The store's folder.
+    public var path: String { engine.directory }
+
+    public var allKeys: [String] { engine.sync { $0.index.keys } }
+
+    /// The bytes of all stored values.
+    public var totalSize: Int { engine.sync { $0.totalSize } }
+
+    /// What opening the store found damaged and dropped (see DESIGN item 7); empty after a clean open.
+    public var recoveryIssues: [StorageError] { engine.sync { $0.recoveryIssues } }
+
+    /// Metadata of every stored value, least recently used first, without reading any value.
+    public var entryInfos: [DiskEntryInfo] {
+        engine.sync { store in
+            store.index.entriesOldestFirst.map { key, record in
+                DiskEntryInfo(key: key, size: record.size,
+                              expiry: Expiry(storedDate: Date(timeIntervalSince1970: record.expiry)),
+                              lastAccess: Date(timeIntervalSince1970: record.lastAccess),
+                              filePath: store.path(forKey: key, generation: record.generation))
+            }
+        }
+    }
+
+    public func entry(forKey key: String) throws -> Entry<T> {
+        try engine.sync { try readEntry(key, from: $0).entry }
+    }
+
+    public func existsObject(forKey key: String) -> Bool {
+        let now = now().timeIntervalSince1970
+        return engine.sync { $0.record(forKey: key).map { now < $0.expiry } ?? false }
+    }
+
+    public func isExpiredObject(forKey key: String) throws -> Bool {
+        let now = now().timeIntervalSince1970
+        return try engine.sync { store in
+            guard let record = store.record(forKey: key) else { throw StorageError.notFound }
+            return now >= record.expiry
+        }
+    }
+
+    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
+        let data = try transformer.encode(object)
+        let now = now()
+        let expiryDate = (expiry ?? config.expiry).resolved(from: now)
+        _ = try engine.sync { try $0.write(key, data, expiry: expiryDate, now: now, maxSize: config.maxSize, durable: config.durable) }
+    }
+
+    public func removeObject(forKey key: String) throws {
+        try engine.sync { try $0.remove(key) }
+    }
+
+    public func removeAll() throws {
+        try engine.sync { try $0.removeAll() }
+    }
+
+    public func removeExpiredObjects() throws {
+        let now = now()
+        try engine.sync { _ = try $0.removeExpired(now: now) }
+    }
+
+    /// Removes expired values, then least recently used ones, until at most `size` bytes remain.
+    public func trim(toSize size: Int) throws {
+        let now = now()
+        try engine.sync { try $0.trim(toSize: max(0, size), now: now) }
+    }
+
+    /// A view of the same store (same folder, queue and index) whose values are `U`.
+    public func transform<U: Sendable>(transformer: Transformer<U>) -> DiskStorage<U> {
+        DiskStorage<U>(config: config, transformer: transformer, engine: engine, now: now)
+    }
+
+    /// Reads and decodes `key`'s value on the engine's queue; an undecodable value is dropped.
+    func readEntry(_ key: String, from store: DiskStore) throws -> (entry: Entry<T>, size: Int) {
+        let now = now()
+        let (data, record, path) = try store.read(key, now: now)
+        let object: T
+        do {
+            object = try transformer.decode(data)
+        } catch {
+            store.drop(key)
+            throw error
+        }
+        let entry = Entry(object: object, expiry: Expiry(storedDate: Date(timeIntervalSince1970: record.expiry)),
+                          filePath: path, isExpired: now.timeIntervalSince1970 >= record.expiry)
+        return (entry, data.count)
+    }
+}
+
+/// What the disk index knows of one stored value.
+public struct DiskEntryInfo: Sendable, Hashable {
+    /// The key.
+    public let key: String
+    /// The value's size in bytes.
+    public let size: Int
+    /// When the value expires.
+    public let expiry: Expiry
+    /// When the value was last written or read.
+    public let lastAccess: Date
+    /// The file holding the value's bytes.
+    public let filePath: String
+}

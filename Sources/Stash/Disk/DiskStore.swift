@@ -1,0 +1,254 @@
+import Foundation
+
+/// The disk index and its operations; lives on its ``DiskEngine``'s queue and is never shared.
+///
+/// Each value is a raw file named `<hash of key>.<generation>`: a write goes to a new file, then a
+/// journal record makes it the key's value, then the old file is removed. A crash at any instant
+/// so leaves the old value or the new one, never a torn file under a live record (DESIGN item 6).
+final class DiskStore {
+    let directory: String
+    var observers: ObservationCenter?
+    private(set) var index = LRUIndex<DiskRecord>()
+    private(set) var totalSize = 0
+    /// What opening found wrong (a torn or damaged journal); empty after a clean open.
+    private(set) var recoveryIssues: [StorageError] = []
+    var journal: Journal
+    private var nextGeneration: UInt64 = 1
+    /// No entry expires before this (a lower bound), so most calls of ``removeExpired(now:)`` scan nothing.
+    private var earliestExpiry = Double.infinity
+    private var memoryCaches: [WeakMemoryCache] = []
+
+    private struct WeakMemoryCache {
+        weak var cache: MemoryCache?
+    }
+
+    init(directory: String) throws {
+        self.directory = directory
+        journal = try Journal(directory: directory)
+        let replay = try journal.open()
+        for record in replay.records { apply(record) }
+        if let damage = replay.damage {
+            recoveryIssues.append(.corrupted("\(damage); the records after it were dropped"))
+            try? removeUnreferencedFiles()
+        }
+    }
+
+    func close() {
+        try? journal.flush()
+        journal.close()
+    }
+
+    // MARK: Reading
+
+    func path(forKey key: String, generation: UInt64) -> String {
+        directory + "/" + SHA256.hex(of: key) + "." + String(generation, radix: 16)
+    }
+
+    func record(forKey key: String) -> DiskRecord? {
+        index.peek(key)
+    }
+
+    /// The bytes stored for `key`, counting the read as use.
+    /// - Throws: ``StorageError/notFound``; ``StorageError/corrupted(_:)`` for a missing, truncated
+    ///   or foreign value file (the entry is dropped); an I/O error otherwise.
+    func read(_ key: String, now: Date) throws -> (data: Data, record: DiskRecord, path: String) {
+        guard var record = index.peek(key) else { throw StorageError.notFound }
+        let path = path(forKey: key, generation: record.generation)
+        let data: Data
+        do {
+            data = try FileIO.readFile(path, expectedSize: record.size)
+        } catch let error as StorageError {
+            if case .corrupted = error {
+                drop(key)
+                throw error
+            }
+            if FileIO.isErrno(error, .ENOENT) {
+                drop(key)
+                throw StorageError.corrupted("the value file of this key is missing: \(path)")
+            }
+            throw error
+        }
+        record.lastAccess = now.timeIntervalSince1970
+        index.use(key) { $0 = record }
+        journal.noteAccess(key: key, time: record.lastAccess)
+        return (data, record, path)
+    }
+
+    // MARK: Writing
+
+    /// Stores `data` for `key`, then trims to `maxSize`; returns the value file's path.
+    func write(_ key: String, _ data: Data, expiry: Date, now: Date, maxSize: Int, durable: Bool) throws -> String {
+        if maxSize > 0, data.count > maxSize { throw StorageError.valueTooLarge(size: data.count, maxSize: maxSize) }
+        let previous = index.peek(key)
+        let previousData = observers?.hasKeyObservers(key) == true ? previous.flatMap { try? readQuietly(key, $0) } : nil
+        let record = DiskRecord(generation: nextGeneration, size: data.count,
+                                expiry: expiry.timeIntervalSince1970, lastAccess: now.timeIntervalSince1970)
+        let path = path(forKey: key, generation: record.generation)
+        do {
+            try FileIO.writeFile(path, data, durable: durable)
+        } catch where FileIO.isErrno(error, .ENOENT) {
+            try recreateDirectory()
+            try FileIO.writeFile(path, data, durable: durable)
+        }
+        do {
+            try journal.append([.set(key: key, record)], durable: durable)
+        } catch {
+            try? FileIO.remove(path)
+            throw error
+        }
+        nextGeneration += 1
+        apply(.set(key: key, record))
+        if let previous { try? FileIO.remove(self.path(forKey: key, generation: previous.generation)) }
+        invalidateMemory([key])
+        observers?.publish(.set(key: key, value: data, previous: previousData))
+        if maxSize > 0, totalSize > maxSize { try trim(toSize: maxSize, now: now) }
+        try compactIfNeeded()
+        return path
+    }
+
+    /// Removes `key`'s value, if any.
+    func remove(_ key: String) throws {
+        guard let record = index.peek(key) else { return }
+        try journal.append([.remove(key: key)], durable: false)
+        apply(.remove(key: key))
+        try? FileIO.remove(path(forKey: key, generation: record.generation))
+        invalidateMemory([key])
+        observers?.publish(.remove(keys: [key], reason: .removed))
+    }
+
+    /// Removes every value file of the store and starts an empty journal.
+    func removeAll() throws {
+        let keys = index.keys
+        try journal.append([.clear], durable: false)
+        apply(.clear)
+        try removeUnreferencedFiles()
+        try journal.rewrite(with: [])
+        invalidateMemory(nil)
+        observers?.publish(.removeAll(keys: keys))
+    }
+
+    /// Removes every value that expired at or before `now`; returns their keys.
+    @discardableResult
+    func removeExpired(now: Date) throws -> [String] {
+        let cutoff = now.timeIntervalSince1970
+        // Trimming calls this on every write of a full store: skip the scan while nothing can have expired.
+        guard cutoff >= earliestExpiry else { return [] }
+        var expired: [String] = []
+        var earliestRemaining = Double.infinity
+        for (key, record) in index.entries {
+            if record.expiry <= cutoff { expired.append(key) } else { earliestRemaining = min(earliestRemaining, record.expiry) }
+        }
+        try removeKeys(expired)
+        earliestExpiry = earliestRemaining
+        if !expired.isEmpty { observers?.publish(.remove(keys: expired, reason: .expired)) }
+        return expired
+    }
+
+    /// Removes expired values, then least recently used ones, until at most `maxSize` bytes remain.
+    func trim(toSize maxSize: Int, now: Date) throws {
+        guard totalSize > maxSize else { return }
+        applyMemoryHits()
+        try removeExpired(now: now)
+        var evicted: [String] = []
+        var freed = 0
+        index.forEachOldestFirst { key, record in
+            guard totalSize - freed > maxSize else { return false }
+            evicted.append(key)
+            freed += record.size
+            return true
+        }
+        try removeKeys(evicted)
+        if !evicted.isEmpty { observers?.publish(.remove(keys: evicted, reason: .evicted)) }
+    }
+
+    /// Attaches a memory layer, which then never holds a key the disk no longer has.
+    func attach(_ cache: MemoryCache) {
+        memoryCaches.removeAll { $0.cache == nil || $0.cache === cache }
+        memoryCaches.append(WeakMemoryCache(cache: cache))
+        cache.trackHits()
+    }
+
+    /// Drops `key` after its data proved unreadable (damaged file, or bytes that no longer decode).
+    func drop(_ key: String) {
+        try? remove(key)
+    }
+
+    // MARK: Helpers
+
+    private func readQuietly(_ key: String, _ record: DiskRecord) throws -> Data {
+        try FileIO.readFile(path(forKey: key, generation: record.generation), expectedSize: record.size)
+    }
+
+    private func removeKeys(_ keys: [String]) throws {
+        guard !keys.isEmpty else { return }
+        try journal.append(keys.map { .remove(key: $0) }, durable: false)
+        for key in keys {
+            guard let record = index.peek(key) else { continue }
+            apply(.remove(key: key))
+            try? FileIO.remove(path(forKey: key, generation: record.generation))
+        }
+        invalidateMemory(keys)
+    }
+
+    private func apply(_ record: JournalRecord) {
+        switch record {
+        case .set(let key, let info):
+            if let old = index.set(key, info) { totalSize -= old.size }
+            totalSize += info.size
+            earliestExpiry = min(earliestExpiry, info.expiry)
+            nextGeneration = max(nextGeneration, info.generation &+ 1)
+        case .remove(let key):
+            if let old = index.remove(key) { totalSize -= old.size }
+        case .access(let key, let time):
+            index.use(key) { $0.lastAccess = time }
+        case .clear:
+            index.removeAll()
+            totalSize = 0
+        }
+    }
+
+    /// Counts memory hits as use, so a value that is hot in memory is not the first evicted from disk.
+    private func applyMemoryHits() {
+        for weak in memoryCaches {
+            for key in weak.cache?.takeRecentHits() ?? [] { index.use(key) { _ in } }
+        }
+    }
+
+    private func invalidateMemory(_ keys: [String]?) {
+        for weak in memoryCaches {
+            guard let cache = weak.cache else { continue }
+            if let keys { cache.remove(keys) } else { cache.removeAll() }
+        }
+    }
+
+    private func compactIfNeeded() throws {
+        guard journal.recordCount > 1000, journal.recordCount > 2 * index.count else { return }
+        applyMemoryHits()
+        try journal.rewrite(with: index.entriesOldestFirst.map { JournalRecord.set(key: $0.key, $0.value) })
+        try removeUnreferencedFiles()
+    }
+
+    /// The directory was removed underneath: start over with an empty store in a new one.
+    private func recreateDirectory() throws {
+        try FileIO.createDirectory(directory)
+        apply(.clear)
+        invalidateMemory(nil)
+        try journal.reopenAfterDirectoryLoss()
+    }
+
+    /// Deletes value files no record points to (left by a crash between a write and its record).
+    /// Files that are not Stash's are left alone.
+    private func removeUnreferencedFiles() throws {
+        let live = Set(index.entries.map { (path(forKey: $0.key, generation: $0.value.generation) as NSString).lastPathComponent })
+        for name in try FileIO.listDirectory(directory) where Self.isValueFileName(name) && !live.contains(name) {
+            try? FileIO.remove(directory + "/" + name)
+        }
+    }
+
+    /// `<32 hex digits>.<hex generation>`.
+    static func isValueFileName(_ name: String) -> Bool {
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].utf8.count == 32, !parts[1].isEmpty, parts[1].utf8.count <= 16 else { return false }
+        return parts.allSatisfy { $0.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
+    }
+}

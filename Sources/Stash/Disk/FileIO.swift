@@ -1,0 +1,144 @@
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The few POSIX calls the disk engine makes, each turning a failure into ``StorageError/io``.
+///
+/// POSIX rather than `Data.write`/`FileManager`: on Linux those `fsync` every write, which costs
+/// a millisecond each; the engine decides itself when to `fsync` (``DiskConfig/durable``).
+enum FileIO {
+    /// The error for the current `errno`.
+    static func error(_ operation: String, _ path: String, code: Int32 = errno) -> StorageError {
+        .io(operation: operation, path: path, underlying: POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO))
+    }
+
+    /// Whether `error` is an I/O error with the given `errno`.
+    static func isErrno(_ error: any Error, _ code: POSIXErrorCode) -> Bool {
+        if case StorageError.io(_, _, let underlying as POSIXError) = error { return underlying.code == code }
+        return false
+    }
+
+    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
+        while true {
+            let fd = path.withCString { systemOpen($0, flags | O_CLOEXEC, mode) }
+            if fd >= 0 { return fd }
+            if errno != EINTR { throw error("open", path) }
+        }
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = systemWrite(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw error("write", path)
+            }
+            offset += written
+        }
+    }
+
+    /// Writes `data` to a new file at `path` (replacing any), `fsync`ing it if `durable`.
+    static func writeFile(_ path: String, _ data: Data, durable: Bool) throws {
+        let fd = try open(path, O_WRONLY | O_CREAT | O_TRUNC)
+        do {
+            try data.withUnsafeBytes { try writeAll(fd, $0, path: path) }
+            if durable, fsync(fd) != 0 { throw error("fsync", path) }
+        } catch {
+            close(fd)
+            unlink(path)
+            throw error
+        }
+        if close(fd) != 0 {
+            let failure = Self.error("close", path)
+            unlink(path)
+            throw failure
+        }
+    }
+
+    /// The whole content of the file at `path`, checked to be `expectedSize` bytes.
+    static func readFile(_ path: String, expectedSize: Int) throws -> Data {
+        let fd = try open(path, O_RDONLY)
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw error("fstat", path) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw StorageError.corrupted("\(path) is not a regular file") }
+        guard Int(info.st_size) == expectedSize else {
+            throw StorageError.corrupted("value file \(path) has \(info.st_size) bytes, the index says \(expectedSize)")
+        }
+        var data = Data(count: expectedSize)
+        let read = try data.withUnsafeMutableBytes { buffer -> Int in
+            var offset = 0
+            while offset < buffer.count {
+                let n = systemRead(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw error("read", path)
+                }
+                if n == 0 { break }
+                offset += n
+            }
+            return offset
+        }
+        guard read == expectedSize else {
+            throw StorageError.corrupted("value file \(path) ended after \(read) of \(expectedSize) bytes")
+        }
+        return data
+    }
+
+    /// The whole content of a small file, or nil if it does not exist.
+    static func readWholeFile(_ path: String) throws -> [UInt8]? {
+        let fd: Int32
+        do { fd = try open(path, O_RDONLY) } catch where isErrno(error, .ENOENT) { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress!, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw error("read", path)
+            }
+            if n == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    /// Removes the file at `path`; a missing file is not an error.
+    static func remove(_ path: String) throws {
+        if unlink(path) != 0, errno != ENOENT { throw error("unlink", path) }
+    }
+
+    static func rename(_ from: String, _ to: String) throws {
+        if systemRename(from, to) != 0 { throw error("rename", to) }
+    }
+
+    /// Creates `path` and its parents if missing.
+    static func createDirectory(_ path: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw StorageError.io(operation: "mkdir", path: path, underlying: error)
+        }
+    }
+
+    /// The names in the folder at `path`.
+    static func listDirectory(_ path: String) throws -> [String] {
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: path)
+        } catch {
+            throw StorageError.io(operation: "list", path: path, underlying: error)
+        }
+    }
+}
+
+// The system calls under names that do not clash with FileIO's own.
+private func systemOpen(_ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int { read(fd, buffer, count) }
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
+private func systemRename(_ from: String, _ to: String) -> Int32 { rename(from, to) }

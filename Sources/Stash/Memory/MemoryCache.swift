@@ -1,0 +1,124 @@
+import Foundation
+
+/// The type-erased, locked LRU behind a ``MemoryStorage`` and all its typed views.
+///
+/// Every operation takes the one lock for a few dictionary operations, which is what lets a
+/// `Storage` serve memory hits without going through its serial queue.
+final class MemoryCache: Sendable {
+    struct Item {
+        var object: any Sendable
+        var cost: Int
+        /// When the value itself expires.
+        var expiry: Date
+        /// When this copy should leave memory (``MemoryConfig/expiry`` inside a `Storage`).
+        var dropAfter: Date
+        var filePath: String?
+    }
+
+    private struct State {
+        var items = LRUIndex<Item>()
+        var totalCost = 0
+        /// Keys served from memory since the disk layer last asked, so it can count them as use.
+        var recentHits: [String] = []
+        var tracksHits = false
+    }
+
+    let config: MemoryConfig
+    private let state = Locked(State())
+    /// More pending hits than this are dropped: they only refine the disk's LRU order.
+    private static let maxRecentHits = 4096
+
+    init(config: MemoryConfig) {
+        self.config = config
+    }
+
+    /// The item for `key`, marking it used; nil (and the copy dropped) once past `dropAfter`.
+    func item(forKey key: String, now: Date) -> Item? {
+        state.withLock { state in
+            guard let item = state.items.use(key) else { return nil }
+            if now >= item.dropAfter {
+                state.items.remove(key)
+                state.totalCost -= item.cost
+                return nil
+            }
+            if state.tracksHits, state.recentHits.count < Self.maxRecentHits { state.recentHits.append(key) }
+            return item
+        }
+    }
+
+    /// Stores `item`, then evicts least recently used items until both limits hold.
+    func set(_ item: Item, forKey key: String) {
+        state.withLock { state in
+            if let old = state.items.set(key, item) { state.totalCost -= old.cost }
+            state.totalCost += item.cost
+            while let oldest = state.items.oldest,
+                  (config.countLimit > 0 && state.items.count > config.countLimit)
+                    || (config.totalCostLimit > 0 && state.totalCost > config.totalCostLimit) {
+                state.items.remove(oldest.key)
+                state.totalCost -= oldest.value.cost
+            }
+        }
+    }
+
+    func remove(_ key: String) {
+        state.withLock { state in
+            if let old = state.items.remove(key) { state.totalCost -= old.cost }
+        }
+    }
+
+    func remove(_ keys: some Sequence<String>) {
+        state.withLock { state in
+            for key in keys {
+                if let old = state.items.remove(key) { state.totalCost -= old.cost }
+            }
+        }
+    }
+
+    func removeAll() {
+        state.withLock { state in
+            state.items.removeAll()
+            state.totalCost = 0
+            state.recentHits.removeAll()
+        }
+    }
+
+    /// Removes items whose value expired at or before `now`; returns their keys.
+    @discardableResult
+    func removeExpired(now: Date) -> [String] {
+        state.withLock { state in
+            let expired = state.items.entries.filter { $0.value.expiry <= now }.map(\.key)
+            for key in expired {
+                if let old = state.items.remove(key) { state.totalCost -= old.cost }
+            }
+            return expired
+        }
+    }
+
+    /// Starts recording hits for ``takeRecentHits()`` (done by the disk layer behind this cache).
+    func trackHits() {
+        state.withLock { $0.tracksHits = true }
+    }
+
+    /// The keys hit since the last call, oldest first.
+    func takeRecentHits() -> [String] {
+        state.withLock { state in
+            defer { state.recentHits.removeAll(keepingCapacity: true) }
+            return state.recentHits
+        }
+    }
+
+    var keys: [String] { state.withLock { $0.items.keys } }
+    var count: Int { state.withLock { $0.items.count } }
+    var totalCost: Int { state.withLock { $0.totalCost } }
+
+    #if DEBUG
+    func checkInvariants() -> Bool {
+        state.withLock { state in
+            state.items.checkInvariants()
+                && state.totalCost == state.items.entries.reduce(0) { $0 + $1.value.cost }
+                && (config.countLimit == 0 || state.items.count <= config.countLimit)
+                && (config.totalCostLimit == 0 || state.totalCost <= config.totalCostLimit)
+        }
+    }
+    #endif
+}

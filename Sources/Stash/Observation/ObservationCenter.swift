@@ -1,0 +1,90 @@
+import Foundation
+
+/// The observers of one store (shared by every view and instance on its directory).
+///
+/// Events are published on the store's queue and delivered, in order, on a serial queue of their
+/// own, so an observer may call the storage without deadlocking (DESIGN item 4).
+final class ObservationCenter: Sendable {
+    /// Receives an event; returns false when its observer is gone, to be unregistered.
+    typealias Delivery = @Sendable (StoreEvent) -> Bool
+
+    private struct State {
+        var nextID = 0
+        var storageObservers: [Int: Delivery] = [:]
+        var keyObservers: [String: [Int: Delivery]] = [:]
+    }
+
+    private let state = Locked(State())
+    private let deliveryQueue = DispatchQueue(label: "Stash.observers")
+
+    func hasKeyObservers(_ key: String) -> Bool {
+        state.withLock { $0.keyObservers[key] != nil }
+    }
+
+    /// Queues `event` for every observer it concerns.
+    func publish(_ event: StoreEvent) {
+        let targets: [(id: Int, key: String?, deliver: Delivery)] = state.withLock { state in
+            var targets = state.storageObservers.sorted { $0.key < $1.key }.map { ($0.key, String?.none, $0.value) }
+            for key in Set(event.keys) {
+                for (id, deliver) in (state.keyObservers[key] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                    targets.append((id, key, deliver))
+                }
+            }
+            return targets
+        }
+        guard !targets.isEmpty else { return }
+        deliveryQueue.async {
+            for target in targets where self.isRegistered(target.id, key: target.key) {
+                if !target.deliver(event) { self.unregister(target.id, key: target.key) }
+            }
+        }
+    }
+
+    func addStorageObserver(_ deliver: @escaping Delivery) -> ObservationToken {
+        let id = state.withLock { state in
+            state.nextID += 1
+            state.storageObservers[state.nextID] = deliver
+            return state.nextID
+        }
+        return ObservationToken { [weak self] in self?.unregister(id, key: nil) }
+    }
+
+    func addKeyObserver(forKey key: String, _ deliver: @escaping Delivery) -> ObservationToken {
+        let id = state.withLock { state in
+            state.nextID += 1
+            state.keyObservers[key, default: [:]][state.nextID] = deliver
+            return state.nextID
+        }
+        return ObservationToken { [weak self] in self?.unregister(id, key: key) }
+    }
+
+    func removeAllStorageObservers() {
+        state.withLock { $0.storageObservers.removeAll() }
+    }
+
+    func removeKeyObservers(forKey key: String) {
+        state.withLock { $0.keyObservers[key] = nil }
+    }
+
+    func removeAllKeyObservers() {
+        state.withLock { $0.keyObservers.removeAll() }
+    }
+
+    private func isRegistered(_ id: Int, key: String?) -> Bool {
+        state.withLock { state in
+            if let key { return state.keyObservers[key]?[id] != nil }
+            return state.storageObservers[id] != nil
+        }
+    }
+
+    private func unregister(_ id: Int, key: String?) {
+        state.withLock { state in
+            guard let key else {
+                state.storageObservers[id] = nil
+                return
+            }
+            state.keyObservers[key]?[id] = nil
+            if state.keyObservers[key]?.isEmpty == true { state.keyObservers[key] = nil }
+        }
+    }
+}

@@ -1,0 +1,15 @@
+/// Keeps an observation alive until ``cancel()`` is called.
+public final class ObservationToken: Sendable {
+    private let cancellationClosure: @Sendable () -> Void
+
+    /// Creates a token that runs `cancellationClosure` when cancelled.
+    public init(cancellationClosure: @escaping @Sendable () -> Void) {
+        self.cancellationClosure = cancellationClosure
+    }
+
+    /// Stops the observation: changes not yet delivered when this returns are never delivered
+    /// (a closure call already running finishes).
+    public func cancel() {
+        cancellationClosure()
+    }
+}

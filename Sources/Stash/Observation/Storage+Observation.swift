@@ -1,0 +1,85 @@
+import Foundation
+
+extension Storage {
+    /// Calls `closure` after every change to the store, through any view or storage of its folder.
+    ///
+    /// Closures run in order on a serial queue of their own (never the store's queue), so they may
+    /// call the storage. Delivery stops when the token is cancelled, when `observer` is released,
+    /// or when this storage is released.
+    /// - Returns: A token whose ``ObservationToken/cancel()`` stops the observation.
+    @discardableResult
+    public func addStorageObserver<O: AnyObject & Sendable>(
+        _ observer: O,
+        closure: @escaping @Sendable (O, Storage<T>, StorageChange) -> Void
+    ) -> ObservationToken {
+        observers.addStorageObserver { [weak self, weak observer] event in
+            guard let self, let observer else { return false }
+            for change in event.storageChanges { closure(observer, self, change) }
+            return true
+        }
+    }
+
+    /// Calls `closure` after every change to `key`, with values decoded as `T`.
+    ///
+    /// A write whose bytes do not decode as `T` (made through a view of another type) is not delivered.
+    /// - Returns: A token whose ``ObservationToken/cancel()`` stops the observation.
+    @discardableResult
+    public func addObserver<O: AnyObject & Sendable>(
+        _ observer: O,
+        forKey key: String,
+        closure: @escaping @Sendable (O, Storage<T>, KeyChange<T>) -> Void
+    ) -> ObservationToken {
+        let transformer = hybridStorage.diskStorage.transformer
+        return observers.addKeyObserver(forKey: key) { [weak self, weak observer] event in
+            guard let self, let observer else { return false }
+            if let change = event.keyChange(for: key, decode: transformer.decode) { closure(observer, self, change) }
+            return true
+        }
+    }
+
+    /// Removes every storage observer of the store.
+    public func removeAllStorageObservers() {
+        observers.removeAllStorageObservers()
+    }
+
+    /// Removes every observer of `key`.
+    public func removeObserver(forKey key: String) {
+        observers.removeKeyObservers(forKey: key)
+    }
+
+    /// Removes every key observer of the store.
+    public func removeAllKeyObservers() {
+        observers.removeAllKeyObservers()
+    }
+
+    /// The store's changes as an `AsyncStream`, from now until the stream is dropped or cancelled.
+    ///
+    /// ```swift
+    /// for await change in storage.changes() { … }
+    /// ```
+    public func changes() -> AsyncStream<StorageChange> {
+        let observers = observers
+        return AsyncStream { continuation in
+            let token = observers.addStorageObserver { event in
+                for change in event.storageChanges { continuation.yield(change) }
+                return true
+            }
+            continuation.onTermination = { _ in token.cancel() }
+        }
+    }
+
+    /// The changes to `key`, values decoded as `T`, as an `AsyncStream`.
+    public func changes(forKey key: String) -> AsyncStream<KeyChange<T>> {
+        let observers = observers
+        let transformer = hybridStorage.diskStorage.transformer
+        return AsyncStream { continuation in
+            let token = observers.addKeyObserver(forKey: key) { event in
+                if let change = event.keyChange(for: key, decode: transformer.decode) { continuation.yield(change) }
+                return true
+            }
+            continuation.onTermination = { _ in token.cancel() }
+        }
+    }
+
+    private var observers: ObservationCenter { hybridStorage.engine.observers }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+/// A change to a store, as seen by storage observers and ``Storage/changes()``.
+public enum StorageChange: Equatable, Sendable {
+    /// A value was added or replaced.
+    case add(key: String)
+    /// A value was removed, by a call or because the disk limit evicted it.
+    case remove(key: String)
+    /// Every value was removed.
+    case removeAll
+    /// Expired values were removed.
+    case removeExpired
+}
+
+/// A change to one key, as seen by key observers and ``Storage/changes(forKey:)``.
+public enum KeyChange<T> {
+    /// The value was written; `before` is the value it replaced, if any.
+    case edit(before: T?, after: T)
+    /// The value was removed (by a call, by expiry clean-up, by eviction or by `removeAll`).
+    case remove
+}
+
+extension KeyChange: Equatable where T: Equatable {}
+extension KeyChange: Sendable where T: Sendable {}
+
+/// What the disk layer reports to the observation center; values are still encoded, so that
+/// each observer can decode them with its own view's transformer.
+enum StoreEvent: Sendable {
+    enum RemovalReason: Sendable { case removed, expired, evicted }
+
+    case set(key: String, value: Data, previous: Data?)
+    case remove(keys: [String], reason: RemovalReason)
+    case removeAll(keys: [String])
+
+    /// The keys this event touches; nil for all keys.
+    var keys: [String] {
+        switch self {
+        case .set(let key, _, _): return [key]
+        case .remove(let keys, _), .removeAll(let keys): return keys
+        }
+    }
+
+    /// The changes storage observers see for this event.
+    var storageChanges: [StorageChange] {
+        switch self {
+        case .set(let key, _, _): return [.add(key: key)]
+        case .remove(_, .expired): return [.removeExpired]
+        case .remove(let keys, _): return keys.map { .remove(key: $0) }
+        case .removeAll: return [.removeAll]
+        }
+    }
+
+    /// The change a key observer of `key` sees, decoding values with `decode`; nil when the event
+    /// does not touch `key` or a value does not decode as `T`.
+    func keyChange<T>(for key: String, decode: (Data) throws -> T) -> KeyChange<T>? {
+        switch self {
+        case .set(let changed, let value, let previous):
+            guard changed == key, let after = try? decode(value) else { return nil }
+            return .edit(before: previous.flatMap { try? decode($0) }, after: after)
+        case .remove(let keys, _), .removeAll(let keys):
+            return keys.contains(key) ? .remove : nil
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+
+/// The asynchronous API of a store: completion handlers and `async` functions.
+///
+/// Operations run on the store's serial queue in the order they are submitted, interleaved with
+/// synchronous calls. Completion handlers run on a global queue, never on the store's queue, so
+/// they may call the storage (synchronously or not) freely.
+///
+/// ```swift
+/// storage.async.object(forKey: "me") { result in … }
+/// let user = try await storage.async.object(forKey: "me")
+/// ```
+public final class AsyncStorage<T: Sendable>: Sendable {
+    let innerStorage: HybridStorage<T>
+
+    /// Wraps a hybrid storage.
+    public init(storage: HybridStorage<T>) {
+        innerStorage = storage
+    }
+
+    // MARK: Completion handlers
+
+    /// Reads the value for `key` with its metadata (expired values included, flagged).
+    public func entry(forKey key: String, completion: @escaping @Sendable (Result<Entry<T>, any Error>) -> Void) {
+        run(completion) { try $0.entry(forKey: key) }
+    }
+
+    /// Reads the valid value for `key`; fails with ``StorageError/expired(_:)`` for an expired one.
+    public func object(forKey key: String, completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        run(completion) { try $0.object(forKey: key) }
+    }
+
+    /// Tells whether a valid value exists for `key`.
+    public func existsObject(forKey key: String, completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
+        run(completion) { try $0.existsObject(forKey: key) }
+    }
+
+    /// Tells whether the value for `key` has expired.
+    public func isExpiredObject(forKey key: String, completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
+        run(completion) { try $0.isExpiredObject(forKey: key) }
+    }
+
+    /// Stores `object` for `key`; `expiry` overrides the default.
+    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil,
+                          completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        run(completion) { try $0.setObject(object, forKey: key, expiry: expiry) }
+    }
+
+    /// Removes the value for `key`.
+    public func removeObject(forKey key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        run(completion) { try $0.removeObject(forKey: key) }
+    }
+
+    /// Removes every value.
+    public func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        run(completion) { try $0.removeAll() }
+    }
+
+    /// Removes every expired value.
+    public func removeExpiredObjects(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        run(completion) { try $0.removeExpiredObjects() }
+    }
+
+    // MARK: async/await
+
+    /// Reads the value for `key` with its metadata (expired values included, flagged).
+    public func entry(forKey key: String) async throws -> Entry<T> {
+        try await run { try $0.entry(forKey: key) }
+    }
+
+    /// Reads the valid value for `key`; throws ``StorageError/expired(_:)`` for an expired one.
+    public func object(forKey key: String) async throws -> T {
+        try await run { try $0.object(forKey: key) }
+    }
+
+    /// Tells whether a valid value exists for `key`.
+    public func existsObject(forKey key: String) async throws -> Bool {
+        try await run { try $0.existsObject(forKey: key) }
+    }
+
+    /// Tells whether the value for `key` has expired.
+    public func isExpiredObject(forKey key: String) async throws -> Bool {
+        try await run { try $0.isExpiredObject(forKey: key) }
+    }
+
+    /// Stores `object` for `key`; `expiry` overrides the default.
+    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) async throws {
+        try await run { try $0.setObject(object, forKey: key, expiry: expiry) }
+    }
+
+    /// Removes the value for `key`.
+    public func removeObject(forKey key: String) async throws {
+        try await run { try $0.removeObject(forKey: key) }
+    }
+
+    /// Removes every value.
+    public func removeAll() async throws {
+        try await run { try $0.removeAll() }
+    }
+
+    /// Removes every expired value.
+    public func removeExpiredObjects() async throws {
+        try await run { try $0.removeExpiredObjects() }
+    }
+
+    // MARK: Plumbing
+
+    private func run<Value: Sendable>(_ completion: @escaping @Sendable (Result<Value, any Error>) -> Void,
+                            _ work: @escaping @Sendable (HybridStorage<T>) throws -> Value) {
+        let storage = innerStorage
+        storage.engine.async { _ in
+            let result = Result { try work(storage) }
+            DispatchQueue.global().async { completion(result) }
+        }
+    }
+
+    private func run<Value: Sendable>(_ work: @escaping @Sendable (HybridStorage<T>) throws -> Value) async throws -> Value {
+        let storage = innerStorage
+        return try await withCheckedThrowingContinuation { continuation in
+            storage.engine.async { _ in continuation.resume(with: Result { try work(storage) }) }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+
+/// Memory in front of disk: reads try memory first, then disk (copying a disk hit into memory);
+/// writes go to disk, then memory.
+///
+/// Every mutation and every disk read runs on the store's serial queue; a memory hit is served
+/// under the memory layer's lock alone. The memory layer never holds a key the disk has lost
+/// (removal, eviction and expiry clean-up drop it from memory too), so both layers agree.
+public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
+    /// The memory layer (shared with every view of this storage).
+    public let memoryStorage: MemoryStorage<T>
+    /// The disk layer.
+    public let diskStorage: DiskStorage<T>
+
+    /// Combines a memory and a disk layer.
+    public init(memoryStorage: MemoryStorage<T>, diskStorage: DiskStorage<T>) {
+        self.memoryStorage = memoryStorage
+        self.diskStorage = diskStorage
+        engine.sync { $0.attach(memoryStorage.cache) }
+    }
+
+    var engine: DiskEngine { diskStorage.engine }
+    private var cache: MemoryCache { memoryStorage.cache }
+    private var now: Date { diskStorage.now() }
+
+    public var allKeys: [String] { diskStorage.allKeys }
+
+    /// The bytes of all values on disk.
+    public var totalSize: Int { diskStorage.totalSize }
+
+    public func entry(forKey key: String) throws -> Entry<T> {
+        if let entry = memoryEntry(forKey: key) { return entry }
+        return try engine.sync { store in
+            if let entry = memoryEntry(forKey: key) { return entry }
+            let (entry, size) = try diskStorage.readEntry(key, from: store)
+            remember(entry.object, forKey: key, cost: size, expiry: entry.expiry.resolved(from: now), filePath: entry.filePath)
+            return entry
+        }
+    }
+
+    public func existsObject(forKey key: String) throws -> Bool {
+        if let item = cache.item(forKey: key, now: now) { return now < item.expiry }
+        return diskStorage.existsObject(forKey: key)
+    }
+
+    public func isExpiredObject(forKey key: String) throws -> Bool {
+        if let item = cache.item(forKey: key, now: now) { return now >= item.expiry }
+        return try diskStorage.isExpiredObject(forKey: key)
+    }
+
+    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
+        let data = try diskStorage.transformer.encode(object)
+        let now = now
+        let expiryDate = (expiry ?? diskStorage.config.expiry).resolved(from: now)
+        let config = diskStorage.config
+        try engine.sync { store in
+            let path = try store.write(key, data, expiry: expiryDate, now: now, maxSize: config.maxSize, durable: config.durable)
+            // An already expired value may have been trimmed at once; memory never holds what disk lost.
+            if store.record(forKey: key) != nil {
+                remember(object, forKey: key, cost: data.count, expiry: expiryDate, filePath: path)
+            }
+        }
+    }
+
+    public func removeObject(forKey key: String) throws {
+        try diskStorage.removeObject(forKey: key)
+    }
+
+    public func removeAll() throws {
+        try diskStorage.removeAll()
+    }
+
+    public func removeExpiredObjects() throws {
+        try diskStorage.removeExpiredObjects()
+    }
+
+    /// A view of the same store whose values are `U`: same queue, memory layer, folder and observers.
+    public func transform<U: Sendable>(transformer: Transformer<U>) -> HybridStorage<U> {
+        HybridStorage<U>(memoryStorage: memoryStorage.transform(), diskStorage: diskStorage.transform(transformer: transformer))
+    }
+
+    /// The memory copy of `key` as an entry, if memory has one of type `T`.
+    private func memoryEntry(forKey key: String) -> Entry<T>? {
+        let now = now
+        // A copy of another view's type is a miss: the disk bytes decode as `T`.
+        guard let item = cache.item(forKey: key, now: now), let object = item.object as? T else { return nil }
+        return Entry(object: object, expiry: Expiry(storedDate: item.expiry), filePath: item.filePath, isExpired: now >= item.expiry)
+    }
+
+    private func remember(_ object: T, forKey key: String, cost: Int, expiry: Date, filePath: String?) {
+        let dropAfter = cache.config.expiry.resolved(from: now)
+        cache.set(MemoryCache.Item(object: object, cost: cost, expiry: expiry, dropAfter: dropAfter, filePath: filePath), forKey: key)
+    }
+}

@@ -1,0 +1,155 @@
+/// A dictionary that also keeps its keys in least-recently-used order.
+///
+/// Nodes live in one dense array linked by `Int32` indices (removal swaps the last node into the
+/// hole), so every operation is O(1) and an entry costs a few words beside its key and value.
+/// Both the memory layer and the disk index use it.
+struct LRUIndex<Value> {
+    private struct Node {
+        var key: String
+        var value: Value
+        var newer: Int32 // toward the most recent end; -1 at the head
+        var older: Int32 // toward the least recent end; -1 at the tail
+    }
+
+    private var positions: [String: Int32] = [:]
+    private var nodes: [Node] = []
+    private var mostRecent: Int32 = -1
+    private var leastRecent: Int32 = -1
+
+    /// The number of entries.
+    var count: Int { nodes.count }
+
+    /// The value for `key`, without changing its recency.
+    func peek(_ key: String) -> Value? {
+        guard let position = positions[key] else { return nil }
+        return nodes[Int(position)].value
+    }
+
+    /// The value for `key`, marking it the most recently used.
+    mutating func use(_ key: String) -> Value? {
+        guard let position = positions[key] else { return nil }
+        moveToFront(position)
+        return nodes[Int(position)].value
+    }
+
+    /// Changes the value for `key` in place, marking it the most recently used. Returns false if absent.
+    @discardableResult
+    mutating func use(_ key: String, _ change: (inout Value) -> Void) -> Bool {
+        guard let position = positions[key] else { return false }
+        moveToFront(position)
+        change(&nodes[Int(position)].value)
+        return true
+    }
+
+    /// Sets the value for `key` and marks it the most recently used; returns the value it replaced.
+    @discardableResult
+    mutating func set(_ key: String, _ value: Value) -> Value? {
+        if let position = positions[key] {
+            let old = nodes[Int(position)].value
+            nodes[Int(position)].value = value
+            moveToFront(position)
+            return old
+        }
+        let position = Int32(nodes.count)
+        nodes.append(Node(key: key, value: value, newer: -1, older: mostRecent))
+        if mostRecent >= 0 { nodes[Int(mostRecent)].newer = position }
+        mostRecent = position
+        if leastRecent < 0 { leastRecent = position }
+        positions[key] = position
+        return nil
+    }
+
+    /// Removes `key` and returns its value.
+    @discardableResult
+    mutating func remove(_ key: String) -> Value? {
+        guard let position = positions.removeValue(forKey: key) else { return nil }
+        unlink(position)
+        let value = nodes[Int(position)].value
+        let last = Int32(nodes.count - 1)
+        if position != last {
+            // Fill the hole with the last node so the array stays dense.
+            let moved = nodes[Int(last)]
+            nodes[Int(position)] = moved
+            if moved.newer >= 0 { nodes[Int(moved.newer)].older = position } else { mostRecent = position }
+            if moved.older >= 0 { nodes[Int(moved.older)].newer = position } else { leastRecent = position }
+            positions[moved.key] = position
+        }
+        nodes.removeLast()
+        return value
+    }
+
+    /// Removes every entry.
+    mutating func removeAll() {
+        positions.removeAll()
+        nodes.removeAll()
+        mostRecent = -1
+        leastRecent = -1
+    }
+
+    /// The least recently used entry.
+    var oldest: (key: String, value: Value)? {
+        leastRecent < 0 ? nil : (nodes[Int(leastRecent)].key, nodes[Int(leastRecent)].value)
+    }
+
+    /// Calls `body` for entries from the least recently used on, until it returns false.
+    func forEachOldestFirst(_ body: (String, Value) -> Bool) {
+        var position = leastRecent
+        while position >= 0 {
+            let node = nodes[Int(position)]
+            guard body(node.key, node.value) else { return }
+            position = node.newer
+        }
+    }
+
+    /// Every entry, least recently used first.
+    var entriesOldestFirst: [(key: String, value: Value)] {
+        var result: [(key: String, value: Value)] = []
+        result.reserveCapacity(nodes.count)
+        var position = leastRecent
+        while position >= 0 {
+            let node = nodes[Int(position)]
+            result.append((node.key, node.value))
+            position = node.newer
+        }
+        return result
+    }
+
+    /// Every key, in no particular order.
+    var keys: [String] { nodes.map(\.key) }
+
+    /// Every entry, in no particular order.
+    var entries: [(key: String, value: Value)] { nodes.map { ($0.key, $0.value) } }
+
+    private mutating func unlink(_ position: Int32) {
+        let node = nodes[Int(position)]
+        if node.newer >= 0 { nodes[Int(node.newer)].older = node.older } else { mostRecent = node.older }
+        if node.older >= 0 { nodes[Int(node.older)].newer = node.newer } else { leastRecent = node.newer }
+    }
+
+    private mutating func moveToFront(_ position: Int32) {
+        guard position != mostRecent else { return }
+        unlink(position)
+        nodes[Int(position)].older = mostRecent
+        nodes[Int(position)].newer = -1
+        if mostRecent >= 0 { nodes[Int(mostRecent)].newer = position }
+        mostRecent = position
+        if leastRecent < 0 { leastRecent = position }
+    }
+
+    #if DEBUG
+    /// Checks the links against the dictionary; for tests.
+    func checkInvariants() -> Bool {
+        var seen = 0
+        var position = leastRecent
+        var previous: Int32 = -1
+        while position >= 0 {
+            let node = nodes[Int(position)]
+            guard node.older == previous, positions[node.key] == position else { return false }
+            previous = position
+            position = node.newer
+            seen += 1
+        }
+        return seen == nodes.count && positions.count == nodes.count && previous == mostRecent
+    }
+    #endif
+}

@@ -1,0 +1,54 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Mutable state behind one lock, reached only through ``withLock(_:)``.
+///
+/// A thin wrapper over the platform's cheapest mutex (`os_unfair_lock` on Apple platforms,
+/// `pthread_mutex_t` elsewhere). `Synchronization.Mutex` would do on Linux, but it needs
+/// macOS 15 / iOS 18 on Apple platforms, which is more than Stash asks of its users.
+final class Locked<State>: @unchecked Sendable {
+    // @unchecked Sendable: `state` is only ever touched between lock() and unlock().
+    private var state: State
+    #if canImport(Darwin)
+    private let lock: UnsafeMutablePointer<os_unfair_lock>
+    #else
+    private let lock: UnsafeMutablePointer<pthread_mutex_t>
+    #endif
+
+    init(_ state: State) {
+        self.state = state
+        lock = .allocate(capacity: 1)
+        #if canImport(Darwin)
+        lock.initialize(to: os_unfair_lock())
+        #else
+        lock.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(lock, nil)
+        #endif
+    }
+
+    deinit {
+        #if !canImport(Darwin)
+        pthread_mutex_destroy(lock)
+        #endif
+        lock.deinitialize(count: 1)
+        lock.deallocate()
+    }
+
+    /// Runs `body` with exclusive access to the state. Never call back into the same lock from `body`.
+    @inline(__always)
+    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+        #if canImport(Darwin)
+        os_unfair_lock_lock(lock)
+        defer { os_unfair_lock_unlock(lock) }
+        #else
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        #endif
+        return try body(&state)
+    }
+}

@@ -1,0 +1,47 @@
+public import Foundation
+
+/// Every error Stash throws. Cases with a cause carry it.
+public enum StorageError: Error, Sendable, CustomStringConvertible {
+    /// No value is stored for the key.
+    case notFound
+    /// A value is stored but expired at the given date; `entry(forKey:)` still returns it.
+    case expired(Date)
+    /// The stored value is of another type than the one asked for (memory-only views).
+    case typeNotMatch
+    /// The transformer could not encode the value.
+    case encodingFailed(any Error)
+    /// The stored bytes no longer decode to the type (for example, the model changed). The entry is dropped.
+    case decodingFailed(any Error)
+    /// A user-supplied transformer threw an error that is not an encoding or decoding failure.
+    case transformerFail(any Error)
+    /// Stored data is damaged (a truncated value file, an unreadable index record). The entry is dropped.
+    case corrupted(String)
+    /// The storage was released before the operation could run.
+    ///
+    /// Kept from hyperoslo/Cache for source compatibility; Stash keeps a store alive until every
+    /// queued operation has run, so only code that holds storages weakly meets it.
+    case deallocated
+    /// A single value is larger than the disk store's `maxSize`, so it is not stored.
+    case valueTooLarge(size: Int, maxSize: Int)
+    /// Another process holds the store's directory open.
+    case inUse(directory: String)
+    /// A file-system operation failed; `underlying` is the system's error (for example a `POSIXError`).
+    case io(operation: String, path: String, underlying: any Error)
+
+    public var description: String {
+        switch self {
+        case .notFound: return "No value is stored for this key"
+        case .expired(let date): return "The value expired at \(date)"
+        case .typeNotMatch: return "The stored value has another type"
+        case .encodingFailed(let error): return "Encoding failed: \(error)"
+        case .decodingFailed(let error): return "Decoding failed: \(error)"
+        case .transformerFail(let error): return "The transformer failed: \(error)"
+        case .corrupted(let reason): return "Stored data is corrupted: \(reason)"
+        case .deallocated: return "The storage was released"
+        case .valueTooLarge(let size, let maxSize):
+            return "The value's \(size) bytes exceed the disk limit of \(maxSize) bytes"
+        case .inUse(let directory): return "The store at \(directory) is in use by another process"
+        case .io(let operation, let path, let error): return "\(operation) failed for \(path): \(error)"
+        }
+    }
+}
