@@ -70,6 +70,11 @@ final class ObservationCenter: Sendable {
         state.withLock { $0.keyObservers.removeAll() }
     }
 
+    /// Waits until every delivery queued so far has run; for tests.
+    func waitUntilDelivered() {
+        deliveryQueue.sync {}
+    }
+
     private func isRegistered(_ id: Int, key: String?) -> Bool {
         state.withLock { state in
             if let key { return state.keyObservers[key]?[id] != nil }

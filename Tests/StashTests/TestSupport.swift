@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+@testable import Stash
+
+/// A small Codable model, as app code stores them.
+struct User: Codable, Sendable, Equatable, Hashable {
+    var name: String
+    var age: Int
+}
+
+/// A clock the test moves by hand, injected as `now:` so expiry is tested without sleeping.
+final class TestClock: @unchecked Sendable {
+    // @unchecked Sendable: `current` is only touched under `lock`.
+    private let lock = NSLock()
+    private var current: Date
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
+        current = start
+    }
+
+    var now: Date {
+        lock.lock()
+        defer { lock.unlock() }
+        return current
+    }
+
+    func advance(by seconds: TimeInterval) {
+        lock.lock()
+        current += seconds
+        lock.unlock()
+    }
+
+    /// The clock as the `now:` function the storages take.
+    var function: @Sendable () -> Date { { self.now } }
+}
+
+/// A fresh, uniquely named temporary directory, removed when the test that made it ends.
+final class TemporaryDirectory {
+    let url: URL
+
+    init(_ name: String = #function) {
+        let safe = name.filter { $0.isLetter || $0.isNumber }
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("StashTests-\(safe.prefix(40))-\(UUID().uuidString)", isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    var path: String { url.path }
+
+    /// A disk configuration for a store named `name` inside this directory.
+    func diskConfig(_ name: String = "store", expiry: Expiry = .never, maxSize: Int = 0) -> DiskConfig {
+        DiskConfig(name: name, expiry: expiry, maxSize: maxSize, directory: url)
+    }
+
+    /// The store folder of ``diskConfig(_:expiry:maxSize:)``.
+    func storePath(_ name: String = "store") -> String {
+        url.appendingPathComponent(name).path
+    }
+}
+
+/// A `Storage<User>` in `directory`, on `clock`.
+func makeUserStorage(
+    in directory: TemporaryDirectory,
+    name: String = "store",
+    expiry: Expiry = .never,
+    maxSize: Int = 0,
+    memory: MemoryConfig = MemoryConfig(),
+    clock: TestClock = TestClock()
+) throws -> Storage<User> {
+    try Storage<User>(
+        diskConfig: directory.diskConfig(name, expiry: expiry, maxSize: maxSize),
+        memoryConfig: memory,
+        transformer: TransformerFactory.forCodable(ofType: User.self),
+        now: clock.function
+    )
+}
+
+/// Runs `body` and returns the `StorageError` it threw; records an issue if it threw none.
+func storageError(_ body: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) -> StorageError? {
+    do {
+        try body()
+        Issue.record("expected a StorageError, got none", sourceLocation: sourceLocation)
+        return nil
+    } catch let error as StorageError {
+        return error
+    } catch {
+        Issue.record("expected a StorageError, got \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
+
+extension StorageError {
+    var isNotFound: Bool { if case .notFound = self { true } else { false } }
+    var isExpired: Bool { if case .expired = self { true } else { false } }
+    var isCorrupted: Bool { if case .corrupted = self { true } else { false } }
+    var isDecodingFailed: Bool { if case .decodingFailed = self { true } else { false } }
+    var isIO: Bool { if case .io = self { true } else { false } }
+}
+
+extension Storage {
+    /// Waits until every observer closure queued so far has run (a test hook, no sleeping).
+    func waitForObservers() {
+        hybridStorage.engine.observers.waitUntilDelivered()
+    }
+
+    /// Waits until every operation submitted to the store's queue so far has run.
+    func waitForQueue() {
+        hybridStorage.engine.sync { _ in }
+    }
+}
