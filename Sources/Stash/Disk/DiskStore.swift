@@ -71,6 +71,7 @@ final class DiskStore {
         record.lastAccess = now.timeIntervalSince1970
         index.use(key) { $0 = record }
         journal.noteAccess(key: key, time: record.lastAccess)
+        try? compactIfNeeded() // a read-only workload grows the journal with access records too
         return (data, record, path)
     }
 
@@ -121,6 +122,7 @@ final class DiskStore {
         let keys = index.keys
         try journal.append([.clear], durable: false)
         apply(.clear)
+        if !FileManager.default.fileExists(atPath: directory) { try recreateDirectory() }
         try removeUnreferencedFiles()
         try journal.rewrite(with: [])
         invalidateMemory(nil)
