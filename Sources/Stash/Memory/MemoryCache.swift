@@ -47,8 +47,13 @@ final class MemoryCache: Sendable {
     }
 
     /// Stores `item`, then evicts least recently used items until both limits hold.
+    /// An item costlier than the whole limit is not kept (and evicts nothing else).
     func set(_ item: Item, forKey key: String) {
         state.withLock { state in
+            if config.totalCostLimit > 0, item.cost > config.totalCostLimit {
+                if let old = state.items.remove(key) { state.totalCost -= old.cost }
+                return
+            }
             if let old = state.items.set(key, item) { state.totalCost -= old.cost }
             state.totalCost += item.cost
             while let oldest = state.items.oldest,
