@@ -17,7 +17,7 @@ let package = Package(
     targets: [
         .target(name: "Stash", swiftSettings: strictSettings),
         .executableTarget(name: "StashCLI", dependencies: ["Stash"], swiftSettings: strictSettings),
-        .testTarget(name: "StashTests", dependencies: ["Stash"], swiftSettings: strictSettings),
+        .testTarget(name: "StashTests", dependencies: ["Stash", "StashCLI"], swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )

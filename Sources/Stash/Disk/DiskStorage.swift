@@ -137,4 +137,10 @@ public struct DiskEntryInfo: Sendable, Hashable {
     public let lastAccess: Date
     /// The file holding the value's bytes.
     public let filePath: String
+
+    /// Whether the value is expired at `date` (from its expiry date on).
+    public func isExpired(at date: Date) -> Bool {
+        if case .date(let expiry) = expiry { return date >= expiry }
+        return false
+    }
 }

@@ -41,7 +41,17 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
         case .valueTooLarge(let size, let maxSize):
             return "The value's \(size) bytes exceed the disk limit of \(maxSize) bytes"
         case .inUse(let directory): return "The store at \(directory) is in use by another process"
-        case .io(let operation, let path, let error): return "\(operation) failed for \(path): \(error)"
+        case .io(let operation, let path, let error): return "\(operation) failed for \(path): \(Self.message(of: error))"
         }
     }
+
+    /// The system's own words for an error: "Permission denied" rather than a dump of an NSError.
+    private static func message(of error: any Error) -> String {
+        if let posix = error as? POSIXError { return "\(String(cString: strerror(posix.code.rawValue))) (errno \(posix.code.rawValue))" }
+        return error.localizedDescription
+    }
+}
+
+extension StorageError: LocalizedError {
+    public var errorDescription: String? { description }
 }

@@ -1,0 +1,144 @@
+import Foundation
+import Stash
+
+/// The exit statuses of `stash`.
+enum ExitStatus {
+    static let success: Int32 = 0
+    /// A storage or I/O error.
+    static let failure: Int32 = 1
+    /// Wrong usage.
+    static let usage: Int32 = 2
+    /// `get`: no value is stored for the key.
+    static let notFound: Int32 = 3
+    /// `get`: the value is stored but expired.
+    static let expired: Int32 = 4
+}
+
+/// The commands that work on a store: each opens it as raw bytes, `DiskStorage<Data>`.
+struct StoreCommands {
+    let invocation: Invocation
+    let storage: DiskStorage<Data>
+    /// `set` without VALUE: all of stdin, read before the store is opened (and locked).
+    private let standardInput: Data?
+
+    /// Opens the store `invocation` names (creating it if needed) as raw bytes.
+    init(_ invocation: Invocation) throws {
+        self.invocation = invocation
+        if invocation.command == .set, invocation.arguments.count == 1 {
+            if isatty(STDIN_FILENO) == 1 { writeError("stash: reading the value from stdin (end it with Ctrl-D)") }
+            standardInput = try FileHandle.standardInput.readToEnd() ?? Data()
+        } else {
+            standardInput = nil
+        }
+        storage = try DiskStorage(config: Self.config(forDirectory: invocation.directory),
+                                  transformer: TransformerFactory.forData())
+    }
+
+    /// The default `stash-cli` store in the caches folder, or the folder `--dir` names.
+    static func config(forDirectory path: String?) -> DiskConfig {
+        guard let path else { return DiskConfig(name: "stash-cli") }
+        let folder = storeFolderURL(path)
+        return DiskConfig(name: folder.lastPathComponent, directory: folder.deletingLastPathComponent())
+    }
+
+    private var key: String { invocation.arguments[0] }
+
+    /// Runs the command; returns the exit status.
+    func run() throws -> Int32 {
+        switch invocation.command {
+        case .set: try set()
+        case .get: return try get()
+        case .rm: try storage.removeObject(forKey: key)
+        case .ls: try list()
+        case .stats: stats()
+        case .trim: try trim()
+        case .purgeExpired: try purgeExpired()
+        case .clear: try clear()
+        case .tour, .help: preconditionFailure("\(invocation.command) needs no store")
+        }
+        return ExitStatus.success
+    }
+
+    /// `set KEY [VALUE] [--ttl SECONDS]`: the value is the argument, else all of stdin.
+    private func set() throws {
+        let value = standardInput ?? Data(invocation.arguments[1].utf8)
+        try storage.setObject(value, forKey: key, expiry: invocation.ttl.map { .seconds($0) })
+    }
+
+    /// `get KEY`: the raw bytes to stdout, nothing added.
+    private func get() throws -> Int32 {
+        let value: Data
+        do {
+            value = try storage.object(forKey: key)
+        } catch StorageError.notFound {
+            writeError("stash: no value for key \(quoted(key))")
+            return ExitStatus.notFound
+        } catch StorageError.expired(let date) {
+            writeError("stash: the value for key \(quoted(key)) expired at \(iso8601(date))")
+            return ExitStatus.expired
+        }
+        try FileHandle.standardOutput.write(contentsOf: value)
+        return ExitStatus.success
+    }
+
+    /// `ls [--json]`: one entry per line (or a JSON array), sorted by key; no value is read.
+    private func list() throws {
+        let now = Date()
+        let entries = storage.entryInfos.sorted { $0.key < $1.key }.map { ListedEntry($0, now: now) }
+        if invocation.json {
+            print(try ListedEntry.json(entries))
+        } else {
+            ListedEntry.table(entries).forEach { print($0) }
+        }
+    }
+
+    /// `stats`: where the store is and what it holds.
+    private func stats() {
+        let now = Date()
+        let infos = storage.entryInfos
+        let expired = infos.filter { $0.isExpired(at: now) }.count
+        print("path:     \(storage.path)")
+        print("entries:  \(infos.count)")
+        print("bytes:    \(storage.totalSize)")
+        print("expired:  \(expired)")
+        let issues = storage.recoveryIssues
+        if !issues.isEmpty {
+            print("recovery issues (damaged data dropped when the store was opened): \(issues.count)")
+            issues.forEach { print("  - \($0)") }
+        }
+    }
+
+    /// `trim --max-size N`: expired values first, then the least recently used.
+    private func trim() throws {
+        let maxSize = invocation.maxSize ?? 0
+        let (countBefore, bytesBefore) = (storage.allKeys.count, storage.totalSize)
+        try storage.trim(toSize: maxSize)
+        let (countAfter, bytesAfter) = (storage.allKeys.count, storage.totalSize)
+        print("removed \(plural(countBefore - countAfter, "entry", "entries")) (\(plural(bytesBefore - bytesAfter, "byte"))); "
+            + "\(plural(countAfter, "entry", "entries")) (\(plural(bytesAfter, "byte"))) remain, limit \(plural(maxSize, "byte"))")
+    }
+
+    /// `purge-expired`: removes every expired value and says how many.
+    private func purgeExpired() throws {
+        let before = storage.allKeys.count
+        try storage.removeExpiredObjects()
+        print("removed \(plural(before - storage.allKeys.count, "expired entry", "expired entries"))")
+    }
+
+    /// `clear`: removes every value.
+    private func clear() throws {
+        let before = storage.allKeys.count
+        try storage.removeAll()
+        print("removed \(plural(before, "entry", "entries"))")
+    }
+}
+
+/// `3 entries`, `1 entry`.
+func plural(_ count: Int, _ singular: String, _ pluralForm: String? = nil) -> String {
+    "\(count) \(count == 1 ? singular : pluralForm ?? singular + "s")"
+}
+
+/// Writes one line to stderr.
+func writeError(_ line: String) {
+    try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
+}

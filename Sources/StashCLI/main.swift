@@ -1,0 +1,63 @@
+import Foundation
+import Stash
+
+// `stash`: look into and edit a Stash disk store from the shell, or take the tour.
+// A user of the library's public API only. See `stash --help`.
+
+/// Runs one command line; returns the exit status. Errors become one line on stderr, never a trap.
+func runStash(_ arguments: [String]) async -> Int32 {
+    do {
+        let invocation = try Invocation.parse(arguments)
+        switch invocation.command {
+        case .help:
+            print(helpText)
+            return ExitStatus.success
+        case .tour:
+            try await Tour.run()
+            return ExitStatus.success
+        default:
+            return try StoreCommands(invocation).run()
+        }
+    } catch let error as UsageError {
+        writeError("stash: \(error.message)")
+        writeError(error.usageLine)
+        return ExitStatus.usage
+    } catch StorageError.inUse(let directory) {
+        writeError("stash: the store at \(directory) is open in another process (another stash command "
+            + "or an app using it); try again once that process has closed it")
+        return ExitStatus.failure
+    } catch {
+        writeError("stash: \(error)")
+        return ExitStatus.failure
+    }
+}
+
+let helpText = """
+    stash: look into and edit a Stash disk store (raw bytes per key) from the shell.
+
+    usage: stash [--dir PATH] COMMAND [ARGS...]
+
+    commands:
+      set KEY [VALUE]        store VALUE (or all of stdin, byte for byte) for KEY
+          --ttl SECONDS      ...expiring SECONDS from now
+      get KEY                write KEY's value to stdout, byte for byte
+      rm KEY                 remove KEY (a missing key is no error)
+      ls                     list key, size in bytes, expiry and last access (no value is read)
+          --json             ...as a JSON array of {key, size, expiry, lastAccess, expired}
+      stats                  the store's path, entry count, total bytes and expired count
+      trim --max-size BYTES  remove expired, then least recently used values, down to BYTES
+      purge-expired          remove every expired value
+      clear                  remove every value
+      tour                   a guided session with a temporary Storage (the README's main job)
+      help                   this text
+
+    options (before or after the command):
+      --dir PATH   the store folder itself (default: \(DiskConfig(name: "stash-cli").storeURL.path))
+      -h, --help   this text
+      --           end of options: what follows is KEY or VALUE even if it starts with '-'
+
+    exit status: 0 done, 1 storage error, 2 wrong usage, 3 no such key (get), 4 value expired (get)
+    One process at a time may open a store: a store in use elsewhere is reported, not shared.
+    """
+
+exit(await runStash(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,400 @@
+import Foundation
+import Testing
+import Stash // the public API only, as the `stash` tool uses it
+
+/// The `stash` executable, run as a separate process on a store in a fresh temporary folder.
+/// Values are also written and checked through the library on the same folder (never while a
+/// `stash` process has it open: a store is open in one process at a time).
+@Suite("stash command-line tool")
+struct CLITests {
+    @Test("set then get in separate processes round-trips the bytes exactly")
+    func setThenGetRoundTrips() throws {
+        try withScratchFolder { folder in
+            try expectSuccess(stash(["set", "greeting", "hello, wörld"], in: folder))
+            var get = try stash(["get", "greeting"], in: folder)
+            #expect(get.status == 0)
+            #expect(get.stdout == Data("hello, wörld".utf8)) // no newline added
+
+            let binary = Data([0, 0, 0xFF, 0x0A, 0x0D, 0x00, 0x80]) + Data((0...255).map { UInt8($0) })
+            try expectSuccess(stash(["set", "binary"], in: folder, input: binary))
+            get = try stash(["get", "binary"], in: folder)
+            #expect(get.status == 0)
+            #expect(get.stdout == binary)
+
+            let text = Data("line one\nline two\n".utf8)
+            try expectSuccess(stash(["set", "text"], in: folder, input: text))
+            #expect(try stash(["get", "text"], in: folder).stdout == text)
+
+            try expectSuccess(stash(["set", "empty"], in: folder, input: Data()))
+            get = try stash(["get", "empty"], in: folder)
+            #expect(get.status == 0 && get.stdout.isEmpty)
+        }
+    }
+
+    @Test("a KEY or VALUE starting with '-' is accepted after --, and --dir may follow the command")
+    func dashesAndOptionPlacement() throws {
+        try withScratchFolder { folder in
+            let store = folder.appendingPathComponent("store").path
+            try expectSuccess(stash(["set", "--dir", store, "--", "-key", "-value"], in: folder, addDir: false))
+            try expectSuccess(stash(["set", "plain", "value", "--dir", store], in: folder, addDir: false))
+            let get = try stash(["get", "--dir=\(store)", "--", "-key"], in: folder, addDir: false)
+            #expect(get.status == 0)
+            #expect(get.output == "-value")
+            #expect(try stash(["--dir", store, "get", "plain"], in: folder, addDir: false).output == "value")
+            // After --, even --dir is a KEY or VALUE.
+            #expect(try stash(["--dir", store, "get", "--", "--dir"], in: folder, addDir: false).status == 3)
+        }
+    }
+
+    @Test("without --dir the store is stash-cli in the caches folder")
+    func defaultStoreIsInCachesFolder() throws {
+        try withScratchFolder { folder in
+            try expectSuccess(stash(["set", "k", "v"], in: folder, addDir: false))
+            #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("stash-cli").path))
+            #expect(try stash(["get", "k"], in: folder, addDir: false).output == "v")
+        }
+    }
+
+    @Test("get of a missing key exits 3 with a message on stderr and nothing on stdout")
+    func getMissingKeyExits3() throws {
+        try withScratchFolder { folder in
+            let run = try stash(["get", "nothing-here"], in: folder)
+            #expect(run.status == 3)
+            #expect(run.stdout.isEmpty)
+            #expect(run.stderr.contains("no value for key \"nothing-here\""))
+        }
+    }
+
+    @Test("get of an expired value exits 4, whether the library or --ttl wrote it")
+    func getExpiredValueExits4() throws {
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                try storage.setObject(Data("stale".utf8), forKey: "old", expiry: .date(Date(timeIntervalSinceNow: -10)))
+            }
+            var run = try stash(["get", "old"], in: folder)
+            #expect(run.status == 4)
+            #expect(run.stdout.isEmpty)
+            #expect(run.stderr.contains("expired"))
+
+            try expectSuccess(stash(["set", "now", "gone", "--ttl", "0"], in: folder))
+            run = try stash(["get", "now"], in: folder)
+            #expect(run.status == 4)
+        }
+    }
+
+    @Test("set --ttl gives the value an expiry an hour ahead that ls --json reports")
+    func ttlSetsExpiry() throws {
+        try withScratchFolder { folder in
+            let before = Date()
+            try expectSuccess(stash(["set", "session", "token", "--ttl", "3600"], in: folder))
+            let entries = try listJSON(in: folder)
+            let expiry = try #require(entries.first?.expiry)
+            let date = try Date(expiry, strategy: .iso8601)
+            #expect(date.timeIntervalSince(before) > 3500 && date.timeIntervalSince(before) < 3700)
+            #expect(entries.first?.expired == false)
+        }
+    }
+
+    @Test("ls lists the keys the library wrote, one line per entry, with unusual keys quoted and escaped")
+    func lsListsLibraryKeys() throws {
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                try storage.setObject(Data("12345".utf8), forKey: "plain")
+                try storage.setObject(Data("ab".utf8), forKey: "two\nlines")
+                try storage.setObject(Data("xyz".utf8), forKey: "ünïcødé 🗝️")
+                try storage.setObject(Data(), forKey: "tab\there\u{1B}[31m")
+            }
+            let run = try stash(["ls"], in: folder)
+            #expect(run.status == 0)
+            let lines = run.output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+            #expect(lines.count == 4)
+            #expect(lines.contains { $0.hasPrefix("plain ") && $0.contains(" 5  never  ") })
+            #expect(lines.contains { $0.hasPrefix("\"two\\nlines\"") && $0.contains(" 2  never  ") })
+            #expect(lines.contains { $0.hasPrefix("\"ünïcødé 🗝️\"") && $0.contains(" 3  never  ") })
+            #expect(lines.contains { $0.hasPrefix("\"tab\\there\\u{1B}[31m\"") && $0.contains(" 0  never  ") })
+            #expect(!run.output.contains("\u{1B}"))
+        }
+    }
+
+    @Test("ls --json parses as a JSON array with each key's size, expiry and expired flag")
+    func lsJSONHasSizes() throws {
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                try storage.setObject(Data(repeating: 7, count: 1000), forKey: "big")
+                try storage.setObject(Data("hi".utf8), forKey: "line\nbreak")
+                try storage.setObject(Data("x".utf8), forKey: "old", expiry: .date(Date(timeIntervalSinceNow: -10)))
+            }
+            let entries = try listJSON(in: folder)
+            let byKey = Dictionary(uniqueKeysWithValues: entries.map { ($0.key, $0) })
+            #expect(Set(byKey.keys) == ["big", "line\nbreak", "old"])
+            #expect(byKey["big"]?.size == 1000)
+            #expect(byKey["line\nbreak"]?.size == 2)
+            #expect(byKey["big"]?.expiry == nil)
+            #expect(byKey["big"]?.expired == false)
+            #expect(byKey["old"]?.expiry != nil)
+            #expect(byKey["old"]?.expired == true)
+            for entry in entries {
+                _ = try Date(entry.lastAccess, strategy: .iso8601)
+            }
+        }
+    }
+
+    @Test("rm removes one key and leaves the others; removing a missing key is no error")
+    func rmRemovesOneKey() throws {
+        try withScratchFolder { folder in
+            try expectSuccess(stash(["set", "a", "1"], in: folder))
+            try expectSuccess(stash(["set", "b", "2"], in: folder))
+            try expectSuccess(stash(["rm", "a"], in: folder))
+            #expect(try stash(["get", "a"], in: folder).status == 3)
+            #expect(try stash(["get", "b"], in: folder).output == "2")
+            try expectSuccess(stash(["rm", "never-there"], in: folder))
+        }
+    }
+
+    @Test("clear removes every value")
+    func clearRemovesEverything() throws {
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                for key in ["a", "b", "c"] { try storage.setObject(Data(key.utf8), forKey: key) }
+            }
+            let run = try stash(["clear"], in: folder)
+            #expect(run.status == 0)
+            #expect(run.output == "removed 3 entries\n")
+            #expect(try stash(["ls"], in: folder).output.isEmpty)
+            #expect(try stash(["ls", "--json"], in: folder).output == "[]\n")
+        }
+    }
+
+    @Test("purge-expired removes only the expired values and says how many")
+    func purgeExpiredRemovesOnlyExpired() throws {
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                try storage.setObject(Data("old".utf8), forKey: "old", expiry: .date(Date(timeIntervalSinceNow: -10)))
+                try storage.setObject(Data("fresh".utf8), forKey: "fresh", expiry: .seconds(3600))
+                try storage.setObject(Data("forever".utf8), forKey: "forever")
+            }
+            let run = try stash(["purge-expired"], in: folder)
+            #expect(run.status == 0)
+            #expect(run.output == "removed 1 expired entry\n")
+            #expect(try Set(listJSON(in: folder).map(\.key)) == ["fresh", "forever"])
+        }
+    }
+
+    @Test("trim --max-size evicts the least recently used values until the store fits")
+    func trimEvictsLeastRecentlyUsed() throws {
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                for key in ["a", "b", "c"] { try storage.setObject(Data(repeating: 1, count: 100), forKey: key) }
+                _ = try storage.object(forKey: "a") // "b" is now the least recently used
+            }
+            let run = try stash(["trim", "--max-size", "200"], in: folder)
+            #expect(run.status == 0)
+            #expect(run.output.hasPrefix("removed 1 entry (100 bytes)"))
+            #expect(try Set(listJSON(in: folder).map(\.key)) == ["a", "c"])
+            try withLibraryStore(in: folder) { storage in
+                #expect(storage.totalSize <= 200)
+            }
+        }
+    }
+
+    @Test("stats reports the path, entry count, total bytes and expired count")
+    func statsReportsTheStore() throws {
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                try storage.setObject(Data(repeating: 1, count: 10), forKey: "a")
+                try storage.setObject(Data(repeating: 1, count: 5), forKey: "b", expiry: .date(Date(timeIntervalSinceNow: -10)))
+            }
+            let run = try stash(["stats"], in: folder)
+            #expect(run.status == 0)
+            let lines = run.output.split(separator: "\n").map(String.init)
+            #expect(lines.first?.hasPrefix("path:") == true && lines.first?.hasSuffix("/store") == true)
+            #expect(lines.contains("entries:  2"))
+            #expect(lines.contains("bytes:    15"))
+            #expect(lines.contains("expired:  1"))
+        }
+    }
+
+    @Test("a store open in another process is reported clearly, with exit status 1")
+    func storeInUseIsReported() throws {
+        try withScratchFolder { folder in
+            let storage = try libraryStore(in: folder)
+            let run = try stash(["ls"], in: folder)
+            #expect(run.status == 1)
+            #expect(run.stdout.isEmpty)
+            #expect(run.stderr.hasPrefix("stash: the store at "))
+            #expect(run.stderr.contains("open in another process"))
+            _ = storage.totalSize // keeps the store open until the run has finished
+        }
+    }
+
+    @Test("wrong usage exits 2 with an error and a usage line on stderr and nothing on stdout", arguments: [
+        [], ["frob"], ["get"], ["rm"], ["set"], ["get", "a", "b"], ["ls", "extra"], ["ls", "--bogus"],
+        ["ls", "--ttl", "5"], ["ls", "--json=yes"], ["set", "k", "v", "--ttl", "soon"], ["set", "k", "--ttl", "-1"],
+        ["trim"], ["trim", "--max-size", "lots"], ["trim", "--max-size"], ["get", "-k"],
+    ])
+    func wrongUsageExits2(arguments: [String]) throws {
+        try withScratchFolder { folder in
+            let run = try stash(arguments, in: folder)
+            #expect(run.status == 2)
+            #expect(run.stdout.isEmpty)
+            let lines = run.stderr.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            #expect(lines.count == 3 && lines[2].isEmpty) // two lines, each ending in a newline
+            #expect(lines.first?.hasPrefix("stash: ") == true)
+            #expect(lines.dropFirst().first?.hasPrefix("usage: stash") == true)
+        }
+    }
+
+    @Test("--help, -h and help print the usage of every command and option to stdout", arguments: [
+        ["--help"], ["-h"], ["help"], ["ls", "--help"],
+    ])
+    func helpListsEverything(arguments: [String]) throws {
+        try withScratchFolder { folder in
+            let run = try stash(arguments, in: folder, addDir: false)
+            #expect(run.status == 0)
+            #expect(run.stderr.isEmpty)
+            for word in ["set KEY [VALUE]", "--ttl SECONDS", "get KEY", "rm KEY", "ls", "--json", "stats",
+                         "trim --max-size BYTES", "purge-expired", "clear", "tour", "--dir PATH", "--help"] {
+                #expect(run.output.contains(word), "help lacks \(word)")
+            }
+        }
+    }
+
+    @Test("tour exits 0, prints every step and removes its temporary folder")
+    func tourRunsEveryStep() throws {
+        try withScratchFolder { folder in
+            let run = try stash(["tour"], in: folder, addDir: false)
+            #expect(run.status == 0)
+            #expect(run.stderr.isEmpty)
+            let lines = run.output.split(separator: "\n").map(String.init)
+            let expected = [
+                " 1. opened a Storage<Note> at ",
+                " 2. setObject: stored \"groceries\", \"idea\" and \"meeting\" (the last with expiry .seconds(3600))",
+                " 3. object(forKey: \"groceries\") -> \"Milk, eggs, coffee\"",
+                " 4. allKeys -> groceries, idea, meeting",
+                " 5. the clock moves 2 hours ahead, no sleeping",
+                " 6. object(forKey: \"meeting\") throws StorageError.expired",
+                " 7. entry(forKey: \"meeting\") still returns \"Stand-up at 09:30\" with isExpired == true",
+                " 8. async/await: storage.async stored \"later\" and read back \"Read the release notes\"",
+                " 9. reopened the store: 4 keys survived",
+                "10. transformData(): \"groceries\" is stored as the JSON {",
+            ]
+            for step in expected {
+                #expect(lines.contains { $0.hasPrefix(step) }, "missing step: \(step)")
+            }
+            let opened = try #require(lines.first { $0.hasPrefix(" 1. opened a Storage<Note> at ") })
+            let path = opened.dropFirst(" 1. opened a Storage<Note> at ".count).prefix { $0 != " " }
+            #expect(path.hasSuffix("/notes"))
+            #expect(!FileManager.default.fileExists(atPath: String(path)))
+        }
+    }
+}
+
+// MARK: - Running `stash`
+
+/// What one run of `stash` did.
+private struct StashRun {
+    let status: Int32
+    let stdout: Data
+    let stderr: String
+    var output: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+/// One object of `stash ls --json`.
+private struct ListedEntry: Decodable {
+    let key: String
+    let size: Int
+    let expiry: String?
+    let lastAccess: String
+    let expired: Bool
+}
+
+/// The built `stash` executable: next to the test bundle (`<scratch>/debug/StashPackageTests.xctest`
+/// on Linux, a bundle in the products folder on Apple platforms), else found under the build folder.
+private let stashExecutable: URL? = {
+    var folders = [Bundle.main.bundleURL, Bundle.main.bundleURL.deletingLastPathComponent(),
+                   URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+    folders += Bundle.allBundles.filter { $0.bundleURL.pathExtension == "xctest" }.map { $0.bundleURL.deletingLastPathComponent() }
+    if let found = folders.lazy.map({ $0.appendingPathComponent("stash") }).first(where: isExecutable) { return found }
+    // Fallback: search the build folders that hold the products folder (e.g. `<scratch>/<triple>/debug`).
+    for root in folders.map({ $0.deletingLastPathComponent() }) {
+        let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)
+        while let url = walker?.nextObject() as? URL {
+            if walker?.level ?? 0 > 3 { walker?.skipDescendants() }
+            if url.lastPathComponent == "stash", isExecutable(url) { return url }
+        }
+    }
+    return nil
+}()
+
+private func isExecutable(_ url: URL) -> Bool {
+    var isDirectory: ObjCBool = false
+    return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        && FileManager.default.isExecutableFile(atPath: url.path)
+}
+
+/// Runs `stash arguments` (with `--dir <folder>/store` first unless `addDir` is false), with `input`
+/// as stdin (else an empty stdin) and `folder` as the caches folder.
+private func stash(_ arguments: [String], in folder: URL, input: Data? = nil, addDir: Bool = true) throws -> StashRun {
+    let executable = try #require(stashExecutable, "the stash executable was not built next to the tests")
+    let id = UUID().uuidString
+    let outURL = folder.appendingPathComponent("stdout-\(id)")
+    let errURL = folder.appendingPathComponent("stderr-\(id)")
+    let inURL = folder.appendingPathComponent("stdin-\(id)")
+    try (input ?? Data()).write(to: inURL)
+    try Data().write(to: outURL)
+    try Data().write(to: errURL)
+    defer { for url in [outURL, errURL, inURL] { try? FileManager.default.removeItem(at: url) } }
+
+    let process = Process()
+    process.executableURL = executable
+    let store = folder.appendingPathComponent("store").path
+    process.arguments = (addDir ? ["--dir", store] : []) + arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment["XDG_CACHE_HOME"] = folder.path
+    process.environment = environment
+    // Files rather than pipes: no deadlock whatever the output's size.
+    let stdin = try FileHandle(forReadingFrom: inURL)
+    let stdout = try FileHandle(forWritingTo: outURL)
+    let stderr = try FileHandle(forWritingTo: errURL)
+    defer { for handle in [stdin, stdout, stderr] { try? handle.close() } }
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    try process.run()
+    process.waitUntilExit()
+    #expect(process.terminationReason == .exit, "stash was killed by a signal")
+    return StashRun(status: process.terminationStatus, stdout: try Data(contentsOf: outURL),
+                    stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+}
+
+private func expectSuccess(_ run: StashRun, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(run.status == 0, "stash failed: \(run.stderr)", sourceLocation: sourceLocation)
+}
+
+/// `stash ls --json`, decoded.
+private func listJSON(in folder: URL) throws -> [ListedEntry] {
+    let run = try stash(["ls", "--json"], in: folder)
+    #expect(run.status == 0)
+    return try JSONDecoder().decode([ListedEntry].self, from: run.stdout)
+}
+
+// MARK: - Folders and the library's view of the store
+
+/// Runs `body` with a fresh, uniquely named temporary folder, removed afterwards.
+private func withScratchFolder(_ body: (URL) throws -> Void) throws {
+    let folder = FileManager.default.temporaryDirectory
+        .appendingPathComponent("StashCLITests-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    try body(folder)
+}
+
+/// The store `stash --dir <folder>/store` uses, opened through the library.
+private func libraryStore(in folder: URL) throws -> DiskStorage<Data> {
+    try DiskStorage(config: DiskConfig(name: "store", directory: folder), transformer: TransformerFactory.forData())
+}
+
+/// Opens the store through the library, runs `body`, and releases it (closing the store) before returning.
+private func withLibraryStore(in folder: URL, _ body: (DiskStorage<Data>) throws -> Void) throws {
+    try body(libraryStore(in: folder))
+}
