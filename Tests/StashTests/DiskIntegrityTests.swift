@@ -166,6 +166,23 @@ struct DiskIntegrityTests {
         #expect(reopened.allKeys.isEmpty)
     }
 
+    // Contract 8: a key too long for a journal record is refused up front, not lost at the next open.
+    @Test("a key over 1 MiB is rejected with keyTooLong and the store is unchanged")
+    func overlongKeyIsRejected() throws {
+        let directory = TemporaryDirectory()
+        let disk = try makeDisk(directory)
+        try disk.setObject(Data("a".utf8), forKey: "a")
+        let key = String(repeating: "k", count: DiskStore.maxKeyLength + 1)
+        guard case .keyTooLong? = storageError({ try disk.setObject(Data("b".utf8), forKey: key) }) else {
+            Issue.record("expected keyTooLong")
+            return
+        }
+        #expect(disk.allKeys == ["a"])
+        let longest = String(repeating: "k", count: DiskStore.maxKeyLength)
+        try disk.setObject(Data("c".utf8), forKey: longest)
+        #expect(Set(try makeDisk(directory).allKeys) == ["a", longest])
+    }
+
     // Contract 8: allKeys lists what is on disk after a restart, without reading value files.
     @Test("allKeys lists every stored key after a restart")
     func allKeysAfterRestart() throws {

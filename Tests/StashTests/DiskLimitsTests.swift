@@ -89,6 +89,23 @@ struct DiskLimitsTests {
         #expect(try storage.object(forKey: "hot").count == 100)
     }
 
+    // Contract 5: memory hits are journaled as use too, so their order also survives a restart.
+    @Test("values read from memory keep their recency across a reopen")
+    func memoryHitOrderSurvivesRestart() throws {
+        let directory = TemporaryDirectory()
+        let clock = TestClock()
+        do {
+            let storage = try Storage<Data>(diskConfig: directory.diskConfig(), transformer: TransformerFactory.forData(), now: clock.function)
+            for key in ["a", "b", "c"] { try storage.setObject(Data(count: 100), forKey: key) }
+            clock.advance(by: 5)
+            _ = try storage.object(forKey: "a") // memory hits only: the disk is never read
+            _ = try storage.object(forKey: "b")
+        }
+        let reopened = try makeDisk(directory, maxSize: 300, clock: clock)
+        #expect(reopened.entryInfos.map(\.key) == ["c", "a", "b"])
+        #expect(reopened.entryInfos.last?.lastAccess == clock.now)
+    }
+
     // Contract 5: a single value larger than the limit is rejected, and nothing else is lost.
     @Test("a value larger than maxSize is rejected with valueTooLarge and evicts nothing")
     func oversizedValueIsRejected() throws {

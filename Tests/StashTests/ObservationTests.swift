@@ -401,6 +401,27 @@ struct ObservationTests {
         #expect(received == [.add(key: "a"), .add(key: "b"), .add(key: "c"), .remove(key: "a"), .removeExpired, .removeAll])
     }
 
+    // Contract 12: the removeAll…Observers calls remove closures, not streams, whose loops would hang.
+    @Test("removing every observer closure leaves changes() and changes(forKey:) streams running", .timeLimit(.minutes(1)))
+    func bulkRemovalKeepsStreams() async throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        let all = storage.changes()
+        let keyed = storage.changes(forKey: "k")
+        storage.removeAllStorageObservers()
+        storage.removeAllKeyObservers()
+        storage.removeObserver(forKey: "k")
+        try storage.setObject(ann, forKey: "k")
+        for await change in all {
+            #expect(change == .add(key: "k"))
+            break
+        }
+        for await change in keyed {
+            #expect(change == .edit(before: nil, after: ann))
+            break
+        }
+    }
+
     // Contract 12: `changes(forKey:)` yields that key's decoded changes only.
     @Test("changes(forKey:) yields the key's edits and removals with decoded values", .timeLimit(.minutes(1)))
     func keyChangesStream() async throws {

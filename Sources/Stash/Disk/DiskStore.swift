@@ -80,6 +80,8 @@ final class DiskStore {
     /// Stores `data` for `key`, then trims to `maxSize`; returns the value file's path.
     func write(_ key: String, _ data: Data, expiry: Date, now: Date, maxSize: Int, durable: Bool) throws -> String {
         if maxSize > 0, data.count > maxSize { throw StorageError.valueTooLarge(size: data.count, maxSize: maxSize) }
+        if key.utf8.count > Self.maxKeyLength { throw StorageError.keyTooLong(byteCount: key.utf8.count, limit: Self.maxKeyLength) }
+        applyMemoryHits(now: now)
         let previous = index.peek(key)
         let previousData = observers?.hasKeyObservers(key) == true ? previous.flatMap { try? readQuietly(key, $0) } : nil
         let record = DiskRecord(generation: nextGeneration, size: data.count,
@@ -149,7 +151,7 @@ final class DiskStore {
     /// Removes expired values, then least recently used ones, until at most `maxSize` bytes remain.
     func trim(toSize maxSize: Int, now: Date) throws {
         guard totalSize > maxSize else { return }
-        applyMemoryHits()
+        applyMemoryHits(now: now)
         try removeExpired(now: now)
         var evicted: [String] = []
         var freed = 0
@@ -209,10 +211,19 @@ final class DiskStore {
         }
     }
 
-    /// Counts memory hits as use, so a value that is hot in memory is not the first evicted from disk.
-    private func applyMemoryHits() {
+    /// Counts memory hits as use, like disk reads (journaled, so the order survives a restart):
+    /// a value that is hot in memory must not be the first evicted from disk.
+    private func applyMemoryHits(now: Date) {
         for weak in memoryCaches {
-            for key in weak.cache?.takeRecentHits() ?? [] { index.use(key) { _ in } }
+            if let cache = weak.cache { recordHits(of: cache, now: now) }
+        }
+    }
+
+    /// Records `cache`'s pending memory hits as use at `now` (also when a storage is released).
+    func recordHits(of cache: MemoryCache, now: Date) {
+        let time = now.timeIntervalSince1970
+        for key in cache.takeRecentHits() where index.use(key, { $0.lastAccess = time }) {
+            journal.noteAccess(key: key, time: time)
         }
     }
 
@@ -225,7 +236,6 @@ final class DiskStore {
 
     private func compactIfNeeded() throws {
         guard journal.recordCount > 1000, journal.recordCount > 2 * index.count else { return }
-        applyMemoryHits()
         try journal.rewrite(with: index.entriesOldestFirst.map { JournalRecord.set(key: $0.key, $0.value) })
         try removeUnreferencedFiles()
     }
@@ -246,6 +256,9 @@ final class DiskStore {
             try? FileIO.remove(directory + "/" + name)
         }
     }
+
+    /// The longest key, in UTF-8 bytes: journal records are capped (``JournalFormat/maxBodyLength``).
+    static let maxKeyLength = 1 << 20
 
     /// `<32 hex digits>.<hex generation>`.
     static func isValueFileName(_ name: String) -> Bool {

@@ -8,10 +8,17 @@ final class ObservationCenter: Sendable {
     /// Receives an event; returns false when its observer is gone, to be unregistered.
     typealias Delivery = @Sendable (StoreEvent) -> Bool
 
+    private struct Registration {
+        let deliver: Delivery
+        /// An `AsyncStream` ends only when it is dropped or cancelled, never by the `removeAll…` calls
+        /// (which would leave its `for await` loop waiting forever).
+        let isStream: Bool
+    }
+
     private struct State {
         var nextID = 0
-        var storageObservers: [Int: Delivery] = [:]
-        var keyObservers: [String: [Int: Delivery]] = [:]
+        var storageObservers: [Int: Registration] = [:]
+        var keyObservers: [String: [Int: Registration]] = [:]
     }
 
     private let state = Locked(State())
@@ -24,10 +31,10 @@ final class ObservationCenter: Sendable {
     /// Queues `event` for every observer it concerns.
     func publish(_ event: StoreEvent) {
         let targets: [(id: Int, key: String?, deliver: Delivery)] = state.withLock { state in
-            var targets = state.storageObservers.sorted { $0.key < $1.key }.map { ($0.key, String?.none, $0.value) }
+            var targets = state.storageObservers.sorted { $0.key < $1.key }.map { ($0.key, String?.none, $0.value.deliver) }
             for key in Set(event.keys) {
-                for (id, deliver) in (state.keyObservers[key] ?? [:]).sorted(by: { $0.key < $1.key }) {
-                    targets.append((id, key, deliver))
+                for (id, registration) in (state.keyObservers[key] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                    targets.append((id, key, registration.deliver))
                 }
             }
             return targets
@@ -40,34 +47,45 @@ final class ObservationCenter: Sendable {
         }
     }
 
-    func addStorageObserver(_ deliver: @escaping Delivery) -> ObservationToken {
+    func addStorageObserver(isStream: Bool = false, _ deliver: @escaping Delivery) -> ObservationToken {
         let id = state.withLock { state in
             state.nextID += 1
-            state.storageObservers[state.nextID] = deliver
+            state.storageObservers[state.nextID] = Registration(deliver: deliver, isStream: isStream)
             return state.nextID
         }
         return ObservationToken { [weak self] in self?.unregister(id, key: nil) }
     }
 
-    func addKeyObserver(forKey key: String, _ deliver: @escaping Delivery) -> ObservationToken {
+    func addKeyObserver(forKey key: String, isStream: Bool = false, _ deliver: @escaping Delivery) -> ObservationToken {
         let id = state.withLock { state in
             state.nextID += 1
-            state.keyObservers[key, default: [:]][state.nextID] = deliver
+            state.keyObservers[key, default: [:]][state.nextID] = Registration(deliver: deliver, isStream: isStream)
             return state.nextID
         }
         return ObservationToken { [weak self] in self?.unregister(id, key: key) }
     }
 
+    /// Removes every storage observer closure (streams stay).
     func removeAllStorageObservers() {
-        state.withLock { $0.storageObservers.removeAll() }
+        state.withLock { $0.storageObservers = $0.storageObservers.filter(\.value.isStream) }
     }
 
+    /// Removes every observer closure of `key` (streams stay).
     func removeKeyObservers(forKey key: String) {
-        state.withLock { $0.keyObservers[key] = nil }
+        state.withLock { state in
+            let streams = state.keyObservers[key]?.filter(\.value.isStream) ?? [:]
+            state.keyObservers[key] = streams.isEmpty ? nil : streams
+        }
     }
 
+    /// Removes every key observer closure (streams stay).
     func removeAllKeyObservers() {
-        state.withLock { $0.keyObservers.removeAll() }
+        state.withLock { state in
+            state.keyObservers = state.keyObservers.compactMapValues { observers in
+                let streams = observers.filter(\.value.isStream)
+                return streams.isEmpty ? nil : streams
+            }
+        }
     }
 
     /// Waits until every delivery queued so far has run; for tests.

@@ -37,17 +37,17 @@ extension Storage {
         }
     }
 
-    /// Removes every storage observer of the store.
+    /// Removes every storage observer closure of the store (``changes()`` streams end only when dropped).
     public func removeAllStorageObservers() {
         observers.removeAllStorageObservers()
     }
 
-    /// Removes every observer of `key`.
+    /// Removes every observer closure of `key` (``changes(forKey:)`` streams end only when dropped).
     public func removeObserver(forKey key: String) {
         observers.removeKeyObservers(forKey: key)
     }
 
-    /// Removes every key observer of the store.
+    /// Removes every key observer closure of the store (streams end only when dropped).
     public func removeAllKeyObservers() {
         observers.removeAllKeyObservers()
     }
@@ -60,7 +60,7 @@ extension Storage {
     public func changes() -> AsyncStream<StorageChange> {
         let observers = observers
         return AsyncStream { continuation in
-            let token = observers.addStorageObserver { event in
+            let token = observers.addStorageObserver(isStream: true) { event in
                 for change in event.storageChanges { continuation.yield(change) }
                 return true
             }
@@ -73,7 +73,7 @@ extension Storage {
         let observers = observers
         let transformer = hybridStorage.diskStorage.transformer
         return AsyncStream { continuation in
-            let token = observers.addKeyObserver(forKey: key) { event in
+            let token = observers.addKeyObserver(forKey: key, isStream: true) { event in
                 if let change = event.keyChange(for: key, decode: transformer.decode) { continuation.yield(change) }
                 return true
             }

@@ -19,6 +19,12 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         engine.sync { $0.attach(memoryStorage.cache) }
     }
 
+    deinit {
+        // Memory hits count as use on disk; record this storage's last ones before its memory goes.
+        let (cache, now) = (memoryStorage.cache, diskStorage.now())
+        engine.sync { $0.recordHits(of: cache, now: now) }
+    }
+
     var engine: DiskEngine { diskStorage.engine }
     private var cache: MemoryCache { memoryStorage.cache }
     private var now: Date { diskStorage.now() }

@@ -12,15 +12,19 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     case encodingFailed(any Error)
     /// The stored bytes no longer decode to the type (for example, the model changed). The entry is dropped.
     case decodingFailed(any Error)
-    /// A user-supplied transformer threw an error that is not an encoding or decoding failure.
+    /// A shipped transformer rejected the data: `TransformerFactory.forImage()` reading bytes that are
+    /// no image (the cause is an ``ImageDataError``). Errors of your own transformers arrive as
+    /// ``encodingFailed(_:)`` or ``decodingFailed(_:)``.
     case transformerFail(any Error)
     /// Stored data is damaged (a truncated value file, an unreadable index record). The entry is dropped.
     case corrupted(String)
     /// The storage was released before the operation could run.
     ///
-    /// Kept from hyperoslo/Cache for source compatibility; Stash keeps a store alive until every
-    /// queued operation has run, so only code that holds storages weakly meets it.
+    /// Kept from hyperoslo/Cache for source compatibility only: Stash keeps a store alive until every
+    /// queued operation has run, so it never throws this.
     case deallocated
+    /// The key is longer than the disk store accepts (1 MiB of UTF-8), so nothing is stored.
+    case keyTooLong(byteCount: Int, limit: Int)
     /// A single value is larger than the disk store's `maxSize`, so it is not stored.
     case valueTooLarge(size: Int, maxSize: Int)
     /// Another process holds the store's directory open.
@@ -38,6 +42,7 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
         case .transformerFail(let error): return "The transformer failed: \(error)"
         case .corrupted(let reason): return "Stored data is corrupted: \(reason)"
         case .deallocated: return "The storage was released"
+        case .keyTooLong(let byteCount, let limit): return "The key's \(byteCount) bytes exceed the limit of \(limit) bytes"
         case .valueTooLarge(let size, let maxSize):
             return "The value's \(size) bytes exceed the disk limit of \(maxSize) bytes"
         case .inUse(let directory): return "The store at \(directory) is in use by another process"

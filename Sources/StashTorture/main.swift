@@ -1,0 +1,188 @@
+import Foundation
+import Stash
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// `StashTorture`: the child process of the crash and multi-process tests (Tests/StashTests/CrashTests.swift).
+// A user of the public API only.
+//
+//   write DIR --seed N [--max-size BYTES] [--keys K]
+//       Opens `DiskStorage<Data>` on the folder DIR and runs seeded random operations on keys
+//       k0..k(K-1) forever: mostly writes of self-verifying values, some removals and reads. Prints
+//       one line per completed operation: `set KEY SEQ SIZE[ trimmed]`, `remove KEY SEQ`,
+//       `get KEY SEQ FOUNDSEQ|missing`. Sequence numbers start after N * 1_000_000, so runs with
+//       growing seeds write growing sequence numbers. `trimmed`: the write evicted other keys.
+//   hold DIR
+//       Opens the store, prints `ready`, waits for the end of stdin, exits 0.
+//
+// Exit status: 75 the store is in use by another process, 1 another error, 2 wrong usage,
+// 3 a read found a value that is not the one this process last wrote for the key.
+
+/// A tiny seeded generator (SplitMix64): the same seed gives the same run.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A value that tells by itself whether it is complete and whose it is (CrashTests has the same format):
+/// `STV1`, key length u16, key, sequence u64, payload length u32, payload, checksum u64 (little-endian).
+/// The payload is derived from (key, sequence); the checksum covers everything before it.
+enum TortureValue {
+    static func make(key: String, sequence: UInt64, payloadCount: Int) -> Data {
+        var bytes = Array("STV1".utf8)
+        append(UInt16(key.utf8.count), to: &bytes)
+        bytes += key.utf8
+        append(sequence, to: &bytes)
+        append(UInt32(payloadCount), to: &bytes)
+        bytes += payload(key: key, sequence: sequence, count: payloadCount)
+        append(bytes.withUnsafeBytes(checksum), to: &bytes)
+        return Data(bytes)
+    }
+
+    /// The sequence number of `data` if it is a complete value written for `key`, else nil.
+    static func sequence(of data: Data, key: String) -> UInt64? {
+        let keyBytes = Array(key.utf8)
+        let header = 4 + 2 + keyBytes.count + 8 + 4
+        return data.withUnsafeBytes { raw -> UInt64? in
+            func read<I: FixedWidthInteger>(_: I.Type, at offset: Int) -> I {
+                I(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: I.self))
+            }
+            guard raw.count >= header + 8, raw.prefix(4).elementsEqual("STV1".utf8),
+                  read(UInt16.self, at: 4) == keyBytes.count, raw[6..<(6 + keyBytes.count)].elementsEqual(keyBytes) else { return nil }
+            let sequence = read(UInt64.self, at: 6 + keyBytes.count)
+            let count = Int(read(UInt32.self, at: 14 + keyBytes.count))
+            guard raw.count == header + count + 8,
+                  checksum(UnsafeRawBufferPointer(rebasing: raw[0..<(header + count)])) == read(UInt64.self, at: header + count),
+                  raw[header..<(header + count)].elementsEqual(payload(key: key, sequence: sequence, count: count))
+            else { return nil }
+            return sequence
+        }
+    }
+
+    static func payload(key: String, sequence: UInt64, count: Int) -> [UInt8] {
+        var generator = SplitMix64(state: Array(key.utf8).withUnsafeBytes(checksum) ^ (sequence &* 0x9E37_79B9_7F4A_7C15))
+        let words = (0..<((count + 7) / 8)).map { _ in generator.next().littleEndian }
+        return words.withUnsafeBytes { Array($0.prefix(count)) }
+    }
+
+    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            hash = (hash ^ UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))) &* 0x100_0000_01B3
+            hash ^= hash >> 29
+            offset += 8
+        }
+        for byte in bytes[offset...] { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+        return hash ^ UInt64(bytes.count)
+    }
+
+    private static func append<I: FixedWidthInteger>(_ value: I, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
+    }
+}
+
+func emit(_ line: String) {
+    // One write per line, straight to the file descriptor: the reader sees each completed operation.
+    do { try FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8)) } catch { exit(1) }
+}
+
+func fail(_ message: String, status: Int32) -> Never {
+    try? FileHandle.standardError.write(contentsOf: Data("StashTorture: \(message)\n".utf8))
+    exit(status)
+}
+
+func openStore(_ path: String, maxSize: Int) throws -> DiskStorage<Data> {
+    let url = URL(fileURLWithPath: path, isDirectory: true)
+    return try DiskStorage(config: DiskConfig(name: url.lastPathComponent, maxSize: maxSize, directory: url.deletingLastPathComponent()),
+                           transformer: TransformerFactory.forData())
+}
+
+func runWrite(_ path: String, seed: UInt64, maxSize: Int, keys: Int) throws -> Never {
+    let storage = try openStore(path, maxSize: maxSize)
+    var random = SplitMix64(state: seed)
+    var sequence = seed &* 1_000_000
+    var present = Set(storage.allKeys)
+    var expected: [String: UInt64] = [:] // this process's last write of a key; 0 = removed by it
+    let largest = maxSize > 0 ? min(3 << 16, maxSize / 2) : 3 << 16
+    while true {
+        sequence += 1
+        let key = "k\(Int.random(in: 0..<max(1, keys), using: &random))"
+        let roll = Int.random(in: 0..<100, using: &random)
+        if roll < 75 {
+            let size = roll < 8 ? Int.random(in: 0...64, using: &random)
+                : roll < 70 ? Int.random(in: 64...(1 << 16), using: &random)
+                : Int.random(in: (1 << 16)...max(1 << 16, largest), using: &random)
+            try storage.setObject(TortureValue.make(key: key, sequence: sequence, payloadCount: size), forKey: key)
+            expected[key] = sequence
+            present.insert(key)
+            let now = Set(storage.allKeys)
+            emit("set \(key) \(sequence) \(size)" + (present.isSubset(of: now) ? "" : " trimmed"))
+            for evicted in present.subtracting(now) { expected[evicted] = 0 }
+            present = now
+        } else if roll < 85 {
+            try storage.removeObject(forKey: key)
+            expected[key] = 0
+            present.remove(key)
+            emit("remove \(key) \(sequence)")
+        } else {
+            do {
+                let data = try storage.object(forKey: key)
+                guard let found = TortureValue.sequence(of: data, key: key) else {
+                    fail("read \(data.count) bytes for \(key) that are not a complete value of it", status: 3)
+                }
+                if let mine = expected[key], mine != found {
+                    fail("read \(key) #\(found), but this process last wrote #\(mine) (0 = removed)", status: 3)
+                }
+                emit("get \(key) \(sequence) \(found)")
+            } catch StorageError.notFound {
+                if let mine = expected[key], mine != 0 { fail("\(key) #\(mine) is gone without an eviction", status: 3) }
+                emit("get \(key) \(sequence) missing")
+            }
+        }
+    }
+}
+
+func runHold(_ path: String) throws -> Never {
+    let storage = try openStore(path, maxSize: 0)
+    emit("ready")
+    _ = try FileHandle.standardInput.readToEnd()
+    withExtendedLifetime(storage) {}
+    exit(0)
+}
+
+func main(_ arguments: [String]) -> Never {
+    func option(_ name: String) -> String? {
+        arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+    }
+    let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] | StashTorture hold DIR"
+    guard arguments.count >= 2 else { fail(usage, status: 2) }
+    do {
+        switch arguments[0] {
+        case "write":
+            guard let seed = option("--seed").flatMap(UInt64.init), seed < 1 << 40,
+                  let maxSize = Int(option("--max-size") ?? "262144"), let keys = Int(option("--keys") ?? "8"), keys > 0
+            else { fail(usage, status: 2) }
+            try runWrite(arguments[1], seed: seed, maxSize: maxSize, keys: keys)
+        case "hold":
+            try runHold(arguments[1])
+        default:
+            fail(usage, status: 2)
+        }
+    } catch StorageError.inUse(let directory) {
+        fail("the store at \(directory) is in use by another process", status: 75)
+    } catch {
+        fail("\(error)", status: 1)
+    }
+}
+
+main(Array(CommandLine.arguments.dropFirst()))
