@@ -24,12 +24,15 @@ final class DiskStore {
 
     init(directory: String) throws {
         self.directory = directory
-        journal = try Journal(directory: directory)
-        let replay = try journal.open()
+        journal = Journal(directory: directory)
+        let (replay, existed) = try journal.open()
         for record in replay.records { apply(record) }
         if let damage = replay.damage {
             recoveryIssues.append(.corrupted("\(damage); the records after it were dropped"))
-            try? removeUnreferencedFiles()
+            _ = try? removeUnreferencedFiles()
+        } else if !existed, let removed = try? removeUnreferencedFiles(), removed > 0 {
+            // A new journal in a folder that has value files: the old journal was lost.
+            recoveryIssues.append(.corrupted("the journal was missing; \(removed) unlisted value files were removed"))
         }
     }
 
@@ -87,6 +90,7 @@ final class DiskStore {
         let record = DiskRecord(generation: nextGeneration, size: data.count,
                                 expiry: expiry.timeIntervalSince1970, lastAccess: now.timeIntervalSince1970)
         let path = path(forKey: key, generation: record.generation)
+        if journal.isDetached { try recreateDirectory() } // the folder was removed, maybe made anew
         do {
             try FileIO.writeFile(path, data, durable: durable)
         } catch where FileIO.isErrno(error, .ENOENT) {
@@ -104,18 +108,17 @@ final class DiskStore {
         if let previous { try? FileIO.remove(self.path(forKey: key, generation: previous.generation)) }
         invalidateMemory([key])
         observers?.publish(.set(key: key, value: data, previous: previousData))
+        // The write is committed: a failing trim still throws (the limit could not be held),
+        // a failing compaction does not (it is only housekeeping; the next write retries it).
         if maxSize > 0, totalSize > maxSize { try trim(toSize: maxSize, now: now) }
-        try compactIfNeeded()
+        try? compactIfNeeded()
         return path
     }
 
     /// Removes `key`'s value, if any.
     func remove(_ key: String) throws {
-        guard let record = index.peek(key) else { return }
-        try journal.append([.remove(key: key)], durable: false)
-        apply(.remove(key: key))
-        try? FileIO.remove(path(forKey: key, generation: record.generation))
-        invalidateMemory([key])
+        guard index.peek(key) != nil else { return }
+        try removeKeys([key])
         observers?.publish(.remove(keys: [key], reason: .removed))
     }
 
@@ -142,9 +145,8 @@ final class DiskStore {
         for (key, record) in index.entries {
             if record.expiry <= cutoff { expired.append(key) } else { earliestRemaining = min(earliestRemaining, record.expiry) }
         }
-        try removeKeys(expired)
+        try removeAndPublish(expired, reason: .expired)
         earliestExpiry = earliestRemaining
-        if !expired.isEmpty { observers?.publish(.remove(keys: expired, reason: .expired)) }
         return expired
     }
 
@@ -161,8 +163,16 @@ final class DiskStore {
             freed += record.size
             return true
         }
-        try removeKeys(evicted)
-        if !evicted.isEmpty { observers?.publish(.remove(keys: evicted, reason: .evicted)) }
+        try removeAndPublish(evicted, reason: .evicted)
+    }
+
+    /// Removes `keys` and tells observers about those that are gone, also when some could not be removed.
+    private func removeAndPublish(_ keys: [String], reason: StoreEvent.RemovalReason) throws {
+        defer {
+            let removed = keys.filter { index.peek($0) == nil }
+            if !removed.isEmpty { observers?.publish(.remove(keys: removed, reason: reason)) }
+        }
+        try removeKeys(keys)
     }
 
     /// Attaches a memory layer, which then never holds a key the disk no longer has.
@@ -173,8 +183,13 @@ final class DiskStore {
     }
 
     /// Drops `key` after its data proved unreadable (damaged file, or bytes that no longer decode).
+    /// Unlike ``remove(_:)`` the entry goes even if its file cannot be deleted: it is known bad.
     func drop(_ key: String) {
-        try? remove(key)
+        guard let record = index.peek(key), (try? journal.append([.remove(key: key)], durable: false)) != nil else { return }
+        apply(.remove(key: key))
+        try? FileIO.remove(path(forKey: key, generation: record.generation))
+        invalidateMemory([key])
+        observers?.publish(.remove(keys: [key], reason: .removed))
     }
 
     // MARK: Helpers
@@ -183,15 +198,29 @@ final class DiskStore {
         try FileIO.readFile(path(forKey: key, generation: record.generation), expectedSize: record.size)
     }
 
+    /// Removes `keys`: journaled first (a crash then leaves them removed, their files orphans
+    /// that compaction sweeps), then unlinked. A file that cannot be unlinked (read-only folder)
+    /// puts its entry back and the first such error is thrown: nothing is reported removed that is not.
     private func removeKeys(_ keys: [String]) throws {
-        guard !keys.isEmpty else { return }
-        try journal.append(keys.map { .remove(key: $0) }, durable: false)
-        for key in keys {
-            guard let record = index.peek(key) else { continue }
-            apply(.remove(key: key))
-            try? FileIO.remove(path(forKey: key, generation: record.generation))
+        let records = keys.compactMap { key in index.peek(key).map { (key, $0) } }
+        guard !records.isEmpty else { return }
+        try journal.append(records.map { .remove(key: $0.0) }, durable: false)
+        var failure: (any Error)?
+        var restored: [JournalRecord] = []
+        for (key, record) in records {
+            do {
+                try FileIO.remove(path(forKey: key, generation: record.generation))
+                apply(.remove(key: key))
+            } catch {
+                failure = failure ?? error
+                restored.append(.set(key: key, record))
+            }
         }
         invalidateMemory(keys)
+        if let failure {
+            try? journal.append(restored, durable: false)
+            throw failure
+        }
     }
 
     private func apply(_ record: JournalRecord) {
@@ -250,11 +279,15 @@ final class DiskStore {
 
     /// Deletes value files no record points to (left by a crash between a write and its record).
     /// Files that are not Stash's are left alone.
-    private func removeUnreferencedFiles() throws {
+    /// - Returns: How many files were removed.
+    @discardableResult
+    private func removeUnreferencedFiles() throws -> Int {
         let live = Set(index.entries.map { (path(forKey: $0.key, generation: $0.value.generation) as NSString).lastPathComponent })
+        var removed = 0
         for name in try FileIO.listDirectory(directory) where Self.isValueFileName(name) && !live.contains(name) {
-            try? FileIO.remove(directory + "/" + name)
+            if (try? FileIO.remove(directory + "/" + name)) != nil { removed += 1 }
         }
+        return removed
     }
 
     /// The longest key, in UTF-8 bytes: journal records are capped (``JournalFormat/maxBodyLength``).

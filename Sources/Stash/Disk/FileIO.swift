@@ -23,9 +23,11 @@ enum FileIO {
         return false
     }
 
+    /// Opens a file of the store. Never follows a symbolic link: a link planted in the folder must
+    /// not make the store read or write a file outside it.
     static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
         while true {
-            let fd = path.withCString { systemOpen($0, flags | O_CLOEXEC, mode) }
+            let fd = path.withCString { systemOpen($0, flags | O_CLOEXEC | O_NOFOLLOW, mode) }
             if fd >= 0 { return fd }
             if errno != EINTR { throw error("open", path) }
         }
@@ -43,9 +45,18 @@ enum FileIO {
         }
     }
 
-    /// Writes `data` to a new file at `path` (replacing any), `fsync`ing it if `durable`.
+    /// Writes `data` to a new file at `path`, `fsync`ing it if `durable`.
+    ///
+    /// The file is created exclusively: whatever was at `path` (a crash's leftover, a planted link,
+    /// a hard link to another file) is unlinked first rather than written through.
     static func writeFile(_ path: String, _ data: Data, durable: Bool) throws {
-        let fd = try open(path, O_WRONLY | O_CREAT | O_TRUNC)
+        let fd: Int32
+        do {
+            fd = try open(path, O_WRONLY | O_CREAT | O_EXCL)
+        } catch where isErrno(error, .EEXIST) {
+            try remove(path)
+            fd = try open(path, O_WRONLY | O_CREAT | O_EXCL)
+        }
         do {
             try data.withUnsafeBytes { try writeAll(fd, $0, path: path) }
             if durable, fsync(fd) != 0 { throw error("fsync", path) }
@@ -62,11 +73,16 @@ enum FileIO {
     }
 
     /// The whole content of the file at `path`, checked to be `expectedSize` bytes.
+    /// - Throws: ``StorageError/corrupted(_:)`` for a link, a non-regular file or a wrong size.
     static func readFile(_ path: String, expectedSize: Int) throws -> Data {
-        let fd = try open(path, O_RDONLY)
+        let fd: Int32
+        do {
+            fd = try open(path, O_RDONLY | O_NONBLOCK) // a FIFO planted here must not block the store
+        } catch where isErrno(error, .ELOOP) {
+            throw StorageError.corrupted("\(path) is a symbolic link, not a value file")
+        }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw error("fstat", path) }
+        let info = try status(fd, path)
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw StorageError.corrupted("\(path) is not a regular file") }
         guard Int(info.st_size) == expectedSize else {
             throw StorageError.corrupted("value file \(path) has \(info.st_size) bytes, the index says \(expectedSize)")
@@ -94,8 +110,13 @@ enum FileIO {
     /// The whole content of a small file, or nil if it does not exist.
     static func readWholeFile(_ path: String) throws -> [UInt8]? {
         let fd: Int32
-        do { fd = try open(path, O_RDONLY) } catch where isErrno(error, .ENOENT) { return nil }
+        do { fd = try open(path, O_RDONLY | O_NONBLOCK) } catch where isErrno(error, .ENOENT) { return nil }
         defer { close(fd) }
+        switch try status(fd, path).st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw error("read", path, code: EISDIR)
+        default: throw StorageError.corrupted("\(path) is not a regular file")
+        }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -109,9 +130,26 @@ enum FileIO {
         }
     }
 
+    private static func status(_ fd: Int32, _ path: String) throws -> stat {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw error("fstat", path) }
+        return info
+    }
+
+    /// Whether the file open at `fd` has been unlinked (its folder removed underneath, say).
+    static func isUnlinked(_ fd: Int32) -> Bool {
+        var info = stat()
+        return fstat(fd, &info) == 0 && info.st_nlink == 0
+    }
+
     /// Removes the file at `path`; a missing file is not an error.
+    /// An empty directory in a value file's place (damage) is removed too.
     static func remove(_ path: String) throws {
-        if unlink(path) != 0, errno != ENOENT { throw error("unlink", path) }
+        guard unlink(path) != 0, errno != ENOENT else { return }
+        let code = errno
+        // Linux says EISDIR for a directory, Apple platforms EPERM.
+        if code == EISDIR || code == EPERM, rmdir(path) == 0 { return }
+        throw error("unlink", path, code: code)
     }
 
     static func rename(_ from: String, _ to: String) throws {

@@ -23,17 +23,26 @@ final class Journal {
     /// Records in the file (including buffered ones); compaction rewrites it when this grows.
     private(set) var recordCount = 0
 
-    init(directory: String) throws {
+    init(directory: String) {
         journalPath = directory + "/journal"
         compactingPath = directory + "/journal.compacting"
         lockPath = directory + "/lock"
     }
 
+    deinit {
+        close() // also when opening failed half-way: the lock must not outlive a failed open
+    }
+
+    /// Whether the journal file was unlinked underneath (its folder removed, maybe made anew).
+    var isDetached: Bool { fd >= 0 && FileIO.isUnlinked(fd) }
+
     /// Takes the lock and replays the file, cutting off a torn or damaged tail.
-    func open() throws -> JournalFormat.Replay {
+    /// - Returns: The replay, and whether a journal file existed at all.
+    func open() throws -> (replay: JournalFormat.Replay, existed: Bool) {
         try lock()
         try FileIO.remove(compactingPath) // left by a crash during compaction
-        let replay = JournalFormat.parse(try FileIO.readWholeFile(journalPath) ?? [])
+        let bytes = try FileIO.readWholeFile(journalPath)
+        let replay = JournalFormat.parse(bytes ?? [])
         if replay.validLength == 0 {
             try rewrite(with: [])
         } else {
@@ -42,7 +51,7 @@ final class Journal {
             length = replay.validLength
             recordCount = replay.records.count
         }
-        return replay
+        return (replay, bytes != nil)
     }
 
     func close() {

@@ -1,0 +1,728 @@
+import Foundation
+import Testing
+@testable import Stash
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Contract items 7 and 10 under real faults: a full disk (a 1 MiB tmpfs), a read-only file system,
+/// permission denied (the `stash` tool run as `nobody`), a folder removed underneath, value files and
+/// the journal replaced by directories, symlinks and FIFOs.
+///
+/// After each fault, every test checks that the error is a `StorageError` with its cause, that no
+/// value file is left that the index does not list (and no `journal.compacting`), that what was
+/// stored before still reads, that a reopen replays the journal without `recoveryIssues`, and that
+/// the store works again once the fault is gone. The tests that mount or change users need root
+/// (CI runs as root) and are skipped with a reason elsewhere.
+@Suite("Fault injection")
+struct FaultInjectionTests {
+    // MARK: 1. Disk full
+
+    @Test("disk full: a value write and a journal append that hit ENOSPC throw it, leave nothing behind, and writes work once there is room",
+          .enabled(if: Host.canMount, "needs root and permission to mount a tmpfs"))
+    func diskFull() throws {
+        let directory = TemporaryDirectory()
+        try withTmpfs(in: directory) { mountPoint in
+            let config = DiskConfig(name: "store", directory: URL(fileURLWithPath: mountPoint))
+            let journal = mountPoint + "/store/journal"
+            let filler = mountPoint + "/filler"
+            // Its journal record (> 6 KB) is larger than a page: appending it always needs a new page.
+            let longKey = "long-" + String(repeating: "κ", count: 3000)
+            var stored = [longKey: Data("old".utf8)]
+            do {
+                let disk = try openDataStore(config)
+                try disk.setObject(Data("old".utf8), forKey: longKey)
+
+                // Values until the disk is full: the value file's write fails.
+                var failure: (key: String, error: StorageError)?
+                for index in 0..<64 where failure == nil {
+                    let key = "value-\(index)"
+                    let value = Data(repeating: UInt8(truncatingIfNeeded: index), count: 100_000)
+                    do {
+                        try disk.setObject(value, forKey: key)
+                        stored[key] = value
+                    } catch let error as StorageError {
+                        failure = (key, error)
+                    }
+                }
+                let (failedKey, error) = try #require(failure, "1 MiB of tmpfs never filled up")
+                #expect(posixCode(error) == .ENOSPC, "\(error)")
+                #expect(!disk.allKeys.contains(failedKey))
+                try expectIntact(disk, stored)
+
+                // So full that the new value's file fits (one free page) but its journal record does not.
+                try fillUp(filler, leavingFreePages: 1)
+                let journalSize = try #require(fileSize(journal))
+                let appendError = storageError { try disk.setObject(Data("new".utf8), forKey: longKey) }
+                if case .io(let operation, let path, let underlying as POSIXError)? = appendError {
+                    #expect(underlying.code == .ENOSPC)
+                    #expect(operation == "write" && path == journal, "expected the journal append to fail, got \(operation) of \(path)")
+                } else {
+                    Issue.record("expected an I/O error with ENOSPC, got \(String(describing: appendError))")
+                }
+                #expect(fileSize(journal) == journalSize, "the failed append was not cut back")
+                try expectIntact(disk, stored) // the new value's file was removed; the old value reads
+
+                // Removing on a full disk: either done (its file gone) or ENOSPC with the value still there.
+                do {
+                    try disk.removeObject(forKey: "value-0")
+                    stored["value-0"] = nil
+                } catch {
+                    #expect(FileIO.isErrno(error, .ENOSPC), "\(error)")
+                }
+                try expectIntact(disk, stored)
+            }
+            // Reopened before there is room again: the journal replays without damage.
+            do {
+                let disk = try openDataStore(config)
+                #expect(disk.recoveryIssues.isEmpty)
+                try expectIntact(disk, stored)
+            }
+            // Room again: writes succeed, and survive a reopen.
+            try FileManager.default.removeItem(atPath: filler)
+            do {
+                let disk = try openDataStore(config)
+                try disk.setObject(Data("new".utf8), forKey: longKey)
+                try disk.setObject(Data("after".utf8), forKey: "after")
+                stored[longKey] = Data("new".utf8)
+                stored["after"] = Data("after".utf8)
+                try expectIntact(disk, stored)
+            }
+            let reopened = try openDataStore(config)
+            #expect(reopened.recoveryIssues.isEmpty)
+            try expectIntact(reopened, stored)
+        }
+    }
+
+    @Test("disk full during the journal compaction a write triggers: the write either fails with ENOSPC and keeps the old value, or succeeds",
+          .enabled(if: Host.canMount, "needs root and permission to mount a tmpfs"))
+    func diskFullDuringCompaction() throws {
+        let directory = TemporaryDirectory()
+        try withTmpfs(in: directory) { mountPoint in
+            let config = DiskConfig(name: "store", directory: URL(fileURLWithPath: mountPoint))
+            let store = mountPoint + "/store"
+            let filler = mountPoint + "/filler"
+            do {
+                let disk = try openDataStore(config)
+                // 1,000 records for one key: the next write compacts the journal (more than 1,000
+                // records and more than twice the keys). Empty values take no page on a tmpfs.
+                for _ in 0..<1000 { try disk.setObject(Data(), forKey: "k") }
+                let journalSize = try #require(fileSize(store + "/journal"))
+                try #require(Host.pageSize - journalSize % Host.pageSize >= 100, "the next record must fit in the journal's last page")
+                // One free page: the new value's file fits, its record fits in the journal, the compacted journal does not.
+                try fillUp(filler, leavingFreePages: 1)
+                do {
+                    try disk.setObject(Data("new".utf8), forKey: "k")
+                    #expect(try disk.object(forKey: "k") == Data("new".utf8))
+                } catch {
+                    #expect(FileIO.isErrno(error, .ENOSPC), "\(error)")
+                    #expect(try disk.object(forKey: "k") == Data(),
+                            "setObject threw \(error), yet the value it reported as not stored is what a read returns")
+                }
+                #expect(!FileManager.default.fileExists(atPath: store + "/journal.compacting"))
+                try expectNoStrayFiles(disk)
+
+                try FileManager.default.removeItem(atPath: filler)
+                try disk.setObject(Data("after".utf8), forKey: "k")
+                #expect(try disk.object(forKey: "k") == Data("after".utf8))
+            }
+            let reopened = try openDataStore(config)
+            #expect(reopened.recoveryIssues.isEmpty)
+            try expectIntact(reopened, ["k": Data("after".utf8)])
+        }
+    }
+
+    // MARK: 2. Read-only file system
+
+    // `mount -o remount,ro` of the tmpfs is refused (EBUSY) while a store is open: the store holds its
+    // journal open for writing. So the store's folder is made read-only by a read-only bind mount of
+    // itself: every path the store opens from then on is on a read-only mount (its already open journal
+    // is not, so a remove's journal record still goes through).
+    @Test("a folder that turns read-only under an open store: writes throw EROFS, reads work, a remove fails or removes its file, writes work again after",
+          .enabled(if: Host.canMount, "needs root and permission to mount a tmpfs"))
+    func readOnlyUnderOpenStore() throws {
+        let directory = TemporaryDirectory()
+        try withTmpfs(in: directory) { mountPoint in
+            let config = DiskConfig(name: "store", directory: URL(fileURLWithPath: mountPoint))
+            let store = mountPoint + "/store"
+            var stored = ["a": Data("alpha".utf8), "b": Data("beta".utf8), "c": Data("gamma".utf8)]
+            do {
+                let disk = try openDataStore(config)
+                for (key, value) in stored { try disk.setObject(value, forKey: key) }
+                try mountTool(["--bind", store, store])
+                try mountTool(["-o", "remount,bind,ro", store])
+
+                #expect(posixCode(storageError { try disk.setObject(Data("new".utf8), forKey: "new") }) == .EROFS)
+                #expect(posixCode(storageError { try disk.setObject(Data("changed".utf8), forKey: "a") }) == .EROFS)
+                for (key, value) in stored { #expect(try disk.object(forKey: key) == value) }
+                do {
+                    try disk.removeObject(forKey: "b")
+                    stored["b"] = nil // then its value file must be gone too (checked next)
+                } catch {
+                    #expect(FileIO.isErrno(error, .EROFS), "\(error)")
+                }
+                try expectIntact(disk, stored)
+
+                try unmountTool([store])
+                try disk.setObject(Data("new".utf8), forKey: "new")
+                try disk.setObject(Data("changed".utf8), forKey: "a")
+                try disk.removeObject(forKey: "c")
+                stored["new"] = Data("new".utf8)
+                stored["a"] = Data("changed".utf8)
+                stored["c"] = nil
+                try expectIntact(disk, stored)
+            }
+            let reopened = try openDataStore(config)
+            #expect(reopened.recoveryIssues.isEmpty)
+            try expectIntact(reopened, stored)
+        }
+    }
+
+    @Test("a store on a file system that is read-only when it is opened: opening throws EROFS; after remounting read-write it opens intact",
+          .enabled(if: Host.canMount, "needs root and permission to mount a tmpfs"))
+    func readOnlyAtOpen() throws {
+        let directory = TemporaryDirectory()
+        try withTmpfs(in: directory) { mountPoint in
+            let config = DiskConfig(name: "store", directory: URL(fileURLWithPath: mountPoint))
+            do {
+                let disk = try openDataStore(config)
+                try disk.setObject(Data("alpha".utf8), forKey: "a")
+            }
+            // Succeeds only because the released store closed every file it had open for writing.
+            try mountTool(["-o", "remount,ro", mountPoint])
+            let error = storageError { _ = try openDataStore(config) }
+            #expect(posixCode(error) == .EROFS, "\(String(describing: error))")
+
+            try mountTool(["-o", "remount,rw", mountPoint])
+            let disk = try openDataStore(config)
+            #expect(disk.recoveryIssues.isEmpty)
+            try disk.setObject(Data("beta".utf8), forKey: "b")
+            try expectIntact(disk, ["a": Data("alpha".utf8), "b": Data("beta".utf8)])
+        }
+    }
+
+    // MARK: 3. Permission denied
+
+    @Test("permission denied: `stash set` as a non-root user in a read-only store folder exits 1 saying so; get still works; writable again, set works",
+          .enabled(if: Host.canRunAsNobody, "needs root and setpriv to run `stash` as nobody"))
+    func permissionDenied() throws {
+        let directory = TemporaryDirectory()
+        let store = try makeNobodyStore(in: directory)
+        try expectSuccess(stashAsNobody(["set", "kept", "kept value"], store: store))
+        try expectSuccess(stashAsNobody(["set", "gone", "gone value"], store: store))
+        let goneHash = SHA256.hex(of: "gone")
+
+        try #require(chmod(store, 0o555) == 0)
+        defer { _ = chmod(store, 0o755) }
+        let listing = try Set(FileManager.default.contentsOfDirectory(atPath: store))
+        let set = try stashAsNobody(["set", "new", "new value"], store: store)
+        #expect(set.status == 1)
+        #expect(set.stderr.contains("Permission denied"), "stderr: \(set.stderr)")
+        #expect(try Set(FileManager.default.contentsOfDirectory(atPath: store)) == listing, "the failed set left a file behind")
+        let get = try stashAsNobody(["get", "kept"], store: store)
+        #expect(get.status == 0, "stderr: \(get.stderr)")
+        #expect(get.stdout == Data("kept value".utf8))
+        // A remove either fails saying so (the value kept), or removes the value's file too.
+        let remove = try stashAsNobody(["rm", "gone"], store: store)
+        let goneFiles = try FileManager.default.contentsOfDirectory(atPath: store).filter { $0.hasPrefix(goneHash + ".") }
+        if remove.status == 0 {
+            #expect(goneFiles.isEmpty, "`stash rm` exited 0 but the value's file is still there: \(goneFiles)")
+        } else {
+            #expect(remove.status == 1 && remove.stderr.contains("Permission denied"), "stderr: \(remove.stderr)")
+            #expect(try stashAsNobody(["get", "gone"], store: store).stdout == Data("gone value".utf8))
+        }
+
+        try #require(chmod(store, 0o755) == 0)
+        try expectSuccess(stashAsNobody(["set", "new", "new value"], store: store))
+        #expect(try stashAsNobody(["get", "new"], store: store).stdout == Data("new value".utf8))
+        #expect(try stashAsNobody(["get", "kept"], store: store).stdout == Data("kept value".utf8))
+    }
+
+    // MARK: 4. The folder removed underneath
+
+    // DiskFailureTests covers "the next write recreates the folder"; this adds memory: keys only on
+    // disk, a key only in memory, existsObject against allKeys, and a reopen afterwards.
+    @Test("a folder removed under a Storage with memory: a disk read fails then says notFound, allKeys and existsObject agree, no stale memory copy after the next write")
+    func removedFolderWithMemory() throws {
+        let directory = TemporaryDirectory()
+        let keys = ["a", "b", "c", "d"]
+        do {
+            // countLimit 1: after three writes only "c" is in memory, "a" and "b" are on disk only.
+            let storage = try makeUserStorage(in: directory, memory: MemoryConfig(countLimit: 1))
+            for (age, key) in ["a", "b", "c"].enumerated() { try storage.setObject(User(name: key, age: age), forKey: key) }
+            try FileManager.default.removeItem(atPath: directory.storePath())
+
+            let readError = storageError { _ = try storage.object(forKey: "a") }
+            #expect(readError?.isCorrupted == true || readError?.isNotFound == true, "\(String(describing: readError))")
+            #expect(storageError { _ = try storage.object(forKey: "a") }?.isNotFound == true)
+            for key in keys { #expect(try storage.existsObject(forKey: key) == storage.allKeys.contains(key), "key \(key)") }
+
+            try storage.setObject(User(name: "d", age: 3), forKey: "d")
+            #expect(storageError { _ = try storage.object(forKey: "c") }?.isNotFound == true, "memory served a copy the disk no longer has")
+            #expect(storageError { _ = try storage.entry(forKey: "b") }?.isNotFound == true)
+            #expect(storage.allKeys == ["d"])
+            for key in keys { #expect(try storage.existsObject(forKey: key) == (key == "d"), "key \(key)") }
+            #expect(try storage.object(forKey: "d") == User(name: "d", age: 3))
+            try expectNoStrayFiles(storage.hybridStorage.diskStorage)
+        }
+        let reopened = try makeUserStorage(in: directory)
+        #expect(reopened.recoveryIssues.isEmpty)
+        #expect(reopened.allKeys == ["d"])
+        #expect(try reopened.object(forKey: "d") == User(name: "d", age: 3))
+    }
+
+    @Test("a folder removed and recreated under an open store (by opening it again): later writes persist and the lock still keeps others out")
+    func removedFolderRecreatedByAnotherOpen() throws {
+        let directory = TemporaryDirectory()
+        do {
+            let storage = try makeUserStorage(in: directory)
+            try storage.setObject(User(name: "a", age: 1), forKey: "a")
+            try FileManager.default.removeItem(atPath: directory.storePath())
+            // Opening the folder again recreates it, and shares the open engine.
+            let second = try makeUserStorage(in: directory)
+            #expect(second.hybridStorage.engine === storage.hybridStorage.engine)
+
+            try storage.setObject(User(name: "b", age: 2), forKey: "b")
+            #expect(try storage.object(forKey: "b") == User(name: "b", age: 2))
+            #expect(FileManager.default.fileExists(atPath: directory.storePath() + "/journal"), "the write went to a journal that is no longer in the folder")
+            // Another process opening the folder now must find it locked.
+            let fd = open(directory.storePath() + "/lock", O_RDWR | O_CREAT, 0o644)
+            #expect(fd >= 0)
+            #expect(flock(fd, LOCK_EX | LOCK_NB) != 0, "the store is open, yet its folder's lock file is free")
+            close(fd)
+        }
+        let reopened = try makeUserStorage(in: directory)
+        #expect(reopened.recoveryIssues.isEmpty)
+        #expect(try reopened.object(forKey: "b") == User(name: "b", age: 2), "a write that returned was lost on reopen")
+        try expectNoStrayFiles(reopened.hybridStorage.diskStorage)
+    }
+
+    // MARK: 5. Value files replaced
+
+    enum Replacement: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case directory
+        /// A symlink to a file outside the store, of another size than the value.
+        case symlinkToOutsideFile
+        /// A symlink to a file outside the store that has exactly the value's size.
+        case symlinkToOutsideFileOfSameSize
+        var testDescription: String { rawValue }
+    }
+
+    // DiskFailureTests and DiskIntegrityTests cover a directory in place of a value file (an error; other
+    // keys and a rewrite work). This adds symlinks, checks the error's kind, the drop (also after a
+    // reopen), and overwrite and remove of such a key, which must never touch the file outside.
+    @Test("a value file replaced by a directory or a symlink out of the store: read throws corrupted and drops the key; overwrite and remove work; the outside file is untouched",
+          arguments: Replacement.allCases)
+    func replacedValueFile(replacement: Replacement) throws {
+        let directory = TemporaryDirectory()
+        let outside = directory.path + "/outside.txt"
+        let secret = Data("SECRET-OUTSIDE".utf8) // 14 bytes
+        try secret.write(to: URL(fileURLWithPath: outside))
+        let value = replacement == .symlinkToOutsideFileOfSameSize ? Data("inside-value-1".utf8) : Data("v".utf8)
+        do {
+            let disk = try openDataStore(directory.diskConfig())
+            for key in ["read", "overwrite", "remove", "other"] { try disk.setObject(value, forKey: key) }
+            for key in ["read", "overwrite", "remove"] {
+                let path = try #require(try disk.entry(forKey: key).filePath)
+                try FileManager.default.removeItem(atPath: path)
+                switch replacement {
+                case .directory: try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+                case .symlinkToOutsideFile, .symlinkToOutsideFileOfSameSize:
+                    try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: outside)
+                }
+            }
+
+            let error = storageError { _ = try disk.object(forKey: "read") }
+            #expect(error?.isCorrupted == true, "\(String(describing: error))")
+            #expect(!disk.existsObject(forKey: "read"))
+            try disk.setObject(Data("overwritten".utf8), forKey: "overwrite")
+            #expect(try disk.object(forKey: "overwrite") == Data("overwritten".utf8))
+            try disk.removeObject(forKey: "remove")
+            #expect(storageError { _ = try disk.object(forKey: "remove") }?.isNotFound == true)
+            #expect(Set(disk.allKeys) == ["overwrite", "other"])
+            try expectNoStrayFiles(disk)
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: outside)) == secret, "the file outside the store was changed")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.storePath()).allSatisfy { !isSymlink(directory.storePath() + "/" + $0) },
+                "a symlink the store should have dropped is still there")
+        let reopened = try openDataStore(directory.diskConfig())
+        #expect(reopened.recoveryIssues.isEmpty)
+        try expectIntact(reopened, ["overwrite": Data("overwritten".utf8), "other": value])
+    }
+
+    enum PlantedName: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        /// The file name the key's next write creates (`<hash>.<next generation>`).
+        case nextValueFile
+        /// The journal's temporary file during a rewrite (`removeAll`, compaction).
+        case compactingJournal
+        var testDescription: String { rawValue }
+    }
+
+    @Test("a symlink planted where the store is about to create a file is not followed: the file outside is never written",
+          arguments: PlantedName.allCases)
+    func plantedSymlinkIsNotFollowed(name: PlantedName) throws {
+        let directory = TemporaryDirectory()
+        let outside = directory.path + "/outside.txt"
+        let secret = Data("SECRET-OUTSIDE".utf8)
+        try secret.write(to: URL(fileURLWithPath: outside))
+        do {
+            let disk = try openDataStore(directory.diskConfig())
+            try disk.setObject(Data("first".utf8), forKey: "k")
+            let path = try #require(try disk.entry(forKey: "k").filePath)
+            let planted: String
+            switch name {
+            case .nextValueFile:
+                let generation = try #require(UInt64((path as NSString).pathExtension, radix: 16))
+                planted = (path as NSString).deletingPathExtension + "." + String(generation + 1, radix: 16)
+            case .compactingJournal:
+                planted = disk.path + "/journal.compacting"
+            }
+            try FileManager.default.createSymbolicLink(atPath: planted, withDestinationPath: outside)
+
+            // Either operation may fail; neither may write through the symlink.
+            switch name {
+            case .nextValueFile: try? disk.setObject(Data("second".utf8), forKey: "k")
+            case .compactingJournal: try? disk.removeAll()
+            }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: outside)) == secret, "the store wrote through a symlink to a file outside it")
+            #expect(!isSymlink(disk.path + "/journal"), "the journal is now a symlink out of the store")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: outside)) == secret)
+    }
+
+    // MARK: 6. The journal unusable at open
+
+    @Test("a journal replaced by a directory: opening throws an I/O error (EISDIR), again on a retry, and the store opens once the journal is back")
+    func journalReplacedByDirectory() throws {
+        let directory = TemporaryDirectory()
+        let journal = directory.storePath() + "/journal"
+        let saved = directory.path + "/journal.saved"
+        do {
+            let disk = try openDataStore(directory.diskConfig())
+            try disk.setObject(Data("alpha".utf8), forKey: "a")
+            try disk.setObject(Data("beta".utf8), forKey: "b")
+        }
+        try FileManager.default.moveItem(atPath: journal, toPath: saved)
+        try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: false)
+
+        for attempt in 1...2 {
+            let error = storageError { _ = try openDataStore(directory.diskConfig()) }
+            if case .io(_, let path, let underlying as POSIXError)? = error {
+                #expect(underlying.code == .EISDIR, "attempt \(attempt)")
+                #expect(path == journal, "attempt \(attempt)")
+            } else {
+                Issue.record("attempt \(attempt): expected an I/O error with EISDIR, got \(String(describing: error))")
+            }
+        }
+
+        try FileManager.default.removeItem(atPath: journal)
+        try FileManager.default.moveItem(atPath: saved, toPath: journal)
+        let reopened: DiskStorage<Data>
+        do {
+            reopened = try openDataStore(directory.diskConfig())
+        } catch {
+            Issue.record("the journal is back, yet the store does not open in this process: \(error)")
+            return
+        }
+        #expect(reopened.recoveryIssues.isEmpty)
+        try expectIntact(reopened, ["a": Data("alpha".utf8), "b": Data("beta".utf8)])
+    }
+
+    @Test("a journal its user cannot read: `stash get` as a non-root user exits 1 with Permission denied; readable again, it works",
+          .enabled(if: Host.canRunAsNobody, "needs root and setpriv to run `stash` as nobody"))
+    func unreadableJournal() throws {
+        let directory = TemporaryDirectory()
+        let store = try makeNobodyStore(in: directory)
+        try expectSuccess(stashAsNobody(["set", "k", "value"], store: store))
+        let journal = store + "/journal"
+        try #require(chmod(journal, 0o000) == 0)
+        defer { _ = chmod(journal, 0o644) }
+
+        let get = try stashAsNobody(["get", "k"], store: store)
+        #expect(get.status == 1)
+        #expect(get.stdout.isEmpty)
+        #expect(get.stderr.contains("Permission denied") && get.stderr.contains("journal"), "stderr: \(get.stderr)")
+
+        try #require(chmod(journal, 0o644) == 0)
+        let again = try stashAsNobody(["get", "k"], store: store)
+        #expect(again.status == 0, "stderr: \(again.stderr)")
+        #expect(again.stdout == Data("value".utf8))
+        try expectSuccess(stashAsNobody(["set", "k2", "v2"], store: store))
+    }
+
+    @Test("a FIFO in place of the journal: `stash get` fails with an error instead of blocking forever")
+    func journalReplacedByFIFO() throws {
+        let directory = TemporaryDirectory()
+        let store = directory.storePath()
+        try #require(try stash(["--dir", store, "set", "k", "value"]).status == 0)
+        let journal = store + "/journal"
+        try FileManager.default.moveItem(atPath: journal, toPath: directory.path + "/journal.saved")
+        try #require(mkfifo(journal, 0o644) == 0)
+
+        // A bounded wait for the child (killed at the deadline), not a sleep: a fixed store returns at once.
+        let get = try stash(["--dir", store, "get", "k"], deadline: 5)
+        #expect(!get.timedOut, "opening a store whose journal is a FIFO blocks forever")
+        #expect(get.status == 1, "stderr: \(get.stderr)")
+
+        try FileManager.default.removeItem(atPath: journal)
+        try FileManager.default.moveItem(atPath: directory.path + "/journal.saved", toPath: journal)
+        #expect(try stash(["--dir", store, "get", "k"]).stdout == Data("value".utf8))
+    }
+
+    @Test("a journal deleted while the store is closed: the store opens empty and removes the value files no key reaches any more")
+    func missingJournal() throws {
+        let directory = TemporaryDirectory()
+        do {
+            let disk = try openDataStore(directory.diskConfig())
+            try disk.setObject(Data(repeating: 1, count: 10_000), forKey: "a")
+            try disk.setObject(Data(repeating: 2, count: 10_000), forKey: "b")
+        }
+        try FileManager.default.removeItem(atPath: directory.storePath() + "/journal")
+        let disk = try openDataStore(directory.diskConfig())
+        #expect(disk.allKeys.isEmpty)
+        #expect(disk.totalSize == 0)
+        try expectNoStrayFiles(disk) // else their bytes stay on disk, unlisted and outside maxSize
+        try disk.setObject(Data("new".utf8), forKey: "c")
+        try expectIntact(disk, ["c": Data("new".utf8)])
+    }
+}
+
+// MARK: - Checks
+
+private func openDataStore(_ config: DiskConfig) throws -> DiskStorage<Data> {
+    try DiskStorage(config: config, transformer: TransformerFactory.forData())
+}
+
+/// The POSIX code of an ``StorageError/io(operation:path:underlying:)`` error.
+private func posixCode(_ error: StorageError?) -> POSIXErrorCode? {
+    if case .io(_, _, let underlying as POSIXError)? = error { return underlying.code }
+    return nil
+}
+
+/// Every value file in the store folder is one the index lists (directories aside), and no
+/// `journal.compacting` is left.
+private func expectNoStrayFiles<T>(_ disk: DiskStorage<T>, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let listed = Set(disk.entryInfos.map { ($0.filePath as NSString).lastPathComponent })
+    let names = try FileManager.default.contentsOfDirectory(atPath: disk.path)
+    let valueFiles = Set(names.filter { DiskStore.isValueFileName($0) && !isDirectory(disk.path + "/" + $0) })
+    #expect(valueFiles == listed, "value files the index does not list: \(valueFiles.subtracting(listed).sorted())",
+            sourceLocation: sourceLocation)
+    #expect(!names.contains("journal.compacting"), sourceLocation: sourceLocation)
+}
+
+/// The store holds exactly `values`, each reads back, and no stray file is left.
+private func expectIntact(_ disk: DiskStorage<Data>, _ values: [String: Data], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    #expect(Set(disk.allKeys) == Set(values.keys), sourceLocation: sourceLocation)
+    for (key, value) in values {
+        do {
+            #expect(try disk.object(forKey: key) == value, "key \(key.prefix(20))", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("reading \(key.prefix(20)) failed: \(error)", sourceLocation: sourceLocation)
+        }
+    }
+    try expectNoStrayFiles(disk, sourceLocation: sourceLocation)
+}
+
+private func fileSize(_ path: String) -> Int? {
+    var info = stat()
+    return lstat(path, &info) == 0 ? Int(info.st_size) : nil
+}
+
+private func isDirectory(_ path: String) -> Bool {
+    var info = stat()
+    return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+}
+
+private func isSymlink(_ path: String) -> Bool {
+    var info = stat()
+    return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
+}
+
+/// Writes `path` until its file system is full, then frees `pages` pages of it again.
+private func fillUp(_ path: String, leavingFreePages pages: Int) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    try #require(fd >= 0, "cannot create \(path)")
+    defer { close(fd) }
+    let chunk = [UInt8](repeating: 0xEE, count: 16 * Host.pageSize)
+    var total = 0
+    while true {
+        let written = chunk.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) }
+        if written < 0 {
+            let code = errno
+            if code == EINTR { continue }
+            try #require(code == ENOSPC, "filling up failed with errno \(code)")
+            break
+        }
+        total += written
+        try #require(total < 64 << 20, "the file system never filled up")
+    }
+    try #require(total >= pages * Host.pageSize)
+    try #require(ftruncate(fd, off_t(total - pages * Host.pageSize)) == 0)
+}
+
+// MARK: - The host: root, mounting, other users
+
+private enum Host {
+    static let isRoot = geteuid() == 0
+    static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+    static let mount = tool("mount")
+    static let umount = tool("umount")
+    static let setpriv = tool("setpriv")
+    static let nobody: (uid: uid_t, gid: gid_t)? = {
+        guard let entry = getpwnam("nobody") else { return nil }
+        return (entry.pointee.pw_uid, entry.pointee.pw_gid)
+    }()
+
+    /// Root, the mount tools, and a trial tmpfs mount that works.
+    static let canMount: Bool = {
+        guard isRoot, let mount, let umount else { return false }
+        let point = FileManager.default.temporaryDirectory.appendingPathComponent("StashMountProbe-\(UUID().uuidString)").path
+        guard (try? FileManager.default.createDirectory(atPath: point, withIntermediateDirectories: true)) != nil else { return false }
+        defer { try? FileManager.default.removeItem(atPath: point) }
+        guard let run = try? runTool(mount, ["-t", "tmpfs", "-o", "size=64k", "tmpfs", point]), run.status == 0 else { return false }
+        _ = try? runTool(umount, [point])
+        return true
+    }()
+
+    static let canRunAsNobody = isRoot && setpriv != nil && nobody != nil
+
+    private static func tool(_ name: String) -> String? {
+        ["/usr/bin", "/bin", "/usr/sbin", "/sbin"].map { $0 + "/" + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+}
+
+/// Mounts a tmpfs of `size` in `directory`, runs `body` with its path, and unmounts it (also on failure).
+private func withTmpfs(size: String = "1m", in directory: TemporaryDirectory, _ body: (String) throws -> Void) throws {
+    let mountPoint = directory.path + "/tmpfs"
+    try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+    try mountTool(["-t", "tmpfs", "-o", "size=\(size),mode=0755", "tmpfs", mountPoint])
+    defer {
+        // With every mount below it; lazily if something still holds it open.
+        if (try? unmountTool(["-R", mountPoint])) == nil { _ = try? unmountTool(["-R", "-l", mountPoint]) }
+    }
+    try body(mountPoint)
+}
+
+private func mountTool(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let run = try runTool(#require(Host.mount), arguments)
+    try #require(run.status == 0, "mount \(arguments.joined(separator: " ")) failed: \(run.stderr)", sourceLocation: sourceLocation)
+}
+
+private func unmountTool(_ arguments: [String]) throws {
+    let run = try runTool(#require(Host.umount), arguments)
+    if run.status != 0 { throw ToolFailure(message: "umount \(arguments.joined(separator: " ")) failed: \(run.stderr)") }
+}
+
+private struct ToolFailure: Error {
+    let message: String
+}
+
+// MARK: - Running tools and `stash`
+
+private struct ToolRun {
+    let status: Int32
+    let stdout: Data
+    let stderr: String
+    /// The deadline passed and the process was killed.
+    var timedOut = false
+}
+
+/// Runs `executable` with an empty stdin; output goes to files (no pipe can fill up). A process still
+/// running at `deadline` seconds is killed.
+private func runTool(_ executable: String, _ arguments: [String], deadline: TimeInterval = 120) throws -> ToolRun {
+    let id = UUID().uuidString
+    let outURL = FileManager.default.temporaryDirectory.appendingPathComponent("StashFault-out-\(id)")
+    let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("StashFault-err-\(id)")
+    try Data().write(to: outURL)
+    try Data().write(to: errURL)
+    defer { for url in [outURL, errURL] { try? FileManager.default.removeItem(at: url) } }
+    let stdout = try FileHandle(forWritingTo: outURL)
+    let stderr = try FileHandle(forWritingTo: errURL)
+    defer { for handle in [stdout, stderr] { try? handle.close() } }
+
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = stdout
+    process.standardError = stderr
+    let finished = DispatchSemaphore(value: 0)
+    process.terminationHandler = { _ in finished.signal() }
+    try process.run()
+    var timedOut = false
+    if finished.wait(timeout: .now() + deadline) == .timedOut {
+        timedOut = true
+        kill(process.processIdentifier, SIGKILL)
+        finished.wait()
+    }
+    process.waitUntilExit()
+    return ToolRun(status: process.terminationStatus, stdout: try Data(contentsOf: outURL),
+                   stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self), timedOut: timedOut)
+}
+
+/// Runs the built `stash` as this user.
+private func stash(_ arguments: [String], deadline: TimeInterval = 120) throws -> ToolRun {
+    let executable = try #require(stashExecutable, "the stash executable was not built next to the tests")
+    return try runTool(executable.path, arguments, deadline: deadline)
+}
+
+/// Runs the built `stash --dir store` as `nobody`.
+private func stashAsNobody(_ arguments: [String], store: String) throws -> ToolRun {
+    let executable = try #require(stashExecutable, "the stash executable was not built next to the tests")
+    let setpriv = try #require(Host.setpriv)
+    let nobody = try #require(Host.nobody)
+    try #require(isReachableByOthers(executable.path), "nobody cannot run \(executable.path)")
+    return try runTool(setpriv, ["--reuid=\(nobody.uid)", "--regid=\(nobody.gid)", "--clear-groups",
+                                 executable.path, "--dir", store] + arguments)
+}
+
+/// A store folder in `directory` owned by `nobody`, with every parent traversable by it.
+private func makeNobodyStore(in directory: TemporaryDirectory) throws -> String {
+    let nobody = try #require(Host.nobody)
+    try #require(chmod(directory.path, 0o755) == 0)
+    try #require(isReachableByOthers(directory.path), "nobody cannot reach \(directory.path)")
+    let store = directory.storePath()
+    try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: false)
+    try #require(chown(store, nobody.uid, nobody.gid) == 0)
+    return store
+}
+
+/// Whether every folder from `/` to `path` lets other users through (and `path` itself read and run).
+private func isReachableByOthers(_ path: String) -> Bool {
+    var url = URL(fileURLWithPath: path).resolvingSymlinksInPath()
+    var info = stat()
+    guard stat(url.path, &info) == 0, info.st_mode & 0o005 == 0o005 else { return false }
+    while url.path != "/" {
+        url.deleteLastPathComponent()
+        guard stat(url.path, &info) == 0, info.st_mode & 0o001 != 0 else { return false }
+    }
+    return true
+}
+
+private func expectSuccess(_ run: ToolRun, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(run.status == 0, "stash failed: \(run.stderr)", sourceLocation: sourceLocation)
+}
+
+/// The built `stash` executable, found as CLITests finds it: next to the test bundle, else under the build folder.
+private let stashExecutable: URL? = {
+    var folders = [Bundle.main.bundleURL, Bundle.main.bundleURL.deletingLastPathComponent(),
+                   URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+    folders += Bundle.allBundles.filter { $0.bundleURL.pathExtension == "xctest" }.map { $0.bundleURL.deletingLastPathComponent() }
+    if let found = folders.lazy.map({ $0.appendingPathComponent("stash") }).first(where: isExecutableFile) { return found }
+    for root in folders.map({ $0.deletingLastPathComponent() }) {
+        let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)
+        while let url = walker?.nextObject() as? URL {
+            if walker?.level ?? 0 > 3 { walker?.skipDescendants() }
+            if url.lastPathComponent == "stash", isExecutableFile(url) { return url }
+        }
+    }
+    return nil
+}()
+
+private func isExecutableFile(_ url: URL) -> Bool {
+    var isDirectory: ObjCBool = false
+    return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        && FileManager.default.isExecutableFile(atPath: url.path)
+}
