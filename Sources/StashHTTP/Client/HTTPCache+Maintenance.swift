@@ -1,0 +1,101 @@
+public import Foundation
+import Stash
+
+/// Which stored responses a maintenance call removes.
+public enum HTTPCacheSelection: Sendable, Hashable {
+    /// Every response the HTTP cache stored (other keys in a shared store are left alone).
+    case all
+    /// Every response of one namespace.
+    case namespace(String)
+    /// Every response (all methods and `Vary` variants) for one URL, in one namespace or, when
+    /// nil, in all.
+    case url(URL, namespace: String?)
+    /// Every response whose normalized URL starts with the normalized `prefix` (scheme and host
+    /// lower-cased, default port dropped), in one namespace or, when nil, in all.
+    case urlPrefix(URL, namespace: String?)
+    /// Every response received (or last revalidated) before the date.
+    case receivedBefore(Date)
+}
+
+extension HTTPCache {
+    /// Removes stored responses.
+    ///
+    /// ```swift
+    /// try await cache.removeResponses(.namespace("staging"))
+    /// try await cache.removeResponses(.urlPrefix(URL(string: "https://api.example.com/v1/users/")!, namespace: nil))
+    /// try await cache.removeResponses(.receivedBefore(Date().addingTimeInterval(-7 * 86_400)))
+    /// ```
+    /// - Parameter selection: Which responses.
+    /// - Throws: ``HTTPCacheError/storage(underlying:)`` when the store fails.
+    /// - Complexity: O(n) in the number of stored keys; ``HTTPCacheSelection/receivedBefore(_:)``
+    ///   also reads every response.
+    public func removeResponses(_ selection: HTTPCacheSelection) async throws {
+        do {
+            switch selection {
+            case .all:
+                try await removeKeys { _ in true }
+            case .namespace(let namespace):
+                try await removeKeys { $0.namespace == namespace }
+            case .url(let url, let namespace):
+                let normalized = URLNormalizer.normalize(url)
+                try await removeKeys { $0.url == normalized && (namespace == nil || $0.namespace == namespace) }
+            case .urlPrefix(let prefix, let namespace):
+                guard let normalized = Self.normalizedPrefix(prefix) else { return }
+                try await removeKeys { $0.url.hasPrefix(normalized) && (namespace == nil || $0.namespace == namespace) }
+            case .receivedBefore(let date):
+                for (key, stored) in try await storedResponses() where stored.responseTime < date {
+                    try await storage.async.removeObject(forKey: key)
+                }
+            }
+        } catch let error as StorageError {
+            throw HTTPCacheError.storage(underlying: error)
+        }
+    }
+
+    /// Removes responses, least recently received first, until the store holds at most `size` bytes.
+    ///
+    /// The store's own `DiskConfig.maxSize` already bounds it after every write (least recently
+    /// used first); this is for shrinking it on demand, say when the app is told memory or disk is low.
+    /// - Parameter size: The most bytes of values to keep.
+    /// - Throws: ``HTTPCacheError/storage(underlying:)`` when the store fails.
+    /// - Complexity: O(n log n) in the number of stored responses, each of which is read once.
+    public func trim(toSize size: Int) async throws {
+        do {
+            guard storage.totalSize > size else { return }
+            let oldestFirst = try await storedResponses().sorted { $0.response.responseTime < $1.response.responseTime }
+            for (key, _) in oldestFirst {
+                guard storage.totalSize > size else { return }
+                try await storage.async.removeObject(forKey: key)
+            }
+        } catch let error as StorageError {
+            throw HTTPCacheError.storage(underlying: error)
+        }
+    }
+
+    /// How many responses are stored, over all namespaces.
+    public var storedResponseCount: Int {
+        storage.allKeys.count { CacheKey(rawValue: $0)?.kind == .response }
+    }
+
+    /// Every stored response with its key; one that no longer reads is skipped (Stash drops it).
+    private func storedResponses() async throws -> [(key: String, response: StoredResponse)] {
+        var result: [(key: String, response: StoredResponse)] = []
+        for raw in storage.allKeys where CacheKey(rawValue: raw)?.kind == .response {
+            do {
+                result.append((raw, try await storage.async.entry(forKey: raw).object))
+            } catch StorageError.notFound {
+                continue
+            } catch StorageError.decodingFailed, StorageError.corrupted {
+                continue
+            }
+        }
+        return result
+    }
+
+    /// The normalized form of a prefix URL, without the `/` that normalization gives an empty path
+    /// only when the caller wrote none (so `https://example.com` matches every path on the host).
+    private static func normalizedPrefix(_ prefix: URL) -> String? {
+        guard let normalized = URLNormalizer.normalize(prefix) else { return nil }
+        return normalized
+    }
+}

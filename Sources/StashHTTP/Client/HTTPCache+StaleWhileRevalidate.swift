@@ -1,0 +1,61 @@
+#if canImport(FoundationNetworking)
+import Foundation
+public import FoundationNetworking
+#else
+public import Foundation
+#endif
+
+extension HTTPCache {
+    /// Answers `request` like ``response(for:options:)-(URLRequest,_)``, and when a stale response was
+    /// served under `stale-while-revalidate` (RFC 5861 §3), also delivers the refreshed one.
+    ///
+    /// ```swift
+    /// for try await response in cache.responses(for: request) {
+    ///     show(try response.decode(Feed.self))   // the stale feed at once, then the new one
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - options: Policy, namespace and freshness overrides.
+    /// - Returns: A stream of one response, or two when a background refresh ran; it finishes after
+    ///   the last. It throws the errors of ``response(for:options:)-(URLRequest,_)``, and the refresh's
+    ///   error when the background refresh fails (after the stale response was delivered).
+    public func responses(for request: URLRequest, options: HTTPRequestOptions = HTTPRequestOptions())
+        -> AsyncThrowingStream<CachedResponse, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    let outcome = try await perform(request, options: options)
+                    continuation.yield(outcome.response)
+                    if let refresh = outcome.refresh { continuation.yield(try await refresh.value) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Waits until every `stale-while-revalidate` refresh started so far has finished.
+    public func waitForBackgroundRefreshes() async {
+        while let next = refreshes.withLock({ $0.values.first }) {
+            await next.value
+        }
+    }
+
+    /// Starts revalidating `lookup`'s stored response in the background; the refresh stores its
+    /// result and is tracked until it ends, so ``waitForBackgroundRefreshes()`` can await it.
+    func startRefresh(_ context: RequestContext, _ lookup: Lookup) -> Task<CachedResponse, any Error> {
+        let refresh = Task {
+            try await load(context, lookup, validating: lookup.stored, fallingBack: false)
+        }
+        let id = UUID()
+        let tracker = Task {
+            _ = try? await refresh.value
+            _ = refreshes.withLock { $0.removeValue(forKey: id) }
+        }
+        refreshes.withLock { $0[id] = tracker }
+        return refresh
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The storage keys of the HTTP cache, readable strings so that maintenance can select entries by
+/// namespace or URL prefix from ``Stash/Storage/allKeys`` without reading any value.
+///
+/// A response is stored under `http-response <namespace> <METHOD> <normalized URL> <vary values>`, and
+/// the `Vary` header names last seen for a (namespace, method, URL) under
+/// `http-vary <namespace> <METHOD> <normalized URL>`: `Vary` is only known once a response has
+/// arrived, so a lookup first reads the names, then picks the variant by the request's values.
+/// Spaces separate the parts; none can occur inside one (the namespace and the vary values are
+/// percent-encoded, a normalized URL has no spaces).
+struct CacheKey: Hashable, Sendable {
+    enum Kind: String, Sendable {
+        case response = "http-response"
+        case vary = "http-vary"
+    }
+
+    var kind: Kind
+    var namespace: String
+    var method: String
+    /// The normalized URL (see ``URLNormalizer``).
+    var url: String
+    /// The selected request header values, encoded; empty when the response has no `Vary`.
+    var variant: String = ""
+
+    /// The key string stored in the `Storage`.
+    var rawValue: String {
+        var parts = [kind.rawValue, PercentEncoding.encode(namespace), method, url]
+        if kind == .response { parts.append(variant) }
+        return parts.joined(separator: " ")
+    }
+
+    /// The vary-names record of the same (namespace, method, URL).
+    var varyRecordKey: CacheKey { CacheKey(kind: .vary, namespace: namespace, method: method, url: url) }
+
+    init(kind: Kind, namespace: String, method: String, url: String, variant: String = "") {
+        self.kind = kind
+        self.namespace = namespace
+        self.method = method
+        self.url = url
+        self.variant = variant
+    }
+
+    /// Parses a stored key; nil for keys the HTTP cache did not write.
+    init?(rawValue: String) {
+        let parts = rawValue.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+        guard let first = parts.first, let kind = Kind(rawValue: first) else { return nil }
+        guard parts.count == (kind == .response ? 5 : 4), let namespace = PercentEncoding.decode(parts[1]) else { return nil }
+        self.init(kind: kind, namespace: namespace, method: parts[2], url: parts[3], variant: kind == .response ? parts[4] : "")
+    }
+
+    /// The key of the response to `request` in `namespace`, given the `Vary` names of the stored variant.
+    static func response(for request: URLRequest, namespace: String, varyNames: [String]) -> CacheKey? {
+        guard let url = request.url, let normalized = URLNormalizer.normalize(url) else { return nil }
+        let method = (request.httpMethod ?? "GET").uppercased()
+        let variant = encodeVariant(varyValues(of: request, names: varyNames))
+        return CacheKey(kind: .response, namespace: namespace, method: method, url: normalized, variant: variant)
+    }
+
+    /// The request's values of the headers called `names`, whitespace normalized (RFC 9111 §4.1
+    /// allows folding whitespace); headers the request lacks are left out.
+    static func varyValues(of request: URLRequest, names: [String]) -> [String: String] {
+        var values: [String: String] = [:]
+        for name in names {
+            guard let value = request.value(forHTTPHeaderField: name) else { continue }
+            values[name] = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
+        }
+        return values
+    }
+
+    /// `name=value&name=value` in name order, each part percent-encoded, so it is one space-free part.
+    static func encodeVariant(_ values: [String: String]) -> String {
+        values.sorted { $0.key < $1.key }
+            .map { PercentEncoding.encode($0.key) + "=" + PercentEncoding.encode($0.value) }
+            .joined(separator: "&")
+    }
+}
+
+/// Percent-encoding with one fixed allowed set (RFC 3986 unreserved characters), so that equal
+/// strings always encode equally, whatever encoding they arrived with.
+enum PercentEncoding {
+    private static let unreserved = CharacterSet(charactersIn:
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    static func encode(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+    }
+
+    static func decode(_ text: String) -> String? {
+        text.removingPercentEncoding
+    }
+}

@@ -1,0 +1,81 @@
+#if canImport(FoundationNetworking)
+import Foundation
+public import FoundationNetworking
+#else
+public import Foundation
+#endif
+
+/// An ``HTTPTransport`` over a `URLSession` that never caches by itself.
+///
+/// The session gets `urlCache = nil` and `requestCachePolicy = .reloadIgnoringLocalCacheData`: on
+/// Linux `URLCache` keys entries by host, port and path only (a stored `?page=1` would answer
+/// `?page=2`, a POST or https), and on Apple platforms its own revalidation would hide the 304s that
+/// the ``HTTPCache`` needs to see.
+public final class URLSessionTransport: HTTPTransport {
+    /// The session requests are sent with.
+    public let session: URLSession
+
+    /// Creates a transport with its own session.
+    /// - Parameter configuration: The session configuration to start from (for example with
+    ///   `protocolClasses` or timeouts of your own); its cache settings are overridden as described above.
+    public init(configuration: URLSessionConfiguration = .ephemeral) {
+        let configuration = configuration
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        session = URLSession(configuration: configuration)
+    }
+
+    deinit {
+        session.finishTasksAndInvalidate()
+    }
+
+    /// Sends `request` with a data task; cancelling the calling task cancels the data task.
+    /// - Parameter request: The request to send.
+    /// - Returns: The response, whatever its status.
+    /// - Throws: The session's error (a `URLError`), or `URLError(.badServerResponse)` when the
+    ///   response is not HTTP.
+    public func send(_ request: URLRequest) async throws -> HTTPTransportResponse {
+        var request = request
+        request.cachePolicy = .reloadIgnoringLocalCacheData
+        let box = TaskBox()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPTransportResponse, any Error>) in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let http = response as? HTTPURLResponse {
+                        continuation.resume(returning: HTTPTransportResponse(
+                            statusCode: http.statusCode, headers: HTTPHeaders(http), body: data ?? Data()))
+                    } else {
+                        continuation.resume(throwing: URLError(.badServerResponse))
+                    }
+                }
+                box.set(task)
+                task.resume()
+            }
+        } onCancel: {
+            box.cancel()
+        }
+    }
+}
+
+/// Holds the data task so that a cancellation arriving from another thread can reach it.
+private final class TaskBox: Sendable {
+    private let state = LockedBox<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
+
+    func set(_ task: URLSessionDataTask) {
+        let cancelled = state.withLock { state in
+            state.task = task
+            return state.cancelled
+        }
+        if cancelled { task.cancel() }
+    }
+
+    func cancel() {
+        let task = state.withLock { state in
+            state.cancelled = true
+            return state.task
+        }
+        task?.cancel()
+    }
+}

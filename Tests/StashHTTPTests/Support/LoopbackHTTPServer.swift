@@ -1,0 +1,155 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// A small HTTP/1.1 server on 127.0.0.1 for the tests: POSIX sockets, a kernel-chosen port, one
+/// thread per connection, `Connection: close`. Each path answers with a handler the test sets; the
+/// server counts requests per path, keeps the last request's headers, can delay an answer, and
+/// ``stop()`` closes the port so that later connections are refused, as when a server is offline.
+final class LoopbackHTTPServer: @unchecked Sendable {
+    // @unchecked Sendable: mutable state lives in `state`, behind `lock`; `listener` and `port` are
+    // set once in init; the accept thread owns the listening socket until `stop()` joins it.
+    struct Request: Sendable {
+        var method: String
+        /// The request target: path and query.
+        var target: String
+        var path: String { String(target.prefix { $0 != "?" }) }
+        /// Lower-cased name → value.
+        var headers: [String: String]
+        var body: Data
+    }
+
+    struct Response: Sendable {
+        var status: Int
+        var headers: [(String, String)] = []
+        var body: Data = Data()
+        /// Seconds to wait before answering (a slow server).
+        var delay: TimeInterval = 0
+
+        init(status: Int = 200, headers: [(String, String)] = [], body: String = "", delay: TimeInterval = 0) {
+            self.status = status
+            self.headers = headers
+            self.body = Data(body.utf8)
+            self.delay = delay
+        }
+    }
+
+    typealias Handler = @Sendable (Request) -> Response
+
+    private struct State {
+        var routes: [String: Handler] = [:]
+        var counts: [String: Int] = [:]
+        var lastRequests: [String: Request] = [:]
+        var stopping = false
+    }
+
+    let port: UInt16
+    private let listener: Int32
+    private let lock = NSLock()
+    private var state = State()
+    private let acceptLoopEnded = DispatchSemaphore(value: 0)
+
+    init() throws {
+        #if canImport(Glibc)
+        let socketType = Int32(SOCK_STREAM.rawValue)
+        #else
+        let socketType = SOCK_STREAM
+        #endif
+        let listener = socket(AF_INET, socketType, 0)
+        guard listener >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0 // the kernel picks a free port
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listener, 64) == 0 else {
+            let code = errno
+            close(listener)
+            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        port = UInt16(bigEndian: address.sin_port)
+        self.listener = listener
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// The URL of `path` on this server.
+    func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+
+    /// Answers requests for `path` (query ignored) with `handler`.
+    func route(_ path: String, _ handler: @escaping Handler) {
+        withState { $0.routes[path] = handler }
+    }
+
+    /// Answers requests for `path` with a fixed response.
+    func route(_ path: String, status: Int = 200, headers: [(String, String)] = [], body: String = "", delay: TimeInterval = 0) {
+        let response = Response(status: status, headers: headers, body: body, delay: delay)
+        route(path) { _ in response }
+    }
+
+    /// How many requests reached `path`.
+    func requestCount(_ path: String) -> Int { withState { $0.counts[path] ?? 0 } }
+
+    /// The last request for `path`.
+    func lastRequest(_ path: String) -> Request? { withState { $0.lastRequests[path] } }
+
+    /// Closes the listening socket and waits for the accept loop to end: from then on connections
+    /// to the port are refused. Calling it again does nothing.
+    func stop() {
+        let first = withState { state -> Bool in
+            defer { state.stopping = true }
+            return !state.stopping
+        }
+        if first { acceptLoopEnded.wait() }
+    }
+
+    private func withState<T>(_ body: (inout State) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
+    }
+
+    /// Polls with a short timeout so that `stop()` is noticed within 20 ms, then closes the socket.
+    private func acceptLoop() {
+        while !withState({ $0.stopping }) {
+            var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 20) > 0 else { continue }
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { continue }
+            #if canImport(Darwin)
+            var one: Int32 = 1
+            setsockopt(connection, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+            #endif
+            let thread = Thread { [self] in serve(connection) }
+            thread.start()
+        }
+        close(listener)
+        acceptLoopEnded.signal()
+    }
+
+    private func serve(_ connection: Int32) {
+        defer { close(connection) }
+        guard let request = readRequest(connection) else { return }
+        let handler = withState { state -> Handler? in
+            state.counts[request.path, default: 0] += 1
+            state.lastRequests[request.path] = request
+            return state.routes[request.path]
+        }
+        let response = handler?(request) ?? Response(status: 404, body: "no route")
+        if response.delay > 0 { Thread.sleep(forTimeInterval: response.delay) }
+        write(response, for: request, to: connection)
+    }
+}
