@@ -9,9 +9,11 @@ import Darwin
 // `StashTorture`: the child process of the crash and multi-process tests (Tests/StashTests/CrashTests.swift).
 // A user of the public API only.
 //
-//   write DIR --seed N [--max-size BYTES] [--keys K]
+//   write DIR --seed N [--max-size BYTES] [--keys K] [--fill]
 //       Opens `DiskStorage<Data>` on the folder DIR and runs seeded random operations on keys
-//       k0..k(K-1) forever: mostly writes of self-verifying values, some removals and reads. Prints
+//       k0..k(K-1) forever: mostly writes of self-verifying values, some removals and reads.
+//       With `--fill`, every operation writes a new key `n<SEQ>` of 1–16 KiB instead, so that with
+//       a size limit every write trims and every unlink the store makes is an eviction. Prints
 //       one line per completed operation: `set KEY SEQ SIZE[ trimmed]`, `remove KEY SEQ`,
 //       `get KEY SEQ FOUNDSEQ|missing`. Sequence numbers start after N * 1_000_000, so runs with
 //       growing seeds write growing sequence numbers. `trimmed`: the write evicted other keys.
@@ -107,10 +109,11 @@ func openStore(_ path: String, maxSize: Int) throws -> DiskStorage<Data> {
                            transformer: TransformerFactory.forData())
 }
 
-func runWrite(_ path: String, seed: UInt64, maxSize: Int, keys: Int) throws -> Never {
+func runWrite(_ path: String, seed: UInt64, maxSize: Int, keys: Int, fill: Bool) throws -> Never {
     let storage = try openStore(path, maxSize: maxSize)
     var random = SplitMix64(state: seed)
     var sequence = seed &* 1_000_000
+    if fill { try runFill(storage, random: &random, sequence: sequence) }
     var present = Set(storage.allKeys)
     var expected: [String: UInt64] = [:] // this process's last write of a key; 0 = removed by it
     let largest = maxSize > 0 ? min(3 << 16, maxSize / 2) : 3 << 16
@@ -152,6 +155,17 @@ func runWrite(_ path: String, seed: UInt64, maxSize: Int, keys: Int) throws -> N
     }
 }
 
+func runFill(_ storage: DiskStorage<Data>, random: inout SplitMix64, sequence start: UInt64) throws -> Never {
+    var sequence = start
+    while true {
+        sequence += 1
+        let key = "n\(sequence)"
+        let size = Int.random(in: 1024...(16 << 10), using: &random)
+        try storage.setObject(TortureValue.make(key: key, sequence: sequence, payloadCount: size), forKey: key)
+        emit("set \(key) \(sequence) \(size)")
+    }
+}
+
 func runHold(_ path: String) throws -> Never {
     let storage = try openStore(path, maxSize: 0)
     emit("ready")
@@ -164,7 +178,7 @@ func main(_ arguments: [String]) -> Never {
     func option(_ name: String) -> String? {
         arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     }
-    let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] | StashTorture hold DIR"
+    let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture hold DIR"
     guard arguments.count >= 2 else { fail(usage, status: 2) }
     do {
         switch arguments[0] {
@@ -172,7 +186,7 @@ func main(_ arguments: [String]) -> Never {
             guard let seed = option("--seed").flatMap(UInt64.init), seed < 1 << 40,
                   let maxSize = Int(option("--max-size") ?? "262144"), let keys = Int(option("--keys") ?? "8"), keys > 0
             else { fail(usage, status: 2) }
-            try runWrite(arguments[1], seed: seed, maxSize: maxSize, keys: keys)
+            try runWrite(arguments[1], seed: seed, maxSize: maxSize, keys: keys, fill: arguments.contains("--fill"))
         case "hold":
             try runHold(arguments[1])
         default:

@@ -308,34 +308,10 @@ private struct ListedEntry: Decodable {
     let expired: Bool
 }
 
-/// The built `stash` executable: next to the test bundle (`<scratch>/debug/StashPackageTests.xctest`
-/// on Linux, a bundle in the products folder on Apple platforms), else found under the build folder.
-private let stashExecutable: URL? = {
-    var folders = [Bundle.main.bundleURL, Bundle.main.bundleURL.deletingLastPathComponent(),
-                   URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-    folders += Bundle.allBundles.filter { $0.bundleURL.pathExtension == "xctest" }.map { $0.bundleURL.deletingLastPathComponent() }
-    if let found = folders.lazy.map({ $0.appendingPathComponent("stash") }).first(where: isExecutable) { return found }
-    // Fallback: search the build folders that hold the products folder (e.g. `<scratch>/<triple>/debug`).
-    for root in folders.map({ $0.deletingLastPathComponent() }) {
-        let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)
-        while let url = walker?.nextObject() as? URL {
-            if walker?.level ?? 0 > 3 { walker?.skipDescendants() }
-            if url.lastPathComponent == "stash", isExecutable(url) { return url }
-        }
-    }
-    return nil
-}()
-
-private func isExecutable(_ url: URL) -> Bool {
-    var isDirectory: ObjCBool = false
-    return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && !isDirectory.boolValue
-        && FileManager.default.isExecutableFile(atPath: url.path)
-}
-
 /// Runs `stash arguments` (with `--dir <folder>/store` first unless `addDir` is false), with `input`
 /// as stdin (else an empty stdin) and `folder` as the caches folder.
 private func stash(_ arguments: [String], in folder: URL, input: Data? = nil, addDir: Bool = true) throws -> StashRun {
-    let executable = try #require(stashExecutable, "the stash executable was not built next to the tests")
+    let executable = try #require(builtExecutable(named: "stash"), "the stash executable was not built next to the tests")
     let id = UUID().uuidString
     let outURL = folder.appendingPathComponent("stdout-\(id)")
     let errURL = folder.appendingPathComponent("stderr-\(id)")

@@ -664,13 +664,13 @@ private func runTool(_ executable: String, _ arguments: [String], deadline: Time
 
 /// Runs the built `stash` as this user.
 private func stash(_ arguments: [String], deadline: TimeInterval = 120) throws -> ToolRun {
-    let executable = try #require(stashExecutable, "the stash executable was not built next to the tests")
+    let executable = try #require(builtExecutable(named: "stash"), "the stash executable was not built next to the tests")
     return try runTool(executable.path, arguments, deadline: deadline)
 }
 
 /// Runs the built `stash --dir store` as `nobody`.
 private func stashAsNobody(_ arguments: [String], store: String) throws -> ToolRun {
-    let executable = try #require(stashExecutable, "the stash executable was not built next to the tests")
+    let executable = try #require(builtExecutable(named: "stash"), "the stash executable was not built next to the tests")
     let setpriv = try #require(Host.setpriv)
     let nobody = try #require(Host.nobody)
     try #require(isReachableByOthers(executable.path), "nobody cannot run \(executable.path)")
@@ -705,24 +705,3 @@ private func expectSuccess(_ run: ToolRun, sourceLocation: SourceLocation = #_so
     #expect(run.status == 0, "stash failed: \(run.stderr)", sourceLocation: sourceLocation)
 }
 
-/// The built `stash` executable, found as CLITests finds it: next to the test bundle, else under the build folder.
-private let stashExecutable: URL? = {
-    var folders = [Bundle.main.bundleURL, Bundle.main.bundleURL.deletingLastPathComponent(),
-                   URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-    folders += Bundle.allBundles.filter { $0.bundleURL.pathExtension == "xctest" }.map { $0.bundleURL.deletingLastPathComponent() }
-    if let found = folders.lazy.map({ $0.appendingPathComponent("stash") }).first(where: isExecutableFile) { return found }
-    for root in folders.map({ $0.deletingLastPathComponent() }) {
-        let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)
-        while let url = walker?.nextObject() as? URL {
-            if walker?.level ?? 0 > 3 { walker?.skipDescendants() }
-            if url.lastPathComponent == "stash", isExecutableFile(url) { return url }
-        }
-    }
-    return nil
-}()
-
-private func isExecutableFile(_ url: URL) -> Bool {
-    var isDirectory: ObjCBool = false
-    return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && !isDirectory.boolValue
-        && FileManager.default.isExecutableFile(atPath: url.path)
-}
