@@ -121,6 +121,73 @@ struct ConcurrencyTests {
     }
 }
 
+extension ConcurrencyTests {
+    // Issue "reliability": writers and readers on every API while other threads run the maintenance
+    // operations (removeAll, removeExpiredObjects, trimming by maxSize) and move the clock. Run under
+    // ThreadSanitizer by .ci/run. Nothing may crash or deadlock; every value read belongs to its key;
+    // the size limit holds at the end; every observed add was a write that succeeded.
+    @Test("writers, readers, removeAll, removeExpiredObjects, trimming and a moving clock at once")
+    func maintenanceUnderLoad() async throws {
+        let directory = TemporaryDirectory()
+        let clock = TestClock()
+        let maxSize = 4_000
+        let storage = try makeUserStorage(in: directory, expiry: .seconds(5), maxSize: maxSize,
+                                          memory: MemoryConfig(countLimit: 32), clock: clock)
+        let dataView = storage.transformData()
+        let observer = CountingObserver()
+        let token = storage.addStorageObserver(observer) { observer, _, change in observer.count(change) }
+        let keyObserver = CountingObserver()
+        let keyToken = storage.addObserver(keyObserver, forKey: "w0-1") { observer, _, change in
+            if case .edit = change { observer.count(.add(key: "w0-1")) } // counted as the add it is
+        }
+        let writes = Mismatches(), wrongValues = Mismatches()
+        let asyncWrites = AsyncCounter()
+        let deadline = Date().addingTimeInterval(20) // bounded even on a slow machine
+
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            for round in 0..<400 where Date() < deadline {
+                let key = "w\(thread % 2)-\(round % 12)"
+                switch (thread, round % 6) {
+                case (0...1, 0...2):
+                    if (try? storage.setObject(User(name: key, age: round), forKey: key)) != nil { writes.record(key) }
+                case (0...1, 3):
+                    asyncWrites.start()
+                    storage.async.setObject(User(name: key, age: round), forKey: key, expiry: .seconds(1)) { result in
+                        if case .success = result { writes.record(key) }
+                        asyncWrites.finish()
+                    }
+                case (0...1, _):
+                    if let user = try? storage.object(forKey: key), user.name != key { wrongValues.record("\(key): \(user)") }
+                    if let entry = try? storage.entry(forKey: key), entry.object.name != key { wrongValues.record("entry \(key)") }
+                case (2, 0): try? storage.removeExpiredObjects()
+                case (2, 1): clock.advance(by: 1)
+                case (2, 2) where round % 60 == 2: try? storage.removeAll()
+                case (2, _): _ = storage.allKeys.count + storage.totalSize
+                default:
+                    if let data = try? dataView.object(forKey: key),
+                       let user = try? JSONDecoder().decode(User.self, from: data), user.name != key {
+                        wrongValues.record("raw \(key)")
+                    }
+                    _ = try? storage.existsObject(forKey: key)
+                }
+            }
+        }
+        await asyncWrites.waitForAll()
+        storage.waitForQueue()
+        storage.waitForObservers()
+
+        #expect(wrongValues.all.isEmpty)
+        #expect(storage.totalSize <= maxSize)
+        #expect(observer.adds == writes.all.count, "an add was observed for every write that succeeded, and only those")
+        #expect(keyObserver.adds == writes.all.filter { $0 == "w0-1" }.count)
+        for key in storage.allKeys {
+            if let user = try? storage.entry(forKey: key).object { #expect(user.name == key) }
+        }
+        token.cancel()
+        keyToken.cancel()
+    }
+}
+
 /// Lets a transformer reach the storage it belongs to.
 private final class StorageBox: @unchecked Sendable {
     // @unchecked Sendable: set once before any concurrent use in these single-threaded tests.
