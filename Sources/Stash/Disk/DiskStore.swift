@@ -17,6 +17,10 @@ final class DiskStore {
     /// No entry expires before this (a lower bound), so most calls of ``removeExpired(now:)`` scan nothing.
     private var earliestExpiry = Double.infinity
     private var memoryCaches: [WeakMemoryCache] = []
+    /// Whether value files no record points to may exist: true after opening (a crash may have left
+    /// some) and after a file could not be deleted. Compaction sweeps the folder only then, so that
+    /// a read-heavy store does not list its whole folder every time the journal is compacted.
+    private var mayHaveOrphans = true
 
     private struct WeakMemoryCache {
         weak var cache: MemoryCache?
@@ -26,6 +30,11 @@ final class DiskStore {
         self.directory = directory
         journal = Journal(directory: directory)
         let (replay, existed) = try journal.open()
+        // A compacted journal is one `set` per entry: reserve for them, so the index does not grow
+        // (and rehash) step by step, nor keep the slack of its last doubling.
+        index.reserveCapacity(replay.records.reduce(0) { count, record in
+            if case .set = record { return count + 1 } else if case .remove = record { return max(0, count - 1) } else { return count }
+        })
         for record in replay.records { apply(record) }
         if let damage = replay.damage {
             recoveryIssues.append(.corrupted("\(damage); the records after it were dropped"))
@@ -92,20 +101,25 @@ final class DiskStore {
         let path = path(forKey: key, generation: record.generation)
         if journal.isDetached { try recreateDirectory() } // the folder was removed, maybe made anew
         do {
-            try FileIO.writeFile(path, data, durable: durable)
-        } catch where FileIO.isErrno(error, .ENOENT) {
-            try recreateDirectory()
-            try FileIO.writeFile(path, data, durable: durable)
+            do {
+                try FileIO.writeFile(path, data, durable: durable)
+            } catch where FileIO.isErrno(error, .ENOENT) {
+                try recreateDirectory()
+                try FileIO.writeFile(path, data, durable: durable)
+            }
+        } catch {
+            mayHaveOrphans = true // the failed write's cleanup is best effort
+            throw error
         }
         do {
             try journal.append([.set(key: key, record)], durable: durable)
         } catch {
-            try? FileIO.remove(path)
+            removeOrNoteOrphan(path)
             throw error
         }
         nextGeneration += 1
         apply(.set(key: key, record))
-        if let previous { try? FileIO.remove(self.path(forKey: key, generation: previous.generation)) }
+        if let previous { removeOrNoteOrphan(self.path(forKey: key, generation: previous.generation)) }
         invalidateMemory([key])
         observers?.publish(.set(key: key, value: data, previous: previousData))
         // The write is committed: a failing trim still throws (the limit could not be held),
@@ -187,12 +201,17 @@ final class DiskStore {
     func drop(_ key: String) {
         guard let record = index.peek(key), (try? journal.append([.remove(key: key)], durable: false)) != nil else { return }
         apply(.remove(key: key))
-        try? FileIO.remove(path(forKey: key, generation: record.generation))
+        removeOrNoteOrphan(path(forKey: key, generation: record.generation))
         invalidateMemory([key])
         observers?.publish(.remove(keys: [key], reason: .removed))
     }
 
     // MARK: Helpers
+
+    /// Deletes a file no record points to any more; if that fails it is an orphan for compaction.
+    private func removeOrNoteOrphan(_ path: String) {
+        if (try? FileIO.remove(path)) == nil { mayHaveOrphans = true }
+    }
 
     private func readQuietly(_ key: String, _ record: DiskRecord) throws -> Data {
         try FileIO.readFile(path(forKey: key, generation: record.generation), expectedSize: record.size)
@@ -266,7 +285,7 @@ final class DiskStore {
     private func compactIfNeeded() throws {
         guard journal.recordCount > 1000, journal.recordCount > 2 * index.count else { return }
         try journal.rewrite(with: index.entriesOldestFirst.map { JournalRecord.set(key: $0.key, $0.value) })
-        try removeUnreferencedFiles()
+        if mayHaveOrphans { try removeUnreferencedFiles() }
     }
 
     /// The directory was removed underneath: start over with an empty store in a new one.
@@ -283,10 +302,11 @@ final class DiskStore {
     @discardableResult
     private func removeUnreferencedFiles() throws -> Int {
         let live = Set(index.entries.map { (path(forKey: $0.key, generation: $0.value.generation) as NSString).lastPathComponent })
-        var removed = 0
+        var (removed, failed) = (0, false)
         for name in try FileIO.listDirectory(directory) where Self.isValueFileName(name) && !live.contains(name) {
-            if (try? FileIO.remove(directory + "/" + name)) != nil { removed += 1 }
+            if (try? FileIO.remove(directory + "/" + name)) != nil { removed += 1 } else { failed = true }
         }
+        mayHaveOrphans = failed
         return removed
     }
 

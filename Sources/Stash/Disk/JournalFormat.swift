@@ -84,7 +84,7 @@ enum JournalFormat {
             let body = bytes[(offset + 4)..<(offset + 4 + length)]
             let checksum = readInteger(UInt32.self, bytes, at: offset + 4 + length)
             guard checksum == body.withContiguousStorageIfAvailable({ CRC32.checksum(UnsafeRawBufferPointer($0)) }),
-                  let record = decodeBody(Array(body)) else {
+                  let record = decodeBody(bytes, offset + 4, length) else {
                 replay.damage = "the journal record at byte \(offset) is damaged"
                 return replay
             }
@@ -95,29 +95,38 @@ enum JournalFormat {
         return replay
     }
 
-    private static func decodeBody(_ body: [UInt8]) -> JournalRecord? {
-        guard let operation = body.first.flatMap(Operation.init(rawValue:)) else { return nil }
-        func key(from start: Int) -> String? {
-            guard start <= body.count else { return nil }
-            return String(bytes: body[start...], encoding: .utf8)
+    /// Decodes the body of `count` bytes at `start` in `bytes` (no copy of it: opening a store
+    /// decodes every record of its journal).
+    private static func decodeBody(_ bytes: [UInt8], _ start: Int, _ count: Int) -> JournalRecord? {
+        guard count > 0, let operation = Operation(rawValue: bytes[start]) else { return nil }
+        func integer(at offset: Int) -> UInt64? {
+            offset + 8 <= count ? readInteger(UInt64.self, bytes, at: start + offset) : nil
+        }
+        /// The key from `offset` to the end of the body; nil unless it is valid UTF-8.
+        func key(from offset: Int) -> String? {
+            guard offset <= count else { return nil }
+            let utf8 = bytes[(start + offset)..<(start + count)]
+            let key = String(decoding: utf8, as: UTF8.self)
+            // Decoding repairs invalid UTF-8; the bytes come back unchanged only if they were valid.
+            return key.utf8.elementsEqual(utf8) ? key : nil
         }
         switch operation {
         case .set:
-            guard body.count >= 33,
-                  let generation = readInteger(UInt64.self, body, at: 1),
-                  let size = readInteger(UInt64.self, body, at: 9), size <= UInt64(Int.max),
-                  let expiry = readInteger(UInt64.self, body, at: 17).map(Double.init(bitPattern:)),
-                  let access = readInteger(UInt64.self, body, at: 25).map(Double.init(bitPattern:)),
+            guard count >= 33,
+                  let generation = integer(at: 1),
+                  let size = integer(at: 9), size <= UInt64(Int.max),
+                  let expiry = integer(at: 17).map(Double.init(bitPattern:)),
+                  let access = integer(at: 25).map(Double.init(bitPattern:)),
                   let key = key(from: 33) else { return nil }
             return .set(key: key, DiskRecord(generation: generation, size: Int(size), expiry: expiry, lastAccess: access))
         case .remove:
             return key(from: 1).map { .remove(key: $0) }
         case .access:
-            guard let time = readInteger(UInt64.self, body, at: 1).map(Double.init(bitPattern:)),
+            guard let time = integer(at: 1).map(Double.init(bitPattern:)),
                   let key = key(from: 9) else { return nil }
             return .access(key: key, time: time)
         case .clear:
-            return body.count == 1 ? .clear : nil
+            return count == 1 ? .clear : nil
         }
     }
 

@@ -32,6 +32,14 @@ struct LRUIndex<Value> {
         return nodes[Int(position)].value
     }
 
+    /// Reads the value for `key` in place (no copy of it), marking it the most recently used;
+    /// nil if absent.
+    mutating func use<Result>(_ key: String, reading body: (borrowing Value) -> Result) -> Result? {
+        guard let position = positions[key] else { return nil }
+        moveToFront(position)
+        return body(nodes[Int(position)].value)
+    }
+
     /// Changes the value for `key` in place, marking it the most recently used. Returns false if absent.
     @discardableResult
     mutating func use(_ key: String, _ change: (inout Value) -> Void) -> Bool {
@@ -44,19 +52,32 @@ struct LRUIndex<Value> {
     /// Sets the value for `key` and marks it the most recently used; returns the value it replaced.
     @discardableResult
     mutating func set(_ key: String, _ value: Value) -> Value? {
-        if let position = positions[key] {
+        // One hash and lookup for both cases: a new key gets the next position in the same access.
+        let next = Int32(nodes.count)
+        let position = Self.claim(&positions[key, default: -1], next)
+        if position != next {
             let old = nodes[Int(position)].value
             nodes[Int(position)].value = value
             moveToFront(position)
             return old
         }
-        let position = Int32(nodes.count)
         nodes.append(Node(key: key, value: value, newer: -1, older: mostRecent))
         if mostRecent >= 0 { nodes[Int(mostRecent)].newer = position }
         mostRecent = position
         if leastRecent < 0 { leastRecent = position }
-        positions[key] = position
         return nil
+    }
+
+    /// Room for `count` entries without growing (opening a store reserves what its journal lists).
+    mutating func reserveCapacity(_ count: Int) {
+        positions.reserveCapacity(count)
+        nodes.reserveCapacity(count)
+    }
+
+    /// The position in `slot`, or `next` stored there if the slot is new (holds -1).
+    private static func claim(_ slot: inout Int32, _ next: Int32) -> Int32 {
+        if slot < 0 { slot = next }
+        return slot
     }
 
     /// Removes `key` and returns its value.

@@ -17,50 +17,95 @@ enum SHA256 {
 
     /// The 32-byte digest of `bytes`.
     static func digest<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
-        var message = Array(bytes)
-        let bitLength = UInt64(message.count) &* 8
-        message.append(0x80)
-        while message.count % 64 != 56 { message.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-
-        var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
-        var w = [UInt32](repeating: 0, count: 64)
-        for chunk in stride(from: 0, to: message.count, by: 64) {
-            for i in 0..<16 {
-                let j = chunk + i * 4
-                w[i] = UInt32(message[j]) << 24 | UInt32(message[j + 1]) << 16 | UInt32(message[j + 2]) << 8 | UInt32(message[j + 3])
-            }
-            for i in 16..<64 {
-                let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
-                let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
-                w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-            }
-            var (a, b, c, d, e, f, g, hh) = (h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7])
-            for i in 0..<64 {
-                let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
-                let choice = (e & f) ^ (~e & g)
-                let t1 = hh &+ s1 &+ choice &+ k[i] &+ w[i]
-                let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
-                let majority = (a & b) ^ (a & c) ^ (b & c)
-                let t2 = s0 &+ majority
-                (hh, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
-            }
-            h[0] &+= a; h[1] &+= b; h[2] &+= c; h[3] &+= d
-            h[4] &+= e; h[5] &+= f; h[6] &+= g; h[7] &+= hh
+        var state = initialState
+        let message = Array(bytes)
+        message.withUnsafeBytes { absorb($0, into: &state) }
+        return withUnsafeBytes(of: &state) { words in
+            (0..<32).map { words.load(fromByteOffset: $0 & ~3, as: UInt32.self) >> UInt32(24 - ($0 & 3) * 8) }
+                .map { UInt8(truncatingIfNeeded: $0) }
         }
-        return h.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - $0 * 8)) } }
     }
 
-    /// Lower-case hex of the first `byteCount` bytes of the digest of `string`'s UTF-8.
+    /// Lower-case hex of the first `byteCount` (at most 32) bytes of the digest of `string`'s UTF-8.
+    ///
+    /// It names a value file on every disk read and write, so it allocates nothing but the result.
     static func hex(of string: String, byteCount: Int = 16) -> String {
-        let hexDigits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(byteCount * 2)
-        for byte in digest(string.utf8).prefix(byteCount) {
-            out.append(hexDigits[Int(byte >> 4)])
-            out.append(hexDigits[Int(byte & 0x0f)])
+        var string = string
+        var state = initialState
+        string.withUTF8 { absorb(UnsafeRawBufferPointer($0), into: &state) }
+        let count = min(max(byteCount, 0), 32)
+        return withUnsafeBytes(of: &state) { words in
+            String(unsafeUninitializedCapacity: count * 2) { out in
+                for index in 0..<count {
+                    let word = words.load(fromByteOffset: (index / 4) * 4, as: UInt32.self)
+                    let byte = UInt8(truncatingIfNeeded: word >> UInt32(24 - (index % 4) * 8))
+                    out[2 * index] = hexDigit(byte >> 4)
+                    out[2 * index + 1] = hexDigit(byte & 0x0f)
+                }
+                return count * 2
+            }
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    private typealias State = (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
+
+    private static let initialState: State =
+        (0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19)
+
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? 48 + nibble : 87 + nibble
+    }
+
+    /// Hashes the whole message: its full 64-byte blocks, then the padded tail (one or two blocks).
+    private static func absorb(_ message: UnsafeRawBufferPointer, into state: inout State) {
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+            k.withUnsafeBufferPointer { k in
+                let fullBlocks = message.count / 64
+                for block in 0..<fullBlocks {
+                    compress(UnsafeRawBufferPointer(rebasing: message[(block * 64)..<(block * 64 + 64)]), &state, w, k)
+                }
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { tail in
+                    let rest = message.count - fullBlocks * 64
+                    tail.initialize(repeating: 0)
+                    for index in 0..<rest { tail[index] = message[fullBlocks * 64 + index] }
+                    tail[rest] = 0x80
+                    let tailLength = rest < 56 ? 64 : 128
+                    let bitLength = UInt64(message.count) &* 8
+                    for index in 0..<8 { tail[tailLength - 1 - index] = UInt8(truncatingIfNeeded: bitLength >> UInt64(index * 8)) }
+                    let bytes = UnsafeRawBufferPointer(tail)
+                    compress(UnsafeRawBufferPointer(rebasing: bytes[0..<64]), &state, w, k)
+                    if tailLength == 128 { compress(UnsafeRawBufferPointer(rebasing: bytes[64..<128]), &state, w, k) }
+                }
+            }
+        }
+    }
+
+    /// One 64-byte block of FIPS 180-4's compression function.
+    @inline(__always)
+    private static func compress(_ block: UnsafeRawBufferPointer, _ state: inout State,
+                                 _ w: UnsafeMutableBufferPointer<UInt32>, _ k: UnsafeBufferPointer<UInt32>) {
+        for i in 0..<16 {
+            let j = i * 4
+            w[i] = UInt32(block[j]) << 24 | UInt32(block[j + 1]) << 16 | UInt32(block[j + 2]) << 8 | UInt32(block[j + 3])
+        }
+        for i in 16..<64 {
+            let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
+            let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
+            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+        }
+        var (a, b, c, d, e, f, g, hh) = state
+        for i in 0..<64 {
+            let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
+            let choice = (e & f) ^ (~e & g)
+            let t1 = hh &+ s1 &+ choice &+ k[i] &+ w[i]
+            let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
+            let majority = (a & b) ^ (a & c) ^ (b & c)
+            let t2 = s0 &+ majority
+            (hh, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
+        }
+        state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d,
+                 state.4 &+ e, state.5 &+ f, state.6 &+ g, state.7 &+ hh)
     }
 
     @inline(__always)
