@@ -232,4 +232,25 @@ struct DiskIntegrityTests {
         let valueFiles = try FileManager.default.contentsOfDirectory(atPath: directory.storePath()).filter(DiskStore.isValueFileName)
         #expect(valueFiles.count == 40)
     }
+
+    // Contract 7 (power-loss style damage): files that are not Stash's, in the store folder, are
+    // neither read as values nor deleted, through reopening, writing, compaction and removeAll.
+    @Test("unknown files and folders in the store folder are ignored and left alone")
+    func unknownFilesAreLeftAlone() throws {
+        let directory = TemporaryDirectory()
+        try makeDisk(directory).setObject(Data("kept".utf8), forKey: "kept")
+        let store = directory.storePath()
+        let strangers = ["notes.txt", "journal.bak", "0123.4", ".hidden"]
+        for name in strangers { try Data("not stash's".utf8).write(to: URL(fileURLWithPath: store + "/" + name)) }
+        try FileManager.default.createDirectory(atPath: store + "/folder", withIntermediateDirectories: false)
+
+        let disk = try makeDisk(directory)
+        #expect(disk.allKeys == ["kept"])
+        #expect(disk.recoveryIssues.isEmpty)
+        #expect(try disk.object(forKey: "kept") == Data("kept".utf8))
+        for round in 0..<1100 { try disk.setObject(Data("\(round)".utf8), forKey: "k\(round % 3)") } // compacts and sweeps
+        try disk.removeAll()
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: store))
+        #expect(left.isSuperset(of: strangers + ["folder"]))
+    }
 }

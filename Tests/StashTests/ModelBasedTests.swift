@@ -88,6 +88,7 @@ struct ModelBasedTests {
     func agreesWithModel(seed: UInt64) throws {
         let result = try run(seed: seed, steps: 1500, maxSize: 0)
         #expect(result.reopens > 10)
+        print("model: seed \(seed), \(result.operations) operations, \(result.reopens) reopens")
     }
 
     @Test("with a disk limit, Storage agrees with the model except for allowed evictions",
@@ -95,5 +96,6 @@ struct ModelBasedTests {
     func agreesWithModelUnderLimit(seed: UInt64) throws {
         let result = try run(seed: seed, steps: 1500, maxSize: 400)
         #expect(result.evictions > 0)
+        print("model: seed \(seed) with maxSize 400, \(result.operations) operations, \(result.reopens) reopens, \(result.evictions) evictions")
     }
 }
