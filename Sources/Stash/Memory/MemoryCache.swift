@@ -6,7 +6,7 @@ import Foundation
 /// `Storage` serve memory hits without going through its serial queue.
 final class MemoryCache: Sendable {
     struct Item {
-        var object: any Sendable
+        var object: AnyValueBox
         var cost: Int
         /// When the value itself expires.
         var expiry: Date
@@ -43,6 +43,26 @@ final class MemoryCache: Sendable {
             }
             if state.tracksHits, state.recentHits.count < Self.maxRecentHits { state.recentHits.append(key) }
             return item
+        }
+    }
+
+    /// The boxed value of `key` and its expiry, marking it used; nil on a miss and for a copy past
+    /// `dropAfter` (which is then dropped).
+    ///
+    /// The fast path of a memory hit: one lock, one lookup, the item itself not copied. Not generic,
+    /// so that callers in unspecialized generic code pay no type-metadata lookups here.
+    func hit(forKey key: String, now: Date) -> (box: AnyValueBox, expiry: Date)? {
+        state.withLock { state in
+            let found = state.items.use(key, reading: { item -> (box: AnyValueBox, expiry: Date)? in
+                now < item.dropAfter ? (item.object, item.expiry) : nil
+            })
+            guard let found else { return nil }
+            guard let hit = found else {
+                if let old = state.items.remove(key) { state.totalCost -= old.cost }
+                return nil
+            }
+            if state.tracksHits, state.recentHits.count < Self.maxRecentHits { state.recentHits.append(key) }
+            return hit
         }
     }
 

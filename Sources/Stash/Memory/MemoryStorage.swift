@@ -47,7 +47,7 @@ public final class MemoryStorage<T: Sendable>: StorageAware, Sendable {
 
     public func entry(forKey key: String) throws -> Entry<T> {
         guard let item = cache.item(forKey: key, now: now()) else { throw StorageError.notFound }
-        guard let object = item.object as? T else { throw StorageError.typeNotMatch }
+        guard let object = item.object.value(as: T.self) else { throw StorageError.typeNotMatch }
         return Entry(object: object, expiry: Expiry(storedDate: item.expiry), filePath: item.filePath,
                      isExpired: now() >= item.expiry)
     }
@@ -59,7 +59,7 @@ public final class MemoryStorage<T: Sendable>: StorageAware, Sendable {
     /// Stores `object` with an explicit cost for ``MemoryConfig/totalCostLimit``.
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil, cost: Int) {
         let expiryDate = (expiry ?? config.expiry).resolved(from: now())
-        cache.set(MemoryCache.Item(object: object, cost: max(0, cost), expiry: expiryDate,
+        cache.set(MemoryCache.Item(object: ValueBox(object), cost: max(0, cost), expiry: expiryDate,
                                    dropAfter: .distantFuture, filePath: nil), forKey: key)
     }
 

@@ -11,6 +11,8 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     public let memoryStorage: MemoryStorage<T>
     /// The disk layer.
     public let diskStorage: DiskStorage<T>
+    /// `ValueBox<T>`, looked up once: a memory hit compares it instead of casting.
+    private let boxType = ObjectIdentifier(ValueBox<T>.self)
 
     /// Combines a memory and a disk layer.
     public init(memoryStorage: MemoryStorage<T>, diskStorage: DiskStorage<T>) {
@@ -42,6 +44,18 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
             remember(entry.object, forKey: key, cost: size, expiry: entry.expiry.resolved(from: now), filePath: entry.filePath)
             return entry
         }
+    }
+
+    public func object(forKey key: String) throws -> T {
+        // The fast path of a memory hit: the value alone, under the memory layer's lock.
+        let now = now
+        if let hit = cache.hit(forKey: key, now: now), ObjectIdentifier(type(of: hit.box)) == boxType {
+            if now >= hit.expiry, hit.expiry < .distantFuture { throw StorageError.expired(hit.expiry) }
+            return unsafeDowncast(hit.box, to: ValueBox<T>.self).value
+        }
+        let entry = try entry(forKey: key)
+        if entry.isExpired, case .date(let date) = entry.expiry { throw StorageError.expired(date) }
+        return entry.object
     }
 
     public func existsObject(forKey key: String) throws -> Bool {
@@ -89,12 +103,12 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     private func memoryEntry(forKey key: String) -> Entry<T>? {
         let now = now
         // A copy of another view's type is a miss: the disk bytes decode as `T`.
-        guard let item = cache.item(forKey: key, now: now), let object = item.object as? T else { return nil }
+        guard let item = cache.item(forKey: key, now: now), let object = item.object.value(as: T.self) else { return nil }
         return Entry(object: object, expiry: Expiry(storedDate: item.expiry), filePath: item.filePath, isExpired: now >= item.expiry)
     }
 
     private func remember(_ object: T, forKey key: String, cost: Int, expiry: Date, filePath: String?) {
         let dropAfter = cache.config.expiry.resolved(from: now)
-        cache.set(MemoryCache.Item(object: object, cost: cost, expiry: expiry, dropAfter: dropAfter, filePath: filePath), forKey: key)
+        cache.set(MemoryCache.Item(object: ValueBox(object), cost: cost, expiry: expiry, dropAfter: dropAfter, filePath: filePath), forKey: key)
     }
 }

@@ -64,6 +64,10 @@ public final class Storage<T: Sendable>: StorageAware, Sendable {
         try syncStorage.entry(forKey: key)
     }
 
+    public func object(forKey key: String) throws -> T {
+        try syncStorage.object(forKey: key)
+    }
+
     public func existsObject(forKey key: String) throws -> Bool {
         try syncStorage.existsObject(forKey: key)
     }

@@ -19,6 +19,10 @@ public final class SyncStorage<T: Sendable>: StorageAware, Sendable {
         try innerStorage.entry(forKey: key)
     }
 
+    public func object(forKey key: String) throws -> T {
+        try innerStorage.object(forKey: key)
+    }
+
     public func existsObject(forKey key: String) throws -> Bool {
         try innerStorage.existsObject(forKey: key)
     }

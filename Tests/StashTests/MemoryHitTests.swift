@@ -1,0 +1,105 @@
+import Dispatch
+import Foundation
+import Testing
+@testable import Stash
+
+/// Memory hits are served under the memory layer's lock, off the store's queue (DESIGN item 4 and
+/// "Performance"): they must neither wait for the queue nor ever return what a finished write replaced.
+@Suite("Memory hits off the queue")
+struct MemoryHitTests {
+    // Contract 4: a memory hit does not go through the serial queue.
+    @Test("object(forKey:) answers a memory hit while the store's queue is blocked")
+    func hitWhileQueueIsBlocked() throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        try storage.setObject(User(name: "a", age: 1), forKey: "k")
+        let release = DispatchSemaphore(value: 0)
+        let blocked = DispatchSemaphore(value: 0)
+        storage.hybridStorage.engine.async { _ in
+            blocked.signal()
+            release.wait()
+        }
+        blocked.wait()
+        defer { release.signal() }
+        let answered = DispatchSemaphore(value: 0)
+        let result = Locked<User?>(nil)
+        DispatchQueue.global().async {
+            let user = try? storage.object(forKey: "k")
+            result.withLock { $0 = user }
+            answered.signal()
+        }
+        // The queue stays blocked until the test ends: a read that waited for it would time out here.
+        #expect(answered.wait(timeout: .now() + 10) == .success)
+        #expect(result.withLock { $0 } == User(name: "a", age: 1))
+    }
+
+    // Contract 4: operations are linearizable — once a write has returned, no read returns an older value.
+    @Test("readers on other threads never see a value older than one they saw, nor older than a returned write")
+    func readsAreMonotonicUnderWrites() throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        try storage.setObject(User(name: "v", age: 0), forKey: "k")
+        let written = Locked(0) // the last write that has returned
+        let writes = 300
+        let failures = Locked<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 3) { thread in
+            if thread == 0 {
+                for version in 1...writes {
+                    do {
+                        try storage.setObject(User(name: "v", age: version), forKey: "k")
+                    } catch {
+                        failures.withLock { $0.append("write \(version): \(error)") }
+                    }
+                    written.withLock { $0 = version }
+                }
+            } else {
+                var seen = 0
+                while seen < writes {
+                    let floor = written.withLock { $0 }
+                    let age: Int
+                    do {
+                        age = try storage.object(forKey: "k").age
+                    } catch {
+                        failures.withLock { $0.append("read: \(error)") }
+                        return
+                    }
+                    if age < seen || age < floor {
+                        failures.withLock { $0.append("read \(age) after seeing \(seen), with \(floor) written") }
+                        return
+                    }
+                    seen = age
+                }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+    }
+
+    @Test("a memory copy of another view's type is a miss: the value is decoded from disk")
+    func otherViewsTypeFallsBackToDisk() throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        let user = User(name: "a", age: 1)
+        try storage.setObject(user, forKey: "k")
+        let data = try storage.transformData().object(forKey: "k")
+        #expect(try JSONDecoder().decode(User.self, from: data) == user)
+        #expect(try storage.object(forKey: "k") == user)
+    }
+
+    // Contract 2: an expired value in memory is not returned as valid.
+    @Test("an expired memory copy throws expired with its date from object(forKey:)")
+    func expiredHitThrows() throws {
+        let directory = TemporaryDirectory()
+        let clock = TestClock()
+        let storage = try makeUserStorage(in: directory, clock: clock)
+        try storage.setObject(User(name: "a", age: 1), forKey: "k", expiry: .seconds(10))
+        #expect(try storage.object(forKey: "k").age == 1)
+        clock.advance(by: 10)
+        let error = storageError { _ = try storage.object(forKey: "k") }
+        guard case .expired(let date) = error else {
+            Issue.record("expected expired, got \(String(describing: error))")
+            return
+        }
+        #expect(date == clock.now)
+        #expect(try storage.entry(forKey: "k").isExpired)
+    }
+}
