@@ -26,6 +26,7 @@ public enum ResponseSource: Sendable, CustomStringConvertible {
         return true
     }
 
+    /// The source in words, for logs: "network", "cache", "revalidated" or "stale (reason)".
     public var description: String {
         switch self {
         case .network: return "network"

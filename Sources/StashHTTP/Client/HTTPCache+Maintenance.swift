@@ -9,10 +9,10 @@ public enum HTTPCacheSelection: Sendable, Hashable {
     case namespace(String)
     /// Every response (all methods and `Vary` variants) for one URL, in one namespace or, when
     /// nil, in all.
-    case url(URL, namespace: String?)
+    case url(URL, namespace: String? = nil)
     /// Every response whose normalized URL starts with the normalized `prefix` (scheme and host
     /// lower-cased, default port dropped), in one namespace or, when nil, in all.
-    case urlPrefix(URL, namespace: String?)
+    case urlPrefix(URL, namespace: String? = nil)
     /// Every response received (or last revalidated) before the date.
     case receivedBefore(Date)
 }
@@ -22,7 +22,7 @@ extension HTTPCache {
     ///
     /// ```swift
     /// try await cache.removeResponses(.namespace("staging"))
-    /// try await cache.removeResponses(.urlPrefix(URL(string: "https://api.example.com/v1/users/")!, namespace: nil))
+    /// try await cache.removeResponses(.urlPrefix(URL(string: "https://api.example.com/v1/users/")!))
     /// try await cache.removeResponses(.receivedBefore(Date().addingTimeInterval(-7 * 86_400)))
     /// ```
     /// - Parameter selection: Which responses.
@@ -92,10 +92,9 @@ extension HTTPCache {
         return result
     }
 
-    /// The normalized form of a prefix URL, without the `/` that normalization gives an empty path
-    /// only when the caller wrote none (so `https://example.com` matches every path on the host).
+    /// The normalized form of a prefix URL (`https://Example.com` becomes `https://example.com/`,
+    /// which every path on the host starts with).
     private static func normalizedPrefix(_ prefix: URL) -> String? {
-        guard let normalized = URLNormalizer.normalize(prefix) else { return nil }
-        return normalized
+        URLNormalizer.normalize(prefix)
     }
 }

@@ -51,11 +51,14 @@ extension HTTPCache {
             try await load(context, lookup, validating: lookup.stored, fallingBack: false)
         }
         let id = UUID()
-        let tracker = Task {
-            _ = try? await refresh.value
-            _ = refreshes.withLock { $0.removeValue(forKey: id) }
+        // Registered under the lock that its own removal takes, so a refresh that ends at once
+        // cannot be removed before it is registered (and then waited for forever).
+        refreshes.withLock { running in
+            running[id] = Task {
+                _ = try? await refresh.value
+                _ = refreshes.withLock { $0.removeValue(forKey: id) }
+            }
         }
-        refreshes.withLock { $0[id] = tracker }
         return refresh
     }
 }

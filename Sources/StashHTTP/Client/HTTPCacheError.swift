@@ -26,6 +26,7 @@ public enum HTTPCacheError: Error, Sendable, CustomStringConvertible {
     /// The body did not decode to the requested type; `underlying` is the decoder's error.
     case decoding(underlying: any Error)
 
+    /// A one-line explanation that includes the cause.
     public var description: String {
         switch self {
         case .network(let error): return "The network request failed: \(error)"
@@ -42,5 +43,6 @@ public enum HTTPCacheError: Error, Sendable, CustomStringConvertible {
 }
 
 extension HTTPCacheError: LocalizedError {
+    /// The same text as ``description``, for `localizedDescription`.
     public var errorDescription: String? { description }
 }

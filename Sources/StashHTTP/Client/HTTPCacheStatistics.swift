@@ -33,6 +33,7 @@ public struct HTTPCacheStatistics: Sendable, Hashable, CustomStringConvertible {
         return total == 0 ? 0 : Double(hits + revalidations) / Double(total)
     }
 
+    /// The counters on one line, for logs.
     public var description: String {
         "hits: \(hits), misses: \(misses), revalidations: \(revalidations), stale served: \(staleServed), storage failures: \(storageFailures)"
     }
