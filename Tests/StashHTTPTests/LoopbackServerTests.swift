@@ -175,4 +175,19 @@ struct LoopbackServerTests {
         #expect(try await cache.response(for: server.url("/doc")).text == "document")
         #expect(server.requestCount("/doc") == 2)
     }
+
+    @Test("cancelling the calling task cancels the request on the wire")
+    func cancellation() async throws {
+        server.route("/slow-cancel", body: "too late", delay: 3)
+        let cache = cache
+        let url = server.url("/slow-cancel")
+        let started = Date()
+        let task = Task { try await cache.response(for: url) }
+        task.cancel()
+        let result = await task.result
+        #expect(Date().timeIntervalSince(started) < 2.5)
+        guard case .failure(let error) = result, case .network = error as? HTTPCacheError else {
+            Issue.record("got \(result)"); return
+        }
+    }
 }

@@ -61,6 +61,9 @@ final class LoopbackHTTPServer: @unchecked Sendable {
         let listener = socket(AF_INET, socketType, 0)
         guard listener >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         var address = sockaddr_in()
+        #if canImport(Darwin)
+        address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+        #endif
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0 // the kernel picks a free port
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
