@@ -24,7 +24,7 @@ struct CrashTests {
     func killsAtRandomMoments() throws {
         let folder = TemporaryDirectory()
         let mixed = folder.storePath("mixed"), fill = folder.storePath("fill")
-        var random = SplitMix64(state: 20_261_123)
+        var random = SeededGenerator(seed: 20_261_123)
         var known: [String: UInt64] = [:]
         var checked = 0
         for cycle in 1...120 {
@@ -68,7 +68,7 @@ struct CrashTests {
     func killsInsideTrimming() throws {
         let folder = TemporaryDirectory()
         let store = folder.storePath()
-        var random = SplitMix64(state: 7)
+        var random = SeededGenerator(seed: 7)
         var orphans = 0
         for cycle in 1...12 {
             // Every unlink of a filling store is an eviction, but the first, which clears a leftover journal.compacting.

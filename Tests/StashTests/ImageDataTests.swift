@@ -200,7 +200,7 @@ struct ImageDataTests {
 
     @Test("random mutations of valid headers never crash and never give a negative size")
     func survivesRandomMutations() {
-        var rng = SplitMix64(seed: 0x5EED_1234_ABCD_0042)
+        var rng = SeededGenerator(seed: 0x5EED_1234_ABCD_0042)
         let iterationsPerSample = 20_000 / ImageCase.all.count + 1
         var inputs = 0
         var recognised = 0
@@ -224,43 +224,23 @@ struct ImageDataTests {
     }
 
     /// Flips, overwrites, truncates or extends bytes; sometimes several at once.
-    private static func mutate(_ original: [UInt8], using rng: inout SplitMix64) -> [UInt8] {
+    private static func mutate(_ original: [UInt8], using rng: inout SeededGenerator) -> [UInt8] {
         var bytes = original
-        for _ in 0...rng.next(below: 3) {
-            switch rng.next(below: 5) {
+        for _ in 0...rng.below(3) {
+            switch rng.below(5) {
             case 0 where !bytes.isEmpty:  // flip one bit
-                bytes[rng.next(below: bytes.count)] ^= UInt8(1) << UInt8(rng.next(below: 8))
+                bytes[rng.below(bytes.count)] ^= UInt8(1) << UInt8(rng.below(8))
             case 1 where !bytes.isEmpty:  // overwrite a byte, favouring values that make hostile lengths
                 let values: [UInt8] = [0x00, 0x01, 0x02, 0x7F, 0x80, 0xFF, UInt8(truncatingIfNeeded: rng.next())]
-                bytes[rng.next(below: bytes.count)] = values[rng.next(below: values.count)]
+                bytes[rng.below(bytes.count)] = values[rng.below(values.count)]
             case 2:  // truncate
-                bytes.removeLast(rng.next(below: bytes.count + 1))
+                bytes.removeLast(rng.below(bytes.count + 1))
             case 3:  // extend with random bytes
-                bytes += (0..<rng.next(below: 32)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+                bytes += (0..<rng.below(32)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
             default:  // extend with repeated 0xFF (JPEG fill bytes / huge lengths)
-                bytes += [UInt8](repeating: 0xFF, count: rng.next(below: 16))
+                bytes += [UInt8](repeating: 0xFF, count: rng.below(16))
             }
         }
         return bytes
-    }
-}
-
-/// SplitMix64: a tiny deterministic PRNG so the mutation test is reproducible.
-private struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A value in `0..<bound` (slightly biased, which is fine for fuzzing); 0 when `bound` is 0.
-    mutating func next(below bound: Int) -> Int {
-        bound > 0 ? Int(next() % UInt64(bound)) : 0
     }
 }

@@ -12,7 +12,7 @@ struct LRUIndexTests {
           arguments: zip([0x5EED_0001, 0x5EED_0002, 0x5EED_0003, 0x5EED_0004, 0x5EED_0005, 0x5EED_0006] as [UInt64],
                          [1, 2, 3, 5, 8, 20]))
     func randomSequencesMatchModel(seed: UInt64, keyCount: Int) throws {
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let keys = (0..<keyCount).map { "k\($0)" }
         var index = LRUIndex<Int>()
         var model = ReferenceLRU()
@@ -205,27 +205,5 @@ private struct ReferenceLRU {
 
     mutating func removeAll() {
         entries.removeAll()
-    }
-}
-
-/// SplitMix64: a tiny deterministic PRNG, so every random sequence is reproducible from its seed.
-private struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A number in `0..<bound` (`bound` > 0).
-    mutating func below(_ bound: Int) -> Int {
-        Int(next() % UInt64(bound))
     }
 }

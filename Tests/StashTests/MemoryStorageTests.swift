@@ -324,7 +324,7 @@ struct MemoryStorageTests {
               ModelCase(seed: 0xC0FF_EE06, countLimit: 8, costLimit: 3),
           ])
     func randomOperationsMatchModel(_ testCase: ModelCase) throws {
-        var random = SplitMix64(seed: testCase.seed)
+        var random = SeededGenerator(seed: testCase.seed)
         let clock = TestClock()
         let config = MemoryConfig(expiry: .seconds(30), countLimit: testCase.countLimit, totalCostLimit: testCase.costLimit)
         let memory = MemoryStorage<Int>(config: config, now: clock.function)
@@ -443,27 +443,5 @@ private struct MemoryModel {
 
     mutating func removeAll() {
         items.removeAll()
-    }
-}
-
-/// SplitMix64: a tiny deterministic PRNG, so every random sequence is reproducible from its seed.
-private struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A number in `0..<bound` (`bound` > 0).
-    mutating func below(_ bound: Int) -> Int {
-        Int(next() % UInt64(bound))
     }
 }

@@ -8,6 +8,26 @@ struct User: Codable, Sendable, Equatable, Hashable {
     var age: Int
 }
 
+/// A small seeded generator (SplitMix64), so random tests are reproducible.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A number in `0..<bound` (slightly biased, which is fine for tests); 0 when `bound` is not positive.
+    mutating func below(_ bound: Int) -> Int {
+        bound > 0 ? Int(next() % UInt64(bound)) : 0
+    }
+}
+
 /// A clock the test moves by hand, injected as `now:` so expiry is tested without sleeping.
 final class TestClock: @unchecked Sendable {
     // @unchecked Sendable: `current` is only touched under `lock`.
