@@ -133,7 +133,7 @@ struct LoopbackServerTests {
         server.route("/slow", headers: [("Cache-Control", "max-age=1")], body: "quick")
         _ = try await cache.response(for: server.url("/slow"))
         clock.advance(by: 5)
-        server.route("/slow", headers: [("Cache-Control", "max-age=1")], body: "late", delay: 2)
+        server.route("/slow", headers: [("Cache-Control", "max-age=1")], body: "late", delay: 10)
         var request = URLRequest(url: server.url("/slow"))
         request.timeoutInterval = 0.5
         let response = try await cache.response(for: request)
@@ -181,11 +181,11 @@ struct LoopbackServerTests {
         server.route("/slow-cancel", body: "too late", delay: 3)
         let cache = cache
         let url = server.url("/slow-cancel")
-        let started = Date()
         let task = Task { try await cache.response(for: url) }
         task.cancel()
+        // Not timed (the machine may be loaded): had the request not been cancelled, the server
+        // would have answered after its delay and the task would have succeeded.
         let result = await task.result
-        #expect(Date().timeIntervalSince(started) < 2.5)
         guard case .failure(let error) = result, case .network = error as? HTTPCacheError else {
             Issue.record("got \(result)"); return
         }
