@@ -35,6 +35,24 @@ struct JournalFuzzTests {
         #expect(replay.damage == nil)
     }
 
+    // Contract 7: a key is kept only if its bytes are valid UTF-8 exactly as written (decoding would
+    // otherwise repair them into another key, which could name another entry).
+    @Test("a record whose key is not valid UTF-8 is reported as damage, with the records before it kept", arguments: [
+        [0xFF], [0xC3, 0x28], [0x61, 0xE2, 0x82], [0xED, 0xA0, 0x80], [0xEF, 0xBF, 0xBD, 0x80],
+    ] as [[UInt8]])
+    func invalidUTF8Key(keyBytes: [UInt8]) {
+        var bytes = Self.encode([.remove(key: "kept")])
+        let validLength = bytes.count
+        let body: [UInt8] = [2] + keyBytes // a remove record
+        withUnsafeBytes(of: UInt32(body.count).littleEndian) { bytes += $0 }
+        bytes += body
+        withUnsafeBytes(of: CRC32.checksum(body).littleEndian) { bytes += $0 }
+        let replay = JournalFormat.parse(bytes)
+        #expect(replay.records == [.remove(key: "kept")])
+        #expect(replay.validLength == validLength)
+        #expect(replay.damage != nil)
+    }
+
     // Contract 6: a torn last record (a cut at any byte) keeps every whole record before it.
     @Test("a journal cut at any byte keeps every whole record before the cut")
     func everyTruncationKeepsPrefix() {

@@ -105,10 +105,17 @@ enum JournalFormat {
         /// The key from `offset` to the end of the body; nil unless it is valid UTF-8.
         func key(from offset: Int) -> String? {
             guard offset <= count else { return nil }
-            let utf8 = bytes[(start + offset)..<(start + count)]
-            let key = String(decoding: utf8, as: UTF8.self)
+            let range = (start + offset)..<(start + count)
+            var key = String(decoding: bytes[range], as: UTF8.self)
             // Decoding repairs invalid UTF-8; the bytes come back unchanged only if they were valid.
-            return key.utf8.elementsEqual(utf8) ? key : nil
+            // Compared as buffers: the generic `elementsEqual` of the two views took a quarter of the
+            // time it takes to open a store.
+            let isValid = key.withUTF8 { decoded in
+                decoded.count == range.count && bytes.withUnsafeBytes {
+                    decoded.isEmpty || memcmp(decoded.baseAddress!, $0.baseAddress! + range.lowerBound, range.count) == 0
+                }
+            }
+            return isValid ? key : nil
         }
         switch operation {
         case .set:
