@@ -13,11 +13,17 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     public let diskStorage: DiskStorage<T>
     /// `ValueBox<T>`, looked up once: a memory hit compares it instead of casting.
     private let boxType = ObjectIdentifier(ValueBox<T>.self)
+    /// The memory layer's cache and the clock, held directly: a memory hit then loads them from
+    /// `self` instead of retaining them through the layers.
+    private let cache: MemoryCache
+    private let clock: @Sendable () -> Date
 
     /// Combines a memory and a disk layer.
     public init(memoryStorage: MemoryStorage<T>, diskStorage: DiskStorage<T>) {
         self.memoryStorage = memoryStorage
         self.diskStorage = diskStorage
+        cache = memoryStorage.cache
+        clock = diskStorage.now
         engine.sync { $0.attach(memoryStorage.cache) }
     }
 
@@ -28,8 +34,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     var engine: DiskEngine { diskStorage.engine }
-    private var cache: MemoryCache { memoryStorage.cache }
-    private var now: Date { diskStorage.now() }
+    private var now: Date { clock() }
 
     public var allKeys: [String] { diskStorage.allKeys }
 
@@ -53,6 +58,13 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
             if now >= hit.expiry, hit.expiry < .distantFuture { throw StorageError.expired(hit.expiry) }
             return unsafeDowncast(hit.box, to: ValueBox<T>.self).value
         }
+        return try objectFromEntry(forKey: key)
+    }
+
+    /// The slow path of ``object(forKey:)``, out of line: an `Entry<T>` in the fast path's frame would
+    /// make every memory hit look up the metadata of `Entry<T>` (this code is not specialized).
+    @inline(never)
+    private func objectFromEntry(forKey key: String) throws -> T {
         let entry = try entry(forKey: key)
         if entry.isExpired, case .date(let date) = entry.expiry { throw StorageError.expired(date) }
         return entry.object

@@ -116,9 +116,8 @@ struct LRUIndex<Value> {
     func forEachOldestFirst(_ body: (String, Value) -> Bool) {
         var position = leastRecent
         while position >= 0 {
-            let node = nodes[Int(position)]
-            guard body(node.key, node.value) else { return }
-            position = node.newer
+            guard body(nodes[Int(position)].key, nodes[Int(position)].value) else { return }
+            position = nodes[Int(position)].newer
         }
     }
 
@@ -128,9 +127,8 @@ struct LRUIndex<Value> {
         result.reserveCapacity(nodes.count)
         var position = leastRecent
         while position >= 0 {
-            let node = nodes[Int(position)]
-            result.append((node.key, node.value))
-            position = node.newer
+            result.append((nodes[Int(position)].key, nodes[Int(position)].value))
+            position = nodes[Int(position)].newer
         }
         return result
     }
@@ -141,10 +139,11 @@ struct LRUIndex<Value> {
     /// Every entry, in no particular order.
     var entries: [(key: String, value: Value)] { nodes.map { ($0.key, $0.value) } }
 
+    /// Links only: reading the whole node would copy (retain and release) its key and value.
     private mutating func unlink(_ position: Int32) {
-        let node = nodes[Int(position)]
-        if node.newer >= 0 { nodes[Int(node.newer)].older = node.older } else { mostRecent = node.older }
-        if node.older >= 0 { nodes[Int(node.older)].newer = node.newer } else { leastRecent = node.newer }
+        let (newer, older) = (nodes[Int(position)].newer, nodes[Int(position)].older)
+        if newer >= 0 { nodes[Int(newer)].older = older } else { mostRecent = older }
+        if older >= 0 { nodes[Int(older)].newer = newer } else { leastRecent = newer }
     }
 
     private mutating func moveToFront(_ position: Int32) {

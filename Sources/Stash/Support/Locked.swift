@@ -13,7 +13,9 @@ import Musl
 /// macOS 15 / iOS 18 on Apple platforms, which is more than Stash asks of its users.
 final class Locked<State>: @unchecked Sendable {
     // @unchecked Sendable: `state` is only ever touched between lock() and unlock().
-    private var state: State
+    /// Behind a pointer rather than a stored `var`: the lock already makes access exclusive, and a
+    /// class's `var` passed `inout` would also pay a dynamic exclusivity check on every call.
+    private let state: UnsafeMutablePointer<State>
     #if canImport(Darwin)
     private let lock: UnsafeMutablePointer<os_unfair_lock>
     #else
@@ -21,7 +23,8 @@ final class Locked<State>: @unchecked Sendable {
     #endif
 
     init(_ state: State) {
-        self.state = state
+        self.state = .allocate(capacity: 1)
+        self.state.initialize(to: state)
         lock = .allocate(capacity: 1)
         #if canImport(Darwin)
         lock.initialize(to: os_unfair_lock())
@@ -37,6 +40,8 @@ final class Locked<State>: @unchecked Sendable {
         #endif
         lock.deinitialize(count: 1)
         lock.deallocate()
+        state.deinitialize(count: 1)
+        state.deallocate()
     }
 
     /// Runs `body` with exclusive access to the state. Never call back into the same lock from `body`.
@@ -49,6 +54,6 @@ final class Locked<State>: @unchecked Sendable {
         pthread_mutex_lock(lock)
         defer { pthread_mutex_unlock(lock) }
         #endif
-        return try body(&state)
+        return try body(&state.pointee)
     }
 }
