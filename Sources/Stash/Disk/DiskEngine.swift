@@ -13,6 +13,8 @@ final class DiskEngine: @unchecked Sendable {
     let queue: DispatchQueue
     let observers = ObservationCenter()
     private let store: DiskStore
+    /// The store's index (``DiskStore/sharedIndex``), which has a lock of its own.
+    private let index: Locked<LRUIndex<DiskRecord>>
     private let queueID: Int
 
     private static let queueKey = DispatchSpecificKey<Int>()
@@ -26,6 +28,7 @@ final class DiskEngine: @unchecked Sendable {
     private init(directory: String) throws {
         self.directory = directory
         store = try DiskStore(directory: directory)
+        index = store.sharedIndex
         queueID = Self.nextQueueID.withLock { id in
             id += 1
             return id
@@ -54,6 +57,15 @@ final class DiskEngine: @unchecked Sendable {
             registry[canonical] = WeakEngine(engine: engine)
             return engine
         }
+    }
+
+    /// The index entry of `key`, from any thread, without the queue.
+    ///
+    /// Linearizable with the operations on the queue: each applies its change to the index in one
+    /// hold of the index's lock (its linearization point for this reader), after it dropped the
+    /// keys from memory, and a reader consults memory before the index.
+    func record(forKey key: String) -> DiskRecord? {
+        index.withLock { $0.peek(key) }
     }
 
     /// Whether the caller runs on this engine's queue (then work runs inline: no deadlock).

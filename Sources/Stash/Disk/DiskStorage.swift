@@ -40,7 +40,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// The store's folder.
     public var path: String { engine.directory }
 
-    public var allKeys: [String] { engine.sync { $0.index.keys } }
+    public var allKeys: [String] { engine.sync { $0.keys } }
 
     /// The bytes of all stored values.
     public var totalSize: Int { engine.sync { $0.totalSize } }
@@ -51,7 +51,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// Metadata of every stored value, least recently used first, without reading any value.
     public var entryInfos: [DiskEntryInfo] {
         engine.sync { store in
-            store.index.entriesOldestFirst.map { key, record in
+            store.withIndex { $0.entriesOldestFirst }.map { key, record in
                 DiskEntryInfo(key: key, size: record.size,
                               expiry: Expiry(storedDate: Date(timeIntervalSince1970: record.expiry)),
                               lastAccess: Date(timeIntervalSince1970: record.lastAccess),
@@ -64,17 +64,18 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         try engine.sync { try readEntry(key, from: $0).entry }
     }
 
+    /// Answered from the index under its own lock, without waiting for the queue; still
+    /// linearizable with every other operation (see ``DiskEngine/record(forKey:)``).
     public func existsObject(forKey key: String) -> Bool {
         let now = now().timeIntervalSince1970
-        return engine.sync { $0.record(forKey: key).map { now < $0.expiry } ?? false }
+        return engine.record(forKey: key).map { now < $0.expiry } ?? false
     }
 
+    /// Answered from the index like ``existsObject(forKey:)``.
     public func isExpiredObject(forKey key: String) throws -> Bool {
         let now = now().timeIntervalSince1970
-        return try engine.sync { store in
-            guard let record = store.record(forKey: key) else { throw StorageError.notFound }
-            return now >= record.expiry
-        }
+        guard let record = engine.record(forKey: key) else { throw StorageError.notFound }
+        return now >= record.expiry
     }
 
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {

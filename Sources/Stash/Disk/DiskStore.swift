@@ -8,7 +8,12 @@ import Foundation
 final class DiskStore {
     let directory: String
     var observers: ObservationCenter?
-    private(set) var index = LRUIndex<DiskRecord>()
+    /// The index, behind a lock of its own: besides this store (on the queue), only
+    /// ``DiskEngine/record(forKey:)`` reads it, from any thread, to answer `existsObject` without
+    /// the queue. Every change that several keys see at once is applied under one hold of the
+    /// lock, and after the memory layers dropped the keys, so such a reader sees an operation
+    /// entirely or not at all (DESIGN item 4). Never call out (observers, transformers) under it.
+    let sharedIndex = Locked(LRUIndex<DiskRecord>())
     private(set) var totalSize = 0
     /// What opening found wrong (a torn or damaged journal); empty after a clean open.
     private(set) var recoveryIssues: [StorageError] = []
@@ -32,10 +37,13 @@ final class DiskStore {
         let (replay, existed) = try journal.open()
         // A compacted journal is one `set` per entry: reserve for them, so the index does not grow
         // (and rehash) step by step, nor keep the slack of its last doubling.
-        index.reserveCapacity(replay.records.reduce(0) { count, record in
+        let capacity = replay.records.reduce(0) { count, record in
             if case .set = record { return count + 1 } else if case .remove = record { return max(0, count - 1) } else { return count }
-        })
-        for record in replay.records { apply(record) }
+        }
+        sharedIndex.withLock { index in
+            index.reserveCapacity(capacity)
+            for record in replay.records { apply(record, to: &index) }
+        }
         if let damage = replay.damage {
             recoveryIssues.append(.corrupted("\(damage); the records after it were dropped"))
             _ = try? removeUnreferencedFiles()
@@ -56,15 +64,22 @@ final class DiskStore {
         directory + "/" + SHA256.hex(of: key) + "." + String(generation, radix: 16)
     }
 
-    func record(forKey key: String) -> DiskRecord? {
-        index.peek(key)
+    /// Runs `body` on the index, under its lock.
+    func withIndex<Result>(_ body: (inout LRUIndex<DiskRecord>) throws -> Result) rethrows -> Result {
+        try sharedIndex.withLock(body)
     }
+
+    func record(forKey key: String) -> DiskRecord? {
+        withIndex { $0.peek(key) }
+    }
+
+    var keys: [String] { withIndex { $0.keys } }
 
     /// The bytes stored for `key`, counting the read as use.
     /// - Throws: ``StorageError/notFound``; ``StorageError/corrupted(_:)`` for a missing, truncated
     ///   or foreign value file (the entry is dropped); an I/O error otherwise.
     func read(_ key: String, now: Date) throws -> (data: Data, record: DiskRecord, path: String) {
-        guard var record = index.peek(key) else { throw StorageError.notFound }
+        guard var record = record(forKey: key) else { throw StorageError.notFound }
         let path = path(forKey: key, generation: record.generation)
         let data: Data
         do {
@@ -81,7 +96,7 @@ final class DiskStore {
             throw error
         }
         record.lastAccess = now.timeIntervalSince1970
-        index.use(key) { $0 = record }
+        withIndex { _ = $0.use(key) { $0 = record } }
         journal.noteAccess(key: key, time: record.lastAccess)
         try? compactIfNeeded() // a read-only workload grows the journal with access records too
         return (data, record, path)
@@ -94,7 +109,7 @@ final class DiskStore {
         if maxSize > 0, data.count > maxSize { throw StorageError.valueTooLarge(size: data.count, maxSize: maxSize) }
         if key.utf8.count > Self.maxKeyLength { throw StorageError.keyTooLong(byteCount: key.utf8.count, limit: Self.maxKeyLength) }
         applyMemoryHits(now: now)
-        let previous = index.peek(key)
+        let previous = record(forKey: key)
         let previousData = observers?.hasKeyObservers(key) == true ? previous.flatMap { try? readQuietly(key, $0) } : nil
         let record = DiskRecord(generation: nextGeneration, size: data.count,
                                 expiry: expiry.timeIntervalSince1970, lastAccess: now.timeIntervalSince1970)
@@ -118,9 +133,9 @@ final class DiskStore {
             throw error
         }
         nextGeneration += 1
+        invalidateMemory([key]) // before the index: see `sharedIndex`
         apply(.set(key: key, record))
         if let previous { removeOrNoteOrphan(self.path(forKey: key, generation: previous.generation)) }
-        invalidateMemory([key])
         observers?.publish(.set(key: key, value: data, previous: previousData))
         // The write is committed: a failing trim still throws (the limit could not be held),
         // a failing compaction does not (it is only housekeeping; the next write retries it).
@@ -131,20 +146,20 @@ final class DiskStore {
 
     /// Removes `key`'s value, if any.
     func remove(_ key: String) throws {
-        guard index.peek(key) != nil else { return }
+        guard record(forKey: key) != nil else { return }
         try removeKeys([key])
         observers?.publish(.remove(keys: [key], reason: .removed))
     }
 
     /// Removes every value file of the store and starts an empty journal.
     func removeAll() throws {
-        let keys = index.keys
+        let keys = self.keys
         try journal.append([.clear], durable: false)
+        invalidateMemory(nil) // before the index: see `sharedIndex`
         apply(.clear)
         if !FileManager.default.fileExists(atPath: directory) { try recreateDirectory() }
         try removeUnreferencedFiles()
         try journal.rewrite(with: [])
-        invalidateMemory(nil)
         observers?.publish(.removeAll(keys: keys))
     }
 
@@ -156,7 +171,7 @@ final class DiskStore {
         guard cutoff >= earliestExpiry else { return [] }
         var expired: [String] = []
         var earliestRemaining = Double.infinity
-        for (key, record) in index.entries {
+        for (key, record) in withIndex({ $0.entries }) {
             if record.expiry <= cutoff { expired.append(key) } else { earliestRemaining = min(earliestRemaining, record.expiry) }
         }
         try removeAndPublish(expired, reason: .expired)
@@ -171,11 +186,14 @@ final class DiskStore {
         try removeExpired(now: now)
         var evicted: [String] = []
         var freed = 0
-        index.forEachOldestFirst { key, record in
-            guard totalSize - freed > maxSize else { return false }
-            evicted.append(key)
-            freed += record.size
-            return true
+        let totalSize = totalSize
+        withIndex { index in
+            index.forEachOldestFirst { key, record in
+                guard totalSize - freed > maxSize else { return false }
+                evicted.append(key)
+                freed += record.size
+                return true
+            }
         }
         try removeAndPublish(evicted, reason: .evicted)
     }
@@ -183,7 +201,7 @@ final class DiskStore {
     /// Removes `keys` and tells observers about those that are gone, also when some could not be removed.
     private func removeAndPublish(_ keys: [String], reason: StoreEvent.RemovalReason) throws {
         defer {
-            let removed = keys.filter { index.peek($0) == nil }
+            let removed = withIndex { index in keys.filter { index.peek($0) == nil } }
             if !removed.isEmpty { observers?.publish(.remove(keys: removed, reason: reason)) }
         }
         try removeKeys(keys)
@@ -199,10 +217,10 @@ final class DiskStore {
     /// Drops `key` after its data proved unreadable (damaged file, or bytes that no longer decode).
     /// Unlike ``remove(_:)`` the entry goes even if its file cannot be deleted: it is known bad.
     func drop(_ key: String) {
-        guard let record = index.peek(key), (try? journal.append([.remove(key: key)], durable: false)) != nil else { return }
+        guard let record = record(forKey: key), (try? journal.append([.remove(key: key)], durable: false)) != nil else { return }
+        invalidateMemory([key]) // before the index: see `sharedIndex`
         apply(.remove(key: key))
         removeOrNoteOrphan(path(forKey: key, generation: record.generation))
-        invalidateMemory([key])
         observers?.publish(.remove(keys: [key], reason: .removed))
     }
 
@@ -221,21 +239,27 @@ final class DiskStore {
     /// that compaction sweeps), then unlinked. A file that cannot be unlinked (read-only folder)
     /// puts its entry back and the first such error is thrown: nothing is reported removed that is not.
     private func removeKeys(_ keys: [String]) throws {
-        let records = keys.compactMap { key in index.peek(key).map { (key, $0) } }
+        let records = withIndex { index in keys.compactMap { key in index.peek(key).map { (key, $0) } } }
         guard !records.isEmpty else { return }
         try journal.append(records.map { .remove(key: $0.0) }, durable: false)
         var failure: (any Error)?
         var restored: [JournalRecord] = []
+        var removed: [String] = []
         for (key, record) in records {
             do {
                 try FileIO.remove(path(forKey: key, generation: record.generation))
-                apply(.remove(key: key))
+                removed.append(key)
             } catch {
                 failure = failure ?? error
                 restored.append(.set(key: key, record))
             }
         }
+        // Memory first, then every removal in one hold of the index lock: a reader off the queue
+        // sees all of these keys removed or none (see `sharedIndex`).
         invalidateMemory(keys)
+        withIndex { index in
+            for key in removed { apply(.remove(key: key), to: &index) }
+        }
         if let failure {
             try? journal.append(restored, durable: false)
             throw failure
@@ -243,6 +267,11 @@ final class DiskStore {
     }
 
     private func apply(_ record: JournalRecord) {
+        withIndex { apply(record, to: &$0) }
+    }
+
+    /// Applies `record` to `index` (the locked index, or the caller already holds the lock).
+    private func apply(_ record: JournalRecord, to index: inout LRUIndex<DiskRecord>) {
         switch record {
         case .set(let key, let info):
             if let old = index.set(key, info) { totalSize -= old.size }
@@ -270,9 +299,10 @@ final class DiskStore {
     /// Records `cache`'s pending memory hits as use at `now` (also when a storage is released).
     func recordHits(of cache: MemoryCache, now: Date) {
         let time = now.timeIntervalSince1970
-        for key in cache.takeRecentHits() where index.use(key, { $0.lastAccess = time }) {
-            journal.noteAccess(key: key, time: time)
-        }
+        let hits = cache.takeRecentHits()
+        guard !hits.isEmpty else { return }
+        let used = withIndex { index in hits.filter { index.use($0, { $0.lastAccess = time }) } }
+        for key in used { journal.noteAccess(key: key, time: time) }
     }
 
     private func invalidateMemory(_ keys: [String]?) {
@@ -283,16 +313,16 @@ final class DiskStore {
     }
 
     private func compactIfNeeded() throws {
-        guard journal.recordCount > 1000, journal.recordCount > 2 * index.count else { return }
-        try journal.rewrite(with: index.entriesOldestFirst.map { JournalRecord.set(key: $0.key, $0.value) })
+        guard journal.recordCount > 1000, journal.recordCount > 2 * withIndex({ $0.count }) else { return }
+        try journal.rewrite(with: withIndex { $0.entriesOldestFirst }.map { JournalRecord.set(key: $0.key, $0.value) })
         if mayHaveOrphans { try removeUnreferencedFiles() }
     }
 
     /// The directory was removed underneath: start over with an empty store in a new one.
     private func recreateDirectory() throws {
         try FileIO.createDirectory(directory)
+        invalidateMemory(nil) // before the index: see `sharedIndex`
         apply(.clear)
-        invalidateMemory(nil)
         try journal.reopenAfterDirectoryLoss()
     }
 
@@ -301,7 +331,7 @@ final class DiskStore {
     /// - Returns: How many files were removed.
     @discardableResult
     private func removeUnreferencedFiles() throws -> Int {
-        let live = Set(index.entries.map { (path(forKey: $0.key, generation: $0.value.generation) as NSString).lastPathComponent })
+        let live = Set(withIndex { $0.entries }.map { (path(forKey: $0.key, generation: $0.value.generation) as NSString).lastPathComponent })
         var (removed, failed) = (0, false)
         for name in try FileIO.listDirectory(directory) where Self.isValueFileName(name) && !live.contains(name) {
             if (try? FileIO.remove(directory + "/" + name)) != nil { removed += 1 } else { failed = true }
