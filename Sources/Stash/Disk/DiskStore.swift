@@ -34,17 +34,14 @@ final class DiskStore {
     init(directory: String) throws {
         self.directory = directory
         journal = Journal(directory: directory)
-        let (replay, existed) = try journal.open()
-        // A compacted journal is one `set` per entry: reserve for them, so the index does not grow
-        // (and rehash) step by step, nor keep the slack of its last doubling.
-        let capacity = replay.records.reduce(0) { count, record in
-            if case .set = record { return count + 1 } else if case .remove = record { return max(0, count - 1) } else { return count }
+        // Records are applied as they are parsed, under one hold of the index lock. A compacted
+        // journal is one `set` per entry: the index is reserved for them, so it does not grow (and
+        // rehash) step by step, nor keep the slack of its last doubling.
+        let journal = journal
+        let (damage, existed) = try sharedIndex.withLock { index in
+            try journal.open(reserve: { index.reserveCapacity($0) }, apply: { apply($0, to: &index) })
         }
-        sharedIndex.withLock { index in
-            index.reserveCapacity(capacity)
-            for record in replay.records { apply(record, to: &index) }
-        }
-        if let damage = replay.damage {
+        if let damage {
             recoveryIssues.append(.corrupted("\(damage); the records after it were dropped"))
             _ = try? removeUnreferencedFiles()
         } else if !existed, let removed = try? removeUnreferencedFiles(), removed > 0 {

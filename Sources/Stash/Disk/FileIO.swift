@@ -112,21 +112,39 @@ enum FileIO {
         let fd: Int32
         do { fd = try open(path, O_RDONLY | O_NONBLOCK) } catch where isErrno(error, .ENOENT) { return nil }
         defer { close(fd) }
-        switch try status(fd, path).st_mode & S_IFMT {
+        let info = try status(fd, path)
+        switch info.st_mode & S_IFMT {
         case S_IFREG: break
         case S_IFDIR: throw error("read", path, code: EISDIR)
         default: throw StorageError.corrupted("\(path) is not a regular file")
         }
+        // Read straight into an array of the file's size plus one byte (to see the end at once), with
+        // no zero-filling and no chunks to copy; the file may still grow meanwhile, so the array does.
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var capacity = Int(info.st_size) + 1
         while true {
-            let n = chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress!, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw error("read", path)
+            var (failure, atEnd): (Int32, Bool) = (0, false)
+            let start = bytes.count
+            let chunk = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+                count = 0
+                while count < buffer.count {
+                    let n = systemRead(fd, buffer.baseAddress! + count, buffer.count - count)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        failure = errno
+                        return
+                    }
+                    if n == 0 {
+                        atEnd = true
+                        return
+                    }
+                    count += n
+                }
             }
-            if n == 0 { return bytes }
-            bytes.append(contentsOf: chunk[0..<n])
+            if failure != 0 { throw error("read", path, code: failure) }
+            if start == 0 { bytes = chunk } else { bytes.append(contentsOf: chunk) }
+            if atEnd { return bytes }
+            capacity = max(capacity, 1 << 16)
         }
     }
 

@@ -37,21 +37,29 @@ final class Journal {
     var isDetached: Bool { fd >= 0 && FileIO.isUnlinked(fd) }
 
     /// Takes the lock and replays the file, cutting off a torn or damaged tail.
-    /// - Returns: The replay, and whether a journal file existed at all.
-    func open() throws -> (replay: JournalFormat.Replay, existed: Bool) {
+    /// - Parameters:
+    ///   - reserve: Called first with the number of entries the replay is likely to leave.
+    ///   - apply: Called with each valid record, in order.
+    /// - Returns: What was wrong with the file, if anything, and whether a journal file existed at all.
+    func open(reserve: (Int) -> Void, apply: (JournalRecord) -> Void) throws -> (damage: String?, existed: Bool) {
         try lock()
         try FileIO.remove(compactingPath) // left by a crash during compaction
         let bytes = try FileIO.readWholeFile(journalPath)
-        let replay = JournalFormat.parse(bytes ?? [])
-        if replay.validLength == 0 {
+        reserve(JournalFormat.expectedEntries(bytes ?? []))
+        var count = 0
+        let (validLength, damage) = JournalFormat.parse(bytes ?? []) { record in
+            count += 1
+            apply(record)
+        }
+        if validLength == 0 {
             try rewrite(with: [])
         } else {
             fd = try FileIO.open(journalPath, O_WRONLY | O_APPEND)
-            if ftruncate(fd, off_t(replay.validLength)) != 0 { throw FileIO.error("ftruncate", journalPath) }
-            length = replay.validLength
-            recordCount = replay.records.count
+            if ftruncate(fd, off_t(validLength)) != 0 { throw FileIO.error("ftruncate", journalPath) }
+            length = validLength
+            recordCount = count
         }
-        return (replay, bytes != nil)
+        return (damage, bytes != nil)
     }
 
     func close() {
