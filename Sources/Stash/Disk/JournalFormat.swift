@@ -32,29 +32,37 @@ enum JournalFormat {
     private enum Operation: UInt8 { case set = 1, remove = 2, access = 3, clear = 4 }
 
     /// Appends the encoding of `record` to `buffer`.
+    ///
+    /// The body is written in place after a length placeholder (no array per record: every disk
+    /// read buffers an access record), then the length is filled in and the checksum appended.
     static func append(_ record: JournalRecord, to buffer: inout [UInt8]) {
-        var body: [UInt8] = []
+        let start = buffer.count
+        appendInteger(UInt32(0), to: &buffer)
         switch record {
         case .set(let key, let info):
-            body.append(Operation.set.rawValue)
-            appendInteger(info.generation, to: &body)
-            appendInteger(UInt64(info.size), to: &body)
-            appendInteger(info.expiry.bitPattern, to: &body)
-            appendInteger(info.lastAccess.bitPattern, to: &body)
-            body.append(contentsOf: key.utf8)
+            buffer.append(Operation.set.rawValue)
+            appendInteger(info.generation, to: &buffer)
+            appendInteger(UInt64(info.size), to: &buffer)
+            appendInteger(info.expiry.bitPattern, to: &buffer)
+            appendInteger(info.lastAccess.bitPattern, to: &buffer)
+            buffer.append(contentsOf: key.utf8)
         case .remove(let key):
-            body.append(Operation.remove.rawValue)
-            body.append(contentsOf: key.utf8)
+            buffer.append(Operation.remove.rawValue)
+            buffer.append(contentsOf: key.utf8)
         case .access(let key, let time):
-            body.append(Operation.access.rawValue)
-            appendInteger(time.bitPattern, to: &body)
-            body.append(contentsOf: key.utf8)
+            buffer.append(Operation.access.rawValue)
+            appendInteger(time.bitPattern, to: &buffer)
+            buffer.append(contentsOf: key.utf8)
         case .clear:
-            body.append(Operation.clear.rawValue)
+            buffer.append(Operation.clear.rawValue)
         }
-        appendInteger(UInt32(body.count), to: &buffer)
-        buffer.append(contentsOf: body)
-        appendInteger(CRC32.checksum(body), to: &buffer)
+        let bodyStart = start + 4
+        let length = buffer.count - bodyStart
+        let checksum = buffer.withUnsafeMutableBytes { bytes in
+            bytes.storeBytes(of: UInt32(length).littleEndian, toByteOffset: start, as: UInt32.self)
+            return CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[bodyStart...]))
+        }
+        appendInteger(checksum, to: &buffer)
     }
 
     /// The result of reading a journal file.

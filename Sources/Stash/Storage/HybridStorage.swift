@@ -43,7 +43,12 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
 
     public func entry(forKey key: String) throws -> Entry<T> {
         if let entry = memoryEntry(forKey: key) { return entry }
-        return try engine.sync { store in
+        return try entryFromQueue(forKey: key)
+    }
+
+    /// The entry as the queue sees it: memory once more (a write may have landed meanwhile), then disk.
+    private func entryFromQueue(forKey key: String) throws -> Entry<T> {
+        try engine.sync { store in
             if let entry = memoryEntry(forKey: key) { return entry }
             let (entry, size) = try diskStorage.readEntry(key, from: store)
             remember(entry.object, forKey: key, cost: size, expiry: entry.expiry.resolved(from: now), filePath: entry.filePath)
@@ -65,7 +70,8 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     /// make every memory hit look up the metadata of `Entry<T>` (this code is not specialized).
     @inline(never)
     private func objectFromEntry(forKey key: String) throws -> T {
-        let entry = try entry(forKey: key)
+        // Memory was just looked at by the fast path (and missed, or held another view's type).
+        let entry = try entryFromQueue(forKey: key)
         if entry.isExpired, case .date(let date) = entry.expiry { throw StorageError.expired(date) }
         return entry.object
     }
