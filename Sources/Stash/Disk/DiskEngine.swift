@@ -15,6 +15,8 @@ final class DiskEngine: @unchecked Sendable {
     private let store: DiskStore
     /// The store's index (``DiskStore/sharedIndex``), which has a lock of its own.
     private let index: Locked<LRUIndex<DiskRecord>>
+    /// The store's generations and off-queue value files (thread-safe).
+    private let staging: ValueFileStaging
     private let queueID: Int
 
     private static let queueKey = DispatchSpecificKey<Int>()
@@ -29,6 +31,7 @@ final class DiskEngine: @unchecked Sendable {
         self.directory = directory
         store = try DiskStore(directory: directory)
         index = store.sharedIndex
+        staging = store.staging
         queueID = Self.nextQueueID.withLock { id in
             id += 1
             return id
@@ -66,6 +69,26 @@ final class DiskEngine: @unchecked Sendable {
     /// keys from memory, and a reader consults memory before the index.
     func record(forKey key: String) -> DiskRecord? {
         index.withLock { $0.peek(key) }
+    }
+
+    /// Writes `data` as a new value file for `key` on the calling thread, before its write enters
+    /// the queue (see ``ValueFileStaging``); nil when the write should make its file on the queue.
+    /// Pass the result to ``DiskStore/write(_:_:staged:expiry:now:maxSize:durable:)`` of that write.
+    func stage(_ key: String, _ data: Data, maxSize: Int, durable: Bool) -> StagedValue? {
+        guard (try? DiskStore.validate(key: key, size: data.count, maxSize: maxSize)) != nil else { return nil }
+        return staging.stage(key, data, durable: durable)
+    }
+
+    /// Deletes the file of a value a write replaced, after the write (off the queue when the write
+    /// was made from another thread: deleting a file is most of what is left of an overwrite).
+    /// A sweep may have deleted it first; a file that cannot be deleted is left to the next sweep.
+    func removeReplaced(_ path: String?) {
+        guard let path else { return }
+        do {
+            try FileIO.remove(path)
+        } catch {
+            async { $0.noteOrphan() }
+        }
     }
 
     /// Whether the caller runs on this engine's queue (then work runs inline: no deadlock).

@@ -82,7 +82,11 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         let data = try transformer.encode(object)
         let now = now()
         let expiryDate = (expiry ?? config.expiry).resolved(from: now)
-        _ = try engine.sync { try $0.write(key, data, expiry: expiryDate, now: now, maxSize: config.maxSize, durable: config.durable) }
+        let staged = engine.stage(key, data, maxSize: config.maxSize, durable: config.durable)
+        let replaced = try engine.sync {
+            try $0.write(key, data, staged: staged, expiry: expiryDate, now: now, maxSize: config.maxSize, durable: config.durable).replaced
+        }
+        engine.removeReplaced(replaced)
     }
 
     public func removeObject(forKey key: String) throws {

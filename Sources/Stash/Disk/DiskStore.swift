@@ -18,7 +18,10 @@ final class DiskStore {
     /// What opening found wrong (a torn or damaged journal); empty after a clean open.
     private(set) var recoveryIssues: [StorageError] = []
     var journal: Journal
-    private var nextGeneration: UInt64 = 1
+    /// Generations, and value files written off the queue (see ``ValueFileStaging``).
+    let staging: ValueFileStaging
+    /// The highest generation the journal named (replay only).
+    private var highestGeneration: UInt64 = 0
     /// No entry expires before this (a lower bound), so most calls of ``removeExpired(now:)`` scan nothing.
     private var earliestExpiry = Double.infinity
     private var memoryCaches: [WeakMemoryCache] = []
@@ -33,6 +36,7 @@ final class DiskStore {
 
     init(directory: String) throws {
         self.directory = directory
+        staging = ValueFileStaging(directory: directory)
         journal = Journal(directory: directory)
         // Records are applied as they are parsed, under one hold of the index lock. A compacted
         // journal is one `set` per entry: the index is reserved for them, so it does not grow (and
@@ -41,10 +45,12 @@ final class DiskStore {
         let (damage, existed) = try sharedIndex.withLock { index in
             try journal.open(reserve: { index.reserveCapacity($0) }, apply: { apply($0, to: &index) })
         }
+        staging.raise(above: highestGeneration)
+        // No value file can be staged yet (the engine is not handed out): the sweeps here guard nothing.
         if let damage {
             recoveryIssues.append(.corrupted("\(damage); the records after it were dropped"))
-            _ = try? removeUnreferencedFiles()
-        } else if !existed, let removed = try? removeUnreferencedFiles(), removed > 0 {
+            _ = try? removeUnreferencedFiles(guardingStaged: false)
+        } else if !existed, let removed = try? removeUnreferencedFiles(guardingStaged: false), removed > 0 {
             // A new journal in a folder that has value files: the old journal was lost.
             recoveryIssues.append(.corrupted("the journal was missing; \(removed) unlisted value files were removed"))
         }
@@ -106,27 +112,56 @@ final class DiskStore {
 
     // MARK: Writing
 
-    /// Stores `data` for `key`, then trims to `maxSize`; returns the value file's path.
-    func write(_ key: String, _ data: Data, expiry: Date, now: Date, maxSize: Int, durable: Bool) throws -> String {
-        if maxSize > 0, data.count > maxSize { throw StorageError.valueTooLarge(size: data.count, maxSize: maxSize) }
-        if key.utf8.count > Self.maxKeyLength { throw StorageError.keyTooLong(byteCount: key.utf8.count, limit: Self.maxKeyLength) }
+    /// Checks what a write must refuse before any file is written.
+    static func validate(key: String, size: Int, maxSize: Int) throws {
+        if maxSize > 0, size > maxSize { throw StorageError.valueTooLarge(size: size, maxSize: maxSize) }
+        if key.utf8.count > maxKeyLength { throw StorageError.keyTooLong(byteCount: key.utf8.count, limit: maxKeyLength) }
+    }
+
+    /// Stores `data` for `key`, then trims to `maxSize`.
+    /// - Returns: The value file's path, and the file of the value it replaced, which nothing refers
+    ///   to any more: the caller deletes it once off the queue (``DiskEngine/removeReplaced(_:)``).
+    /// - Parameter staged: The value file already written off the queue by ``ValueFileStaging/stage(_:_:durable:)``
+    ///   for this very write, if any; this call ends it (uses it, or removes it).
+    func write(_ key: String, _ data: Data, staged: StagedValue? = nil, expiry: Date, now: Date, maxSize: Int,
+               durable: Bool) throws -> (path: String, replaced: String?) {
+        defer { if let staged { staging.finish(staged) } }
+        var staged = staged
+        /// Gives up the staged file (the write then makes its own on the queue).
+        func discardStaged() {
+            if let file = staged { removeOrNoteOrphan(file.path) }
+            staged = nil
+        }
+        if let file = staged, file.size != data.count || file.durable != durable { discardStaged() }
+        do {
+            try Self.validate(key: key, size: data.count, maxSize: maxSize)
+        } catch {
+            discardStaged()
+            throw error
+        }
         applyMemoryHits(now: now)
         let previous = record(forKey: key)
         let previousData = observers?.hasKeyObservers(key) == true ? previous.flatMap { try? readQuietly(key, $0) } : nil
-        let record = DiskRecord(generation: nextGeneration, size: data.count,
+        if journal.isDetached { // the folder was removed, maybe made anew
+            discardStaged()
+            try recreateDirectory()
+        }
+        let generation = staged?.generation ?? staging.allocate()
+        let record = DiskRecord(generation: generation, size: data.count,
                                 expiry: expiry.timeIntervalSince1970, lastAccess: now.timeIntervalSince1970)
         let path = path(forKey: key, generation: record.generation)
-        if journal.isDetached { try recreateDirectory() } // the folder was removed, maybe made anew
-        do {
+        if staged == nil {
             do {
-                try FileIO.writeFile(path, data, durable: durable)
-            } catch where FileIO.isErrno(error, .ENOENT) {
-                try recreateDirectory()
-                try FileIO.writeFile(path, data, durable: durable)
+                do {
+                    try FileIO.writeFile(path, data, durable: durable)
+                } catch where FileIO.isErrno(error, .ENOENT) {
+                    try recreateDirectory()
+                    try FileIO.writeFile(path, data, durable: durable)
+                }
+            } catch {
+                mayHaveOrphans = true // the failed write's cleanup is best effort
+                throw error
             }
-        } catch {
-            mayHaveOrphans = true // the failed write's cleanup is best effort
-            throw error
         }
         do {
             try journal.append([.set(key: key, record)], durable: durable)
@@ -134,16 +169,27 @@ final class DiskStore {
             removeOrNoteOrphan(path)
             throw error
         }
-        nextGeneration += 1
         invalidateMemory([key]) // before the index: see `sharedIndex`
         apply(.set(key: key, record))
-        if let previous { removeOrNoteOrphan(self.path(forKey: key, generation: previous.generation)) }
         observers?.publish(.set(key: key, value: data, previous: previousData))
+        let replaced = previous.map { self.path(forKey: key, generation: $0.generation) }
         // The write is committed: a failing trim still throws (the limit could not be held),
         // a failing compaction does not (it is only housekeeping; the next write retries it).
-        if maxSize > 0, totalSize > maxSize { try trim(toSize: maxSize, now: now) }
+        if maxSize > 0, totalSize > maxSize {
+            do {
+                try trim(toSize: maxSize, now: now)
+            } catch {
+                if let replaced { removeOrNoteOrphan(replaced) }
+                throw error
+            }
+        }
         try? compactIfNeeded()
-        return path
+        return (path, replaced)
+    }
+
+    /// A file that could not be deleted off the queue: the next compaction sweeps for it.
+    func noteOrphan() {
+        mayHaveOrphans = true
     }
 
     /// Removes `key`'s value, if any.
@@ -160,7 +206,7 @@ final class DiskStore {
         invalidateMemory(nil) // before the index: see `sharedIndex`
         apply(.clear)
         if !FileManager.default.fileExists(atPath: directory) { try recreateDirectory() }
-        try removeUnreferencedFiles()
+        try removeUnreferencedFiles(guardingStaged: true)
         try journal.rewrite(with: [])
         observers?.publish(.removeAll(keys: keys))
     }
@@ -279,7 +325,7 @@ final class DiskStore {
             if let old = index.set(key, info) { totalSize -= old.size }
             totalSize += info.size
             earliestExpiry = min(earliestExpiry, info.expiry)
-            nextGeneration = max(nextGeneration, info.generation &+ 1)
+            highestGeneration = max(highestGeneration, info.generation)
         case .remove(let key):
             if let old = index.remove(key) { totalSize -= old.size }
         case .access(let key, let time):
@@ -317,7 +363,7 @@ final class DiskStore {
     private func compactIfNeeded() throws {
         guard journal.recordCount > 1000, journal.recordCount > 2 * withIndex({ $0.count }) else { return }
         try journal.rewrite(with: withIndex { $0.entriesOldestFirst }.map { JournalRecord.set(key: $0.key, $0.value) })
-        if mayHaveOrphans { try removeUnreferencedFiles() }
+        if mayHaveOrphans { try removeUnreferencedFiles(guardingStaged: true) }
     }
 
     /// The directory was removed underneath: start over with an empty store in a new one.
@@ -330,19 +376,38 @@ final class DiskStore {
 
     /// Deletes value files no record points to (left by a crash between a write and its record).
     /// Files that are not Stash's are left alone.
+    /// - Parameter guardingStaged: Leave alone the files of writes staged off the queue whose record
+    ///   is still to come: generations in flight, or handed out after the sweep began. Such a file
+    ///   that is not in flight (a crash's orphan of a generation the journal never named) raises the
+    ///   generations above it and is removed by a later sweep.
     /// - Returns: How many files were removed.
     @discardableResult
-    private func removeUnreferencedFiles() throws -> Int {
+    private func removeUnreferencedFiles(guardingStaged: Bool) throws -> Int {
+        let staged = guardingStaged ? staging.sweepGuard() : nil
         // Names built directly: going through the path's `lastPathComponent` (NSString) cost ~35,000
         // instructions per entry, which made the first compaction after opening a 10,000-entry
         // store stall its read for ~200 ms.
         let live = Set(withIndex { $0.entries }.map { Self.fileName(forKey: $0.key, generation: $0.value.generation) })
-        var (removed, failed) = (0, false)
+        var (removed, failed, deferred) = (0, false, false)
         for name in try FileIO.listDirectory(directory) where Self.isValueFileName(name) && !live.contains(name) {
+            if let staged, let generation = Self.generation(ofValueFileName: name),
+               staged.inFlight.contains(generation) || generation >= staged.next {
+                if !staged.inFlight.contains(generation) {
+                    staging.raise(above: generation)
+                    deferred = true
+                }
+                continue
+            }
             if (try? FileIO.remove(directory + "/" + name)) != nil { removed += 1 } else { failed = true }
         }
-        mayHaveOrphans = failed
+        mayHaveOrphans = failed || deferred
         return removed
+    }
+
+    /// The generation in a value file's name (the hex after the dot).
+    static func generation(ofValueFileName name: String) -> UInt64? {
+        guard let dot = name.utf8.firstIndex(of: 46) else { return nil }
+        return UInt64(Substring(name.utf8[name.utf8.index(after: dot)...]), radix: 16)
     }
 
     /// The longest key, in UTF-8 bytes: journal records are capped (``JournalFormat/maxBodyLength``).

@@ -91,13 +91,18 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         let now = now
         let expiryDate = (expiry ?? diskStorage.config.expiry).resolved(from: now)
         let config = diskStorage.config
-        try engine.sync { store in
-            let path = try store.write(key, data, expiry: expiryDate, now: now, maxSize: config.maxSize, durable: config.durable)
+        // The value file is written here, in parallel with other threads; the queue only commits it.
+        let staged = engine.stage(key, data, maxSize: config.maxSize, durable: config.durable)
+        let replaced = try engine.sync { store in
+            let (path, replaced) = try store.write(key, data, staged: staged, expiry: expiryDate, now: now,
+                                                   maxSize: config.maxSize, durable: config.durable)
             // An already expired value may have been trimmed at once; memory never holds what disk lost.
             if store.record(forKey: key) != nil {
                 remember(object, forKey: key, cost: data.count, expiry: expiryDate, filePath: path)
             }
+            return replaced
         }
+        engine.removeReplaced(replaced)
     }
 
     public func removeObject(forKey key: String) throws {
