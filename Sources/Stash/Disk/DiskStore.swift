@@ -248,11 +248,16 @@ final class DiskStore {
 
     /// Removes `keys` and tells observers about those that are gone, also when some could not be removed.
     private func removeAndPublish(_ keys: [String], reason: StoreEvent.RemovalReason) throws {
-        defer {
+        guard !keys.isEmpty else { return }
+        do {
+            try removeKeys(keys)
+        } catch {
+            // Some may be gone all the same: look each up (on success none is left, no lookups needed).
             let removed = withIndex { index in keys.filter { index.peek($0) == nil } }
             if !removed.isEmpty { observers?.publish(.remove(keys: removed, reason: reason)) }
+            throw error
         }
-        try removeKeys(keys)
+        observers?.publish(.remove(keys: keys, reason: reason))
     }
 
     /// Attaches a memory layer, which then never holds a key the disk no longer has.
