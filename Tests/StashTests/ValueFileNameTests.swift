@@ -30,6 +30,24 @@ struct ValueFileNameTests {
         #expect(!DiskStore.isValueFileName(name))
     }
 
+    // Contract 8: file names are stable across launches: the one-buffer builder makes exactly the
+    // name the parts would (hash hex, a dot, the generation in lower-case hex).
+    @Test("value file names and paths are the hash's hex, a dot and the generation's hex")
+    func namesMatchTheirParts() {
+        let keys = ["", "a", "user.000042.profile", "ключ/../🙂", String(repeating: "k", count: 10_000)]
+        let generations: [UInt64] = [0, 1, 9, 10, 15, 16, 255, 256, 0xabc, 1 << 32, UInt64.max - 1, UInt64.max]
+        for key in keys {
+            for generation in generations {
+                let expected = SHA256.hex(of: key) + "." + String(generation, radix: 16)
+                #expect(DiskStore.fileName(forKey: key, generation: generation) == expected)
+                #expect(DiskStore.valueFilePath(in: "/tmp/store", forKey: key, generation: generation) == "/tmp/store/" + expected)
+                #expect(DiskStore.valueFilePath(in: "", forKey: key, generation: generation) == "/" + expected)
+            }
+        }
+        // The digest itself (FIPS 180-4 test vector "abc"), so a change to the shared hex code shows.
+        #expect(SHA256.hex(of: "abc", byteCount: 32) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+
     @Test("the longest generation is accepted")
     func longestGeneration() {
         #expect(DiskStore.isValueFileName(String(repeating: "0", count: 32) + "." + String(repeating: "f", count: 16)))

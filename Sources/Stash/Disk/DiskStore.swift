@@ -64,12 +64,38 @@ final class DiskStore {
     // MARK: Reading
 
     func path(forKey key: String, generation: UInt64) -> String {
-        directory + "/" + Self.fileName(forKey: key, generation: generation)
+        Self.valueFilePath(in: directory, forKey: key, generation: generation)
     }
 
     /// `<32 hex digits of the key's SHA-256>.<hex generation>`: the name of a value file.
     static func fileName(forKey key: String, generation: UInt64) -> String {
-        SHA256.hex(of: key) + "." + String(generation, radix: 16)
+        valueFilePath(in: nil, forKey: key, generation: generation)
+    }
+
+    /// `directory/<file name>` (or the file name alone), built in one buffer: every disk read,
+    /// write and removal names a file, and concatenating the parts cost more than the hash.
+    static func valueFilePath(in directory: String?, forKey key: String, generation: UInt64) -> String {
+        let hasDirectory = directory != nil
+        var directory = directory ?? ""
+        let digits = generation == 0 ? 1 : (64 - generation.leadingZeroBitCount + 3) / 4
+        return directory.withUTF8 { prefix in
+            let start = hasDirectory ? prefix.count + 1 : 0
+            let length = start + 32 + 1 + digits
+            return String(unsafeUninitializedCapacity: length) { out in
+                if hasDirectory {
+                    _ = UnsafeMutableBufferPointer(rebasing: out[0..<prefix.count]).initialize(from: prefix)
+                    out[prefix.count] = 47 // "/"
+                }
+                SHA256.writeHex(of: key, into: UnsafeMutableBufferPointer(rebasing: out[start..<(start + 32)]))
+                out[start + 32] = 46 // "."
+                var rest = generation
+                for index in stride(from: length - 1, through: start + 33, by: -1) {
+                    out[index] = SHA256.hexDigit(UInt8(truncatingIfNeeded: rest & 0xf))
+                    rest >>= 4
+                }
+                return length
+            }
+        }
     }
 
     /// Runs `body` on the index, under its lock.

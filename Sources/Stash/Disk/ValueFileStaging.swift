@@ -36,7 +36,7 @@ struct ValueFileStaging: Sendable {
 
     /// The path of `key`'s value file of `generation`.
     func path(forKey key: String, generation: UInt64) -> String {
-        directory + "/" + DiskStore.fileName(forKey: key, generation: generation)
+        DiskStore.valueFilePath(in: directory, forKey: key, generation: generation)
     }
 
     /// A new generation, not in flight (for writes made on the queue, where no sweep can run meanwhile).

@@ -30,32 +30,40 @@ enum SHA256 {
     ///
     /// It names a value file on every disk read and write, so it allocates nothing but the result.
     static func hex(of string: String, byteCount: Int = 16) -> String {
+        let count = min(max(byteCount, 0), 32)
+        return String(unsafeUninitializedCapacity: count * 2) { out in
+            writeHex(of: string, into: out)
+            return count * 2
+        }
+    }
+
+    /// Writes the lower-case hex of the first `out.count / 2` (at most 32) bytes of the digest of
+    /// `string`'s UTF-8 to the start of `out` (value file paths are built in one buffer).
+    static func writeHex(of string: String, into out: UnsafeMutableBufferPointer<UInt8>) {
         var string = string
         var state = initialState
         string.withUTF8 { absorb(UnsafeRawBufferPointer($0), into: &state) }
-        let count = min(max(byteCount, 0), 32)
-        return withUnsafeBytes(of: &state) { words in
-            String(unsafeUninitializedCapacity: count * 2) { out in
-                for index in 0..<count {
-                    let word = words.load(fromByteOffset: (index / 4) * 4, as: UInt32.self)
-                    let byte = UInt8(truncatingIfNeeded: word >> UInt32(24 - (index % 4) * 8))
-                    out[2 * index] = hexDigit(byte >> 4)
-                    out[2 * index + 1] = hexDigit(byte & 0x0f)
-                }
-                return count * 2
+        let count = min(out.count / 2, 32)
+        withUnsafeBytes(of: &state) { words in
+            for index in 0..<count {
+                let word = words.load(fromByteOffset: (index / 4) * 4, as: UInt32.self)
+                let byte = UInt8(truncatingIfNeeded: word >> UInt32(24 - (index % 4) * 8))
+                out[2 * index] = hexDigit(byte >> 4)
+                out[2 * index + 1] = hexDigit(byte & 0x0f)
             }
         }
+    }
+
+    /// The lower-case hex digit of `nibble` (0...15).
+    @inline(__always)
+    static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? 48 + nibble : 87 + nibble
     }
 
     private typealias State = (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
 
     private static let initialState: State =
         (0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19)
-
-    @inline(__always)
-    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
-        nibble < 10 ? 48 + nibble : 87 + nibble
-    }
 
     /// Hashes the whole message: its full 64-byte blocks, then the padded tail (one or two blocks).
     private static func absorb(_ message: UnsafeRawBufferPointer, into state: inout State) {
