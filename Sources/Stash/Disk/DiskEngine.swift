@@ -82,10 +82,10 @@ final class DiskEngine: @unchecked Sendable {
     /// Deletes the file of a value a write replaced, after the write (off the queue when the write
     /// was made from another thread: deleting a file is most of what is left of an overwrite).
     /// A sweep may have deleted it first; a file that cannot be deleted is left to the next sweep.
-    func removeReplaced(_ path: String?) {
-        guard let path else { return }
+    func removeReplaced(key: String, generation: UInt64?) {
+        guard let generation else { return }
         do {
-            try FileIO.remove(path)
+            try FileIO.remove(staging.path(forKey: key, generation: generation))
         } catch {
             async { $0.noteOrphan() }
         }

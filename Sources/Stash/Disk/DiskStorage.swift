@@ -86,7 +86,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         let replaced = try engine.sync {
             try $0.write(key, data, staged: staged, expiry: expiryDate, now: now, maxSize: config.maxSize, durable: config.durable).replaced
         }
-        engine.removeReplaced(replaced)
+        engine.removeReplaced(key: key, generation: replaced)
     }
 
     public func removeObject(forKey key: String) throws {

@@ -145,12 +145,13 @@ final class DiskStore {
     }
 
     /// Stores `data` for `key`, then trims to `maxSize`.
-    /// - Returns: The value file's path, and the file of the value it replaced, which nothing refers
-    ///   to any more: the caller deletes it once off the queue (``DiskEngine/removeReplaced(_:)``).
+    /// - Returns: The value file's path, and the generation of the value it replaced, whose file
+    ///   nothing refers to any more: the caller deletes it once off the queue
+    ///   (``DiskEngine/removeReplaced(key:generation:)``; naming it hashes the key, kept off the queue too).
     /// - Parameter staged: The value file already written off the queue by ``ValueFileStaging/stage(_:_:durable:)``
     ///   for this very write, if any; this call ends it (uses it, or removes it).
     func write(_ key: String, _ data: Data, staged: StagedValue? = nil, expiry: Date, now: Date, maxSize: Int,
-               durable: Bool) throws -> (path: String, replaced: String?) {
+               durable: Bool) throws -> (path: String, replaced: UInt64?) {
         defer { if let staged { staging.finish(staged) } }
         var staged = staged
         /// Gives up the staged file (the write then makes its own on the queue).
@@ -175,7 +176,7 @@ final class DiskStore {
         let generation = staged?.generation ?? staging.allocate()
         let record = DiskRecord(generation: generation, size: data.count,
                                 expiry: expiry.timeIntervalSince1970, lastAccess: now.timeIntervalSince1970)
-        let path = path(forKey: key, generation: record.generation)
+        let path = staged?.path ?? path(forKey: key, generation: record.generation)
         if staged == nil {
             do {
                 do {
@@ -198,14 +199,14 @@ final class DiskStore {
         invalidateMemory([key]) // before the index: see `sharedIndex`
         apply(.set(key: key, record))
         observers?.publish(.set(key: key, value: data, previous: previousData))
-        let replaced = previous.map { self.path(forKey: key, generation: $0.generation) }
+        let replaced = previous?.generation
         // The write is committed: a failing trim still throws (the limit could not be held),
         // a failing compaction does not (it is only housekeeping; the next write retries it).
         if maxSize > 0, totalSize > maxSize {
             do {
                 try trim(toSize: maxSize, now: now)
             } catch {
-                if let replaced { removeOrNoteOrphan(replaced) }
+                if let replaced { removeOrNoteOrphan(self.path(forKey: key, generation: replaced)) }
                 throw error
             }
         }

@@ -102,7 +102,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
             }
             return replaced
         }
-        engine.removeReplaced(replaced)
+        engine.removeReplaced(key: key, generation: replaced)
     }
 
     public func removeObject(forKey key: String) throws {
