@@ -166,6 +166,35 @@ struct DiskIntegrityTests {
         #expect(reopened.allKeys.isEmpty)
     }
 
+    // Contract 8, for the store's own name: it names a folder inside `directory`, or nothing is opened.
+    @Test("a store name that would leave the directory is rejected with invalidName and creates nothing", arguments: [
+        "", ".", "./", "/", "..", "../outside", "a/../../outside", "/absolute/store", "nul\u{0}byte",
+    ])
+    func storeNameOutsideDirectoryIsRejected(name: String) throws {
+        let directory = TemporaryDirectory()
+        let parent = directory.url.appendingPathComponent("parent", isDirectory: true)
+        try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+        let config = DiskConfig(name: name, directory: parent)
+        let error = storageError { _ = try DiskStorage(config: config, transformer: TransformerFactory.forData()) }
+        guard case .invalidName(let rejected)? = error else {
+            Issue.record("expected invalidName, got \(String(describing: error))")
+            return
+        }
+        #expect(rejected == name)
+        #expect(storageError { _ = try Storage(diskConfig: config, transformer: TransformerFactory.forData()) } != nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["parent"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).isEmpty)
+    }
+
+    @Test("a store name with several components opens a nested folder inside the directory")
+    func nestedStoreName() throws {
+        let directory = TemporaryDirectory()
+        let disk = try DiskStorage(config: directory.diskConfig("MyApp/./Images"), transformer: TransformerFactory.forData())
+        try disk.setObject(Data("png".utf8), forKey: "logo")
+        #expect(disk.path == directory.url.appendingPathComponent("MyApp/Images").resolvingSymlinksInPath().path)
+        #expect(try disk.object(forKey: "logo") == Data("png".utf8))
+    }
+
     // Contract 8: a key too long for a journal record is refused up front, not lost at the next open.
     @Test("a key over 1 MiB is rejected with keyTooLong and the store is unchanged")
     func overlongKeyIsRejected() throws {

@@ -39,6 +39,20 @@ public struct DiskConfig: Sendable {
         (directory ?? Self.cachesDirectory).appendingPathComponent(name, isDirectory: true)
     }
 
+    /// ``storeURL``, once ``name`` is known to keep it inside ``directory``.
+    ///
+    /// A name may have several components (`"MyApp/Images"`), but not one that leaves the parent
+    /// folder (`".."`), an absolute path, an empty name (the store would be the parent folder
+    /// itself, sharing it with whatever else lives there) or a NUL byte (which the file system
+    /// would cut the path at).
+    /// - Throws: ``StorageError/invalidName(_:)``.
+    func checkedStoreURL() throws -> URL {
+        let components = name.split(separator: "/", omittingEmptySubsequences: true)
+        guard !name.hasPrefix("/"), !name.utf8.contains(0), components.contains(where: { $0 != "." }),
+              !components.contains("..") else { throw StorageError.invalidName(name) }
+        return storeURL
+    }
+
     /// The platform's caches folder: `$XDG_CACHE_HOME` or `~/.cache` on Linux.
     public static var cachesDirectory: URL {
         #if os(Linux) || os(Android) || os(FreeBSD) || os(OpenBSD)

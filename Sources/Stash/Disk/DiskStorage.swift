@@ -25,9 +25,10 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     ///   - transformer: Converts values to the stored bytes and back.
     ///   - now: The clock that expiry and last access are measured against.
     /// - Throws: ``StorageError/io(operation:path:underlying:)`` when the folder cannot be created or
-    ///   read, ``StorageError/inUse(directory:)`` when another process has it open.
+    ///   read, ``StorageError/inUse(directory:)`` when another process has it open,
+    ///   ``StorageError/invalidName(_:)`` when ``DiskConfig/name`` would leave ``DiskConfig/directory``.
     public convenience init(config: DiskConfig, transformer: Transformer<T>, now: @escaping @Sendable () -> Date = { Date() }) throws {
-        self.init(config: config, transformer: transformer, engine: try DiskEngine.open(config.storeURL), now: now)
+        self.init(config: config, transformer: transformer, engine: try DiskEngine.open(config.checkedStoreURL()), now: now)
     }
 
     init(config: DiskConfig, transformer: Transformer<T>, engine: DiskEngine, now: @escaping @Sendable () -> Date) {

@@ -29,7 +29,8 @@ public final class Storage<T: Sendable>: StorageAware, Sendable {
     ///   - transformer: Converts values to the stored bytes and back.
     ///   - now: The clock that expiry is measured against (inject one in tests).
     /// - Throws: ``StorageError/io(operation:path:underlying:)`` when the folder cannot be created or
-    ///   read, ``StorageError/inUse(directory:)`` when another process has it open.
+    ///   read, ``StorageError/inUse(directory:)`` when another process has it open,
+    ///   ``StorageError/invalidName(_:)`` when ``DiskConfig/name`` would leave ``DiskConfig/directory``.
     public convenience init(
         diskConfig: DiskConfig,
         memoryConfig: MemoryConfig = MemoryConfig(),

@@ -29,6 +29,9 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     case valueTooLarge(size: Int, maxSize: Int)
     /// Another process holds the store's directory open.
     case inUse(directory: String)
+    /// ``DiskConfig/name`` does not name a folder inside ``DiskConfig/directory``: it is empty, absolute,
+    /// has a `..` component or a NUL byte. Nothing is opened or created.
+    case invalidName(String)
     /// A file-system operation failed; `underlying` is the system's error (for example a `POSIXError`).
     case io(operation: String, path: String, underlying: any Error)
 
@@ -46,6 +49,8 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
         case .valueTooLarge(let size, let maxSize):
             return "The value's \(size) bytes exceed the disk limit of \(maxSize) bytes"
         case .inUse(let directory): return "The store at \(directory) is in use by another process"
+        case .invalidName(let name):
+            return "The store name \"\(name)\" must be a relative folder path without \"..\" (it must stay inside the directory)"
         case .io(let operation, let path, let error): return "\(operation) failed for \(path): \(Self.message(of: error))"
         }
     }
