@@ -9,7 +9,7 @@ enum Command: String, CaseIterable {
     /// The one-line usage of this command, shown after a usage error.
     var usage: String {
         switch self {
-        case .set: return "usage: stash set KEY [VALUE] [--ttl SECONDS] [--dir PATH]"
+        case .set: return "usage: stash set KEY [VALUE] [--ttl SECONDS] [--durable] [--dir PATH]"
         case .get: return "usage: stash get KEY [--dir PATH]"
         case .rm: return "usage: stash rm KEY [--dir PATH]"
         case .ls: return "usage: stash ls [--json] [--dir PATH]"
@@ -53,6 +53,8 @@ struct Invocation {
     var ttl: TimeInterval?
     /// `--json`.
     var json = false
+    /// `--durable`: the write is flushed to stable storage before `stash` exits.
+    var durable = false
     /// `--max-size`, in bytes.
     var maxSize: Int?
 
@@ -108,9 +110,9 @@ struct Invocation {
             return next
         }
         switch name {
-        case "--json":
-            guard inlineValue == nil else { throw UsageError(message: "--json takes no value") }
-            json = true
+        case "--json", "--durable":
+            guard inlineValue == nil else { throw UsageError(message: "\(name) takes no value") }
+            if name == "--json" { json = true } else { durable = true }
         case "--dir":
             let path = try value()
             guard !path.isEmpty, storeFolderURL(path).path != "/" else {
@@ -145,7 +147,7 @@ struct Invocation {
         }
         let allowed: Set<String>
         switch command {
-        case .set: allowed = ["--dir", "--ttl"]
+        case .set: allowed = ["--dir", "--ttl", "--durable"]
         case .ls: allowed = ["--dir", "--json"]
         case .trim: allowed = ["--dir", "--max-size"]
         case .tour, .help: allowed = []

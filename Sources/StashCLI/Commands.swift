@@ -30,8 +30,9 @@ struct StoreCommands {
         } else {
             standardInput = nil
         }
-        storage = try DiskStorage(config: Self.config(forDirectory: invocation.directory),
-                                  transformer: TransformerFactory.forData())
+        var config = Self.config(forDirectory: invocation.directory)
+        config.durable = invocation.durable
+        storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
     }
 
     /// The default `stash-cli` store in the caches folder, or the folder `--dir` names.
@@ -59,7 +60,7 @@ struct StoreCommands {
         return ExitStatus.success
     }
 
-    /// `set KEY [VALUE] [--ttl SECONDS]`: the value is the argument, else all of stdin.
+    /// `set KEY [VALUE] [--ttl SECONDS] [--durable]`: the value is the argument, else all of stdin.
     private func set() throws {
         let value = standardInput ?? Data(invocation.arguments[1].utf8)
         try storage.setObject(value, forKey: key, expiry: invocation.ttl.map { .seconds($0) })

@@ -40,6 +40,7 @@ let helpText = """
     commands:
       set KEY [VALUE]        store VALUE (or all of stdin, byte for byte) for KEY
           --ttl SECONDS      ...expiring SECONDS from now
+          --durable          ...flushed to stable storage (fsync) before stash exits
       get KEY                write KEY's value to stdout, byte for byte
       rm KEY                 remove KEY (a missing key is no error)
       ls                     list key, size in bytes, expiry and last access (no value is read)

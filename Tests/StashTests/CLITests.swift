@@ -230,7 +230,7 @@ struct CLITests {
     @Test("wrong usage exits 2 with an error and a usage line on stderr and nothing on stdout", arguments: [
         [], ["frob"], ["get"], ["rm"], ["set"], ["get", "a", "b"], ["ls", "extra"], ["ls", "--bogus"],
         ["ls", "--ttl", "5"], ["ls", "--json=yes"], ["set", "k", "v", "--ttl", "soon"], ["set", "k", "--ttl", "-1"],
-        ["trim"], ["trim", "--max-size", "lots"], ["trim", "--max-size"], ["get", "-k"],
+        ["trim"], ["trim", "--max-size", "lots"], ["trim", "--max-size"], ["get", "-k"], ["set", "k", "v", "--durable=yes"], ["get", "k", "--durable"],
     ])
     func wrongUsageExits2(arguments: [String]) throws {
         try withScratchFolder { folder in
@@ -252,7 +252,7 @@ struct CLITests {
             let run = try stash(arguments, in: folder, addDir: false)
             #expect(run.status == 0)
             #expect(run.stderr.isEmpty)
-            for word in ["set KEY [VALUE]", "--ttl SECONDS", "get KEY", "rm KEY", "ls", "--json", "stats",
+            for word in ["set KEY [VALUE]", "--ttl SECONDS", "--durable", "get KEY", "rm KEY", "ls", "--json", "stats",
                          "trim --max-size BYTES", "purge-expired", "clear", "tour", "--dir PATH", "--help"] {
                 #expect(run.output.contains(word), "help lacks \(word)")
             }
