@@ -191,6 +191,8 @@ final class DiskStore {
             }
         }
         do {
+            // Durable: the value file's name must be on stable storage before the record naming it.
+            if durable { try FileIO.syncDirectory(directory) }
             try journal.append([.set(key: key, record)], durable: durable)
         } catch {
             removeOrNoteOrphan(path)

@@ -170,6 +170,16 @@ enum FileIO {
         throw error("unlink", path, code: code)
     }
 
+    /// Flushes the folder at `path` to stable storage: the names created, renamed or removed in it.
+    ///
+    /// `fsync` of a new file does not make its name durable; POSIX asks for this too (fsync(2)).
+    /// A file system that cannot sync folders (`EINVAL`, `ENOTSUP`) has nothing better to offer: no error.
+    static func syncDirectory(_ path: String) throws {
+        let fd = try open(path, O_RDONLY | O_DIRECTORY)
+        defer { close(fd) }
+        if fsync(fd) != 0, errno != EINVAL, errno != ENOTSUP { throw error("fsync", path) }
+    }
+
     static func rename(_ from: String, _ to: String) throws {
         if systemRename(from, to) != 0 { throw error("rename", to) }
     }

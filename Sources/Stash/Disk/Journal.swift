@@ -12,6 +12,7 @@ import Musl
 /// Reads are recorded too (as access records, so the LRU order survives a restart), but
 /// buffered: they reach the file with the next write, or every 4 KiB, or when the store closes.
 final class Journal {
+    private let directory: String
     private let journalPath: String
     private let compactingPath: String
     private let lockPath: String
@@ -24,6 +25,7 @@ final class Journal {
     private(set) var recordCount = 0
 
     init(directory: String) {
+        self.directory = directory
         journalPath = directory + "/journal"
         compactingPath = directory + "/journal.compacting"
         lockPath = directory + "/lock"
@@ -99,18 +101,29 @@ final class Journal {
         try append([], durable: false)
     }
 
-    /// Replaces the file with `records` atomically (new file, `fsync`, rename).
+    /// Replaces the file with `records` atomically (new file, `fsync`, rename, `fsync` of the folder).
+    ///
+    /// The folder is flushed so that the rename is durable before anything is appended to the new
+    /// file: otherwise a power cut could bring back the old journal without a durable write's record.
     func rewrite(with records: [JournalRecord]) throws {
         var bytes = JournalFormat.magic
         for record in records { JournalFormat.append(record, to: &bytes) }
         try bytes.withUnsafeBytes { try FileIO.writeFile(compactingPath, Data($0), durable: true) }
-        try FileIO.rename(compactingPath, journalPath)
-        let newFD = try FileIO.open(journalPath, O_WRONLY | O_APPEND)
+        // Opened before the rename (the descriptor follows the file): once renamed, nothing can fail
+        // between the new file taking the journal's name and appends going to it.
+        let newFD = try FileIO.open(compactingPath, O_WRONLY | O_APPEND)
+        do {
+            try FileIO.rename(compactingPath, journalPath)
+        } catch {
+            _ = closeDescriptor(newFD)
+            throw error
+        }
         if fd >= 0 { _ = closeDescriptor(fd) }
         fd = newFD
         length = bytes.count
         recordCount = records.count
         pendingAccesses.removeAll(keepingCapacity: true)
+        try FileIO.syncDirectory(directory)
     }
 
     /// The folder was removed underneath: lock and start a new, empty journal.

@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+@testable import Stash
+
+/// `DiskConfig.durable`: what reaches stable storage, and in which order.
+///
+/// A power cut cannot be simulated in a test, so the strace tests check the system calls themselves:
+/// a durable write flushes the value file, then the folder (a new file's name is not durable with its
+/// data), and only then appends and flushes the journal record that makes the value live; a default
+/// write calls no `fsync` at all (issue 4: Foundation's writes `fsync` every time on Linux).
+@Suite("Durability")
+struct DurabilityTests {
+    @Test("a durable store round-trips values through Storage and DiskStorage, also after a reopen")
+    func durableRoundTrip() throws {
+        let directory = TemporaryDirectory()
+        var config = directory.diskConfig()
+        config.durable = true
+        do {
+            let storage = try Storage<Data>(diskConfig: config, transformer: TransformerFactory.forData())
+            try storage.setObject(Data("staged".utf8), forKey: "a") // written off the queue, then committed
+            let disk = try DiskStorage(config: config, transformer: TransformerFactory.forData())
+            try disk.setObject(Data("direct".utf8), forKey: "b")
+            try disk.setObject(Data("again".utf8), forKey: "a")
+        }
+        let reopened = try DiskStorage(config: config, transformer: TransformerFactory.forData())
+        #expect(try reopened.object(forKey: "a") == Data("again".utf8))
+        #expect(try reopened.object(forKey: "b") == Data("direct".utf8))
+        #expect(reopened.recoveryIssues.isEmpty)
+    }
+
+    @Test("a durable write flushes the value file, then the folder, then appends and flushes its journal record",
+          .enabled(if: Strace.isAvailable))
+    func durableWriteOrder() throws {
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        try #require(try traceStash(["set", "--durable", "key", "value"], store: store, in: folder).status == 0)
+        let calls = try traceStash(["set", "--durable", "key", "newer value"], store: store, in: folder).calls
+        let journal = store + "/journal"
+
+        let valueSync = try #require(calls.firstIndex { $0.name == "fsync" && Self.isValueFile($0.path, in: store) },
+                                     "the value file was not fsynced: \(calls)")
+        let folderSync = try #require(calls[valueSync...].firstIndex { $0.name == "fsync" && $0.path == store },
+                                      "the folder was not fsynced after the value file: \(calls)")
+        let append = try #require(calls[folderSync...].firstIndex { $0.name == "write" && $0.path == journal },
+                                  "no journal record after the folder's fsync: \(calls)")
+        #expect(calls[append...].contains { $0.name == "fsync" && $0.path == journal }, "the journal was not fsynced: \(calls)")
+        #expect(!calls[..<folderSync].contains { $0.name == "write" && $0.path == journal },
+                "the record was appended before the value file's name was durable: \(calls)")
+    }
+
+    @Test("a default write calls no fsync", .enabled(if: Strace.isAvailable))
+    func defaultWriteDoesNotSync() throws {
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        try #require(try traceStash(["set", "key", "value"], store: store, in: folder).status == 0) // creates the store
+        let run = try traceStash(["set", "key", "newer value"], store: store, in: folder)
+        #expect(run.status == 0)
+        #expect(run.calls.contains { $0.name == "write" && $0.path == store + "/journal" })
+        #expect(!run.calls.contains { $0.name == "fsync" || $0.name == "fdatasync" }, "\(run.calls)")
+    }
+
+    // MARK: Tracing `stash`
+
+    private struct Call: CustomStringConvertible {
+        let name: String
+        /// The file the call's descriptor names (strace `-y`).
+        let path: String
+        var description: String { "\(name)(\(path))" }
+    }
+
+    /// Runs `stash --dir store arguments` under strace; returns its status and its calls of fsync,
+    /// fdatasync and write on descriptors, in order.
+    private func traceStash(_ arguments: [String], store: String, in folder: TemporaryDirectory) throws -> (status: Int32, calls: [Call]) {
+        let strace = try #require(Strace.executable, "strace is needed (STASH_REQUIRE_STRACE is set): apt-get install strace")
+        let stash = try #require(builtExecutable(named: "stash"), "the stash executable was not built next to the tests")
+        let trace = folder.url.appendingPathComponent("trace-\(UUID().uuidString)")
+        let child = try ChildProcess(strace, ["-f", "-qq", "-y", "-o", trace.path, "-e", "trace=fsync,fdatasync,write",
+                                              "--", stash.path, "--dir", store] + arguments, errorsIn: folder.url)
+        try #require(child.wait(upTo: 60), "stash did not finish")
+        let text = try String(contentsOf: trace, encoding: .utf8)
+        // `1234 fsync(5</tmp/…/store>) = 0`: the pid, the call, its descriptor and the file it names.
+        let calls = text.split(separator: "\n").compactMap { line -> Call? in
+            guard let open = line.firstIndex(of: "("), let start = line[open...].firstIndex(of: "<"),
+                  let end = line[start...].firstIndex(of: ">") else { return nil }
+            let name = line[..<open].split(separator: " ").last.map(String.init) ?? ""
+            return Call(name: name, path: String(line[line.index(after: start)..<end]))
+        }
+        return (child.status, calls)
+    }
+
+    /// Whether `path` is a value file (`<hash>.<generation>`) of the store at `store`.
+    private static func isValueFile(_ path: String, in store: String) -> Bool {
+        (path as NSString).deletingLastPathComponent == store && DiskStore.isValueFileName((path as NSString).lastPathComponent)
+    }
+}
