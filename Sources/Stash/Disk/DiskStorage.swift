@@ -49,10 +49,13 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// What opening the store found damaged and dropped (see DESIGN item 7); empty after a clean open.
     public var recoveryIssues: [StorageError] { engine.sync { $0.recoveryIssues } }
 
-    /// Metadata of every stored value, least recently used first, without reading any value.
+    /// Metadata of every stored value, least recently used first (reads served by a memory layer in
+    /// front count as use), without reading any value.
     public var entryInfos: [DiskEntryInfo] {
-        engine.sync { store in
-            store.withIndex { $0.entriesOldestFirst }.map { key, record in
+        let now = now()
+        return engine.sync { store in
+            store.applyMemoryHits(now: now)
+            return store.withIndex { $0.entriesOldestFirst }.map { key, record in
                 DiskEntryInfo(key: key, size: record.size,
                               expiry: Expiry(storedDate: Date(timeIntervalSince1970: record.expiry)),
                               lastAccess: Date(timeIntervalSince1970: record.lastAccess),

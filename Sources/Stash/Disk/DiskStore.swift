@@ -372,7 +372,7 @@ final class DiskStore {
 
     /// Counts memory hits as use, like disk reads (journaled, so the order survives a restart):
     /// a value that is hot in memory must not be the first evicted from disk.
-    private func applyMemoryHits(now: Date) {
+    func applyMemoryHits(now: Date) {
         for weak in memoryCaches {
             if let cache = weak.cache { recordHits(of: cache, now: now) }
         }

@@ -61,6 +61,16 @@ public final class AsyncStorage<T: Sendable>: Sendable {
         run(completion) { try $0.removeExpiredObjects() }
     }
 
+    /// Removes expired, then least recently used values until at most `size` bytes remain on disk.
+    public func trim(toSize size: Int, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        run(completion) { try $0.trim(toSize: size) }
+    }
+
+    /// Lists every stored key (expired ones included), in the queue's order with other operations.
+    public func allKeys(completion: @escaping @Sendable (Result<[String], any Error>) -> Void) {
+        run(completion) { $0.allKeys }
+    }
+
     // MARK: async/await
 
     /// Reads the value for `key` with its metadata (expired values included, flagged).
@@ -101,6 +111,19 @@ public final class AsyncStorage<T: Sendable>: Sendable {
     /// Removes every expired value.
     public func removeExpiredObjects() async throws {
         try await run { try $0.removeExpiredObjects() }
+    }
+
+    /// Removes expired, then least recently used values until at most `size` bytes remain on disk.
+    public func trim(toSize size: Int) async throws {
+        try await run { try $0.trim(toSize: size) }
+    }
+
+    /// Every stored key (expired ones included), in the queue's order with other operations.
+    public func allKeys() async -> [String] {
+        let storage = innerStorage
+        return await withCheckedContinuation { continuation in
+            storage.engine.async { _ in continuation.resume(returning: storage.allKeys) }
+        }
     }
 
     // MARK: Plumbing

@@ -117,6 +117,15 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         try diskStorage.removeExpiredObjects()
     }
 
+    /// Metadata of every stored value, least recently used first (memory hits count as use).
+    public var entryInfos: [DiskEntryInfo] { diskStorage.entryInfos }
+
+    /// Removes expired values, then least recently used ones, until at most `size` bytes remain on
+    /// disk; memory drops its copies of what was removed.
+    public func trim(toSize size: Int) throws {
+        try diskStorage.trim(toSize: size)
+    }
+
     /// A view of the same store whose values are `U`: same queue, memory layer, folder and observers.
     public func transform<U: Sendable>(transformer: Transformer<U>) -> HybridStorage<U> {
         HybridStorage<U>(memoryStorage: memoryStorage.transform(), diskStorage: diskStorage.transform(transformer: transformer))

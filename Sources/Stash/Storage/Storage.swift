@@ -58,6 +58,19 @@ public final class Storage<T: Sendable>: StorageAware, Sendable {
     /// The store's folder.
     public var path: String { hybridStorage.diskStorage.path }
 
+    /// Metadata of every stored value (key, size, expiry, last access, file), least recently used
+    /// first, without reading any value: for listing what an offline store holds and how old it is.
+    /// - Complexity: O(n) in the number of stored values.
+    public var entryInfos: [DiskEntryInfo] { hybridStorage.entryInfos }
+
+    /// Removes expired values, then least recently used ones, until at most `size` bytes of values
+    /// remain on disk (say, when the system reports low storage). ``DiskConfig/maxSize`` already
+    /// holds after every write; this shrinks the store further on demand.
+    /// - Throws: ``StorageError/io(operation:path:underlying:)`` when a removal cannot be journaled.
+    public func trim(toSize size: Int) throws {
+        try hybridStorage.trim(toSize: size)
+    }
+
     /// What opening the store found damaged and dropped; empty after a clean open.
     public var recoveryIssues: [StorageError] { hybridStorage.diskStorage.recoveryIssues }
 
