@@ -180,10 +180,10 @@ final class DiskStore {
         if staged == nil {
             do {
                 do {
-                    try FileIO.writeFile(path, data, durable: durable)
+                    try FileIO.writeValueFile(path, in: directory, data, durable: durable)
                 } catch where FileIO.isErrno(error, .ENOENT) {
                     try recreateDirectory()
-                    try FileIO.writeFile(path, data, durable: durable)
+                    try FileIO.writeValueFile(path, in: directory, data, durable: durable)
                 }
             } catch {
                 mayHaveOrphans = true // the failed write's cleanup is best effort
@@ -191,8 +191,6 @@ final class DiskStore {
             }
         }
         do {
-            // Durable: the value file's name must be on stable storage before the record naming it.
-            if durable { try FileIO.syncDirectory(directory) }
             try journal.append([.set(key: key, record)], durable: durable)
         } catch {
             removeOrNoteOrphan(path)

@@ -72,6 +72,20 @@ enum FileIO {
         }
     }
 
+    /// Writes a value file like ``writeFile(_:_:durable:)``; if `durable`, then also flushes its
+    /// `directory`, since `fsync` of a new file does not make its name durable (fsync(2)). The journal
+    /// record naming the file is appended after this returns, so it never reaches stable storage first.
+    static func writeValueFile(_ path: String, in directory: String, _ data: Data, durable: Bool) throws {
+        try writeFile(path, data, durable: durable)
+        guard durable else { return }
+        do {
+            try syncDirectory(directory)
+        } catch {
+            unlink(path)
+            throw error
+        }
+    }
+
     /// The whole content of the file at `path`, checked to be `expectedSize` bytes.
     /// - Throws: ``StorageError/corrupted(_:)`` for a link, a non-regular file or a wrong size.
     static func readFile(_ path: String, expectedSize: Int) throws -> Data {
@@ -171,8 +185,6 @@ enum FileIO {
     }
 
     /// Flushes the folder at `path` to stable storage: the names created, renamed or removed in it.
-    ///
-    /// `fsync` of a new file does not make its name durable; POSIX asks for this too (fsync(2)).
     /// A file system that cannot sync folders (`EINVAL`, `ENOTSUP`) has nothing better to offer: no error.
     static func syncDirectory(_ path: String) throws {
         let fd = try open(path, O_RDONLY | O_DIRECTORY)

@@ -64,7 +64,7 @@ struct ValueFileStaging: Sendable {
         let staged = StagedValue(generation: generation, path: path(forKey: key, generation: generation),
                                  size: data.count, durable: durable)
         do {
-            try FileIO.writeFile(staged.path, data, durable: durable)
+            try FileIO.writeValueFile(staged.path, in: directory, data, durable: durable)
             return staged
         } catch {
             // writeFile removes what it created when a write fails; nothing else refers to it.
