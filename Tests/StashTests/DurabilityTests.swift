@@ -35,11 +35,12 @@ struct DurabilityTests {
         let store = folder.storePath()
         try #require(try traceStash(["set", "--durable", "key", "value"], store: store, in: folder).status == 0)
         let calls = try traceStash(["set", "--durable", "key", "newer value"], store: store, in: folder).calls
-        let journal = store + "/journal"
+        let resolved = Self.resolved(store) // strace names files by their real path
+        let journal = resolved + "/journal"
 
-        let valueSync = try #require(calls.firstIndex { $0.name == "fsync" && Self.isValueFile($0.path, in: store) },
+        let valueSync = try #require(calls.firstIndex { $0.name == "fsync" && Self.isValueFile($0.path, in: resolved) },
                                      "the value file was not fsynced: \(calls)")
-        let folderSync = try #require(calls[valueSync...].firstIndex { $0.name == "fsync" && $0.path == store },
+        let folderSync = try #require(calls[valueSync...].firstIndex { $0.name == "fsync" && $0.path == resolved },
                                       "the folder was not fsynced after the value file: \(calls)")
         let append = try #require(calls[folderSync...].firstIndex { $0.name == "write" && $0.path == journal },
                                   "no journal record after the folder's fsync: \(calls)")
@@ -55,7 +56,7 @@ struct DurabilityTests {
         try #require(try traceStash(["set", "key", "value"], store: store, in: folder).status == 0) // creates the store
         let run = try traceStash(["set", "key", "newer value"], store: store, in: folder)
         #expect(run.status == 0)
-        #expect(run.calls.contains { $0.name == "write" && $0.path == store + "/journal" })
+        #expect(run.calls.contains { $0.name == "write" && $0.path == Self.resolved(store) + "/journal" })
         #expect(!run.calls.contains { $0.name == "fsync" || $0.name == "fdatasync" }, "\(run.calls)")
     }
 
@@ -86,6 +87,11 @@ struct DurabilityTests {
             return Call(name: name, path: String(line[line.index(after: start)..<end]))
         }
         return (child.status, calls)
+    }
+
+    /// `path` with symbolic links resolved (a temporary folder may sit behind one).
+    private static func resolved(_ path: String) -> String {
+        URL(fileURLWithPath: path).resolvingSymlinksInPath().path
     }
 
     /// Whether `path` is a value file (`<hash>.<generation>`) of the store at `store`.
