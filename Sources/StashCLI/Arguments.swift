@@ -109,10 +109,15 @@ struct Invocation {
             guard let next = remaining.popFirst() else { throw UsageError(message: "\(name) needs a value") }
             return next
         }
-        switch name {
-        case "--json", "--durable":
+        func flag() throws -> Bool {
             guard inlineValue == nil else { throw UsageError(message: "\(name) takes no value") }
-            if name == "--json" { json = true } else { durable = true }
+            return true
+        }
+        switch name {
+        case "--json":
+            json = try flag()
+        case "--durable":
+            durable = try flag()
         case "--dir":
             let path = try value()
             guard !path.isEmpty, storeFolderURL(path).path != "/" else {

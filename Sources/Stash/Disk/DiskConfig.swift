@@ -47,9 +47,10 @@ public struct DiskConfig: Sendable {
     /// would cut the path at).
     /// - Throws: ``StorageError/invalidName(_:)``.
     func checkedStoreURL() throws -> URL {
-        let components = name.split(separator: "/", omittingEmptySubsequences: true)
-        guard !name.hasPrefix("/"), !name.utf8.contains(0), components.contains(where: { $0 != "." }),
-              !components.contains("..") else { throw StorageError.invalidName(name) }
+        let components = name.split(separator: "/").filter { $0 != "." }
+        guard !name.hasPrefix("/"), !name.utf8.contains(0), !components.isEmpty, !components.contains("..") else {
+            throw StorageError.invalidName(name)
+        }
         return storeURL
     }
 
