@@ -192,8 +192,12 @@ extension HTTPCache {
         Freshness(of: stored, at: date ?? now(), heuristics: configuration.heuristics, lifetimeOverride: context.options.timeToLive)
     }
 
+    /// The response handed to the caller. What comes from the store carries an `Age` field with its
+    /// current age (RFC 9111 §5.1, §4), replacing the one the origin sent; the store keeps the origin's.
     func make(_ stored: StoredResponse, _ source: ResponseSource, _ freshness: Freshness, servedAt: Date? = nil) -> CachedResponse {
-        CachedResponse(source: source, url: stored.url, statusCode: stored.statusCode, headers: stored.headers, body: stored.body,
-                       age: freshness.currentAge, freshnessLifetime: freshness.lifetime, servedAt: servedAt ?? now())
+        var headers = stored.headers
+        if source.isFromCache { headers["age"] = Freshness.ageField(freshness.currentAge) }
+        return CachedResponse(source: source, url: stored.url, statusCode: stored.statusCode, headers: headers, body: stored.body,
+                              age: freshness.currentAge, freshnessLifetime: freshness.lifetime, servedAt: servedAt ?? now())
     }
 }

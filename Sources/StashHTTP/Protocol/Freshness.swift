@@ -35,10 +35,10 @@ struct Freshness: Sendable, Equatable {
     static func lifetime(of stored: StoredResponse, heuristics: HeuristicFreshness) -> TimeInterval {
         let cacheControl = stored.cacheControl
         if let maxAge = cacheControl.maxAge { return maxAge }
-        let dateValue = stored.headers["date"].flatMap(HTTPDate.parse) ?? stored.responseTime
+        let dateValue = dateValue(of: stored)
         if let expires = stored.headers["expires"] {
             // §5.3: an invalid Expires (such as "0") means already expired.
-            guard let expiresDate = HTTPDate.parse(expires) else { return 0 }
+            guard let expiresDate = HTTPDate.parse(expires, relativeTo: stored.responseTime) else { return 0 }
             return max(0, expiresDate.timeIntervalSince(dateValue))
         }
         return heuristicLifetime(of: stored, dateValue: dateValue, heuristics: heuristics)
@@ -49,7 +49,8 @@ struct Freshness: Sendable, Equatable {
     static func heuristicLifetime(of stored: StoredResponse, dateValue: Date, heuristics: HeuristicFreshness) -> TimeInterval {
         guard heuristics.fraction > 0,
               StoringRules.heuristicallyCacheableStatuses.contains(stored.statusCode) || stored.cacheControl.has("public"),
-              let lastModified = stored.headers["last-modified"].flatMap(HTTPDate.parse) else { return 0 }
+              let lastModified = stored.headers["last-modified"].flatMap({ HTTPDate.parse($0, relativeTo: stored.responseTime) })
+        else { return 0 }
         if !heuristics.appliesToURLsWithQuery, let query = stored.url.query, !query.isEmpty { return 0 }
         let sinceModified = dateValue.timeIntervalSince(lastModified)
         guard sinceModified > 0 else { return 0 }
@@ -59,13 +60,35 @@ struct Freshness: Sendable, Equatable {
     /// §4.2.3: the age the response had on arrival (corrected for the request's round trip and for
     /// an `Age` from caches on the way) plus the time it has spent here.
     static func currentAge(of stored: StoredResponse, at now: Date) -> TimeInterval {
-        let ageValue = stored.headers["age"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { TimeInterval(max(0, $0)) } ?? 0
-        let dateValue = stored.headers["date"].flatMap(HTTPDate.parse) ?? stored.responseTime
+        let ageValue = ageValue(stored.headers)
+        let dateValue = dateValue(of: stored)
         let apparentAge = max(0, stored.responseTime.timeIntervalSince(dateValue))
         let responseDelay = max(0, stored.responseTime.timeIntervalSince(stored.requestTime))
         let correctedAgeValue = ageValue + responseDelay
         let correctedInitialAge = max(apparentAge, correctedAgeValue)
         let residentTime = max(0, now.timeIntervalSince(stored.responseTime))
         return correctedInitialAge + residentTime
+    }
+
+    /// The `Date` field, or the time the response arrived when it has none or an invalid one (§4.2.3).
+    static func dateValue(of stored: StoredResponse) -> Date {
+        stored.headers["date"].flatMap { HTTPDate.parse($0, relativeTo: stored.responseTime) } ?? stored.responseTime
+    }
+
+    /// §5.1: the `Age` field in seconds. A list (`7200, 0`, also two field lines joined) counts by its first
+    /// member; a member that is not a non-negative integer makes the field ignored (0). Values past
+    /// 2^31 are capped there, as §1.2.2 asks.
+    static func ageValue(_ headers: HTTPHeaders) -> TimeInterval {
+        guard let first = headers.listMembers("age").first, !first.isEmpty, first.allSatisfy({ $0.isASCII && $0.isNumber })
+        else { return 0 }
+        let digits = first.drop(while: { $0 == "0" })
+        guard digits.count <= 10, let value = Int(digits.isEmpty ? "0" : String(digits)) else { return 2_147_483_648 }
+        return TimeInterval(min(value, 2_147_483_648))
+    }
+
+    /// The `Age` field a cache sends with what it serves from the store (§5.1): the current age in
+    /// whole seconds, capped at 2^31.
+    static func ageField(_ currentAge: TimeInterval) -> String {
+        String(Int(min(max(0, currentAge), 2_147_483_648).rounded(.down)))
     }
 }

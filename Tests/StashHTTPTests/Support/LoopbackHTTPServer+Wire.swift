@@ -51,6 +51,16 @@ extension LoopbackHTTPServer {
         head += "Connection: close\r\n\r\n"
         var bytes = Array(head.utf8)
         if bodyAllowed, request.method != "HEAD" { bytes.append(contentsOf: response.body) }
+        sendAll(bytes, to: connection)
+    }
+
+    /// Makes the coming `close` send a TCP reset instead of an orderly end (SO_LINGER with a zero timeout).
+    func resetOnClose(_ connection: Int32) {
+        var option = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(connection, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+    }
+
+    func sendAll(_ bytes: [UInt8], to connection: Int32) {
         var sent = 0
         while sent < bytes.count {
             #if canImport(Glibc)

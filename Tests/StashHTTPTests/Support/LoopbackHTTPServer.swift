@@ -28,13 +28,28 @@ final class LoopbackHTTPServer: @unchecked Sendable {
         var body: Data = Data()
         /// Seconds to wait before answering (a slow server).
         var delay: TimeInterval = 0
+        /// What goes on the wire: a well-formed answer, or one of the ways a connection can fail.
+        var wire: Wire = .answer
 
-        init(status: Int = 200, headers: [(String, String)] = [], body: String = "", delay: TimeInterval = 0) {
+        init(status: Int = 200, headers: [(String, String)] = [], body: String = "", delay: TimeInterval = 0, wire: Wire = .answer) {
             self.status = status
             self.headers = headers
             self.body = Data(body.utf8)
             self.delay = delay
+            self.wire = wire
         }
+    }
+
+    /// How the server treats a connection after reading the request.
+    enum Wire: Sendable {
+        /// The status, headers and body, framed with `Content-Length`.
+        case answer
+        /// Closes the connection without sending a byte (a crashed or overloaded server).
+        case closeWithoutReply
+        /// Resets the connection (TCP RST) without sending a byte.
+        case reset
+        /// Sends these bytes as they are, then closes: for framing the normal answer cannot express.
+        case raw(String)
     }
 
     typealias Handler = @Sendable (Request) -> Response
@@ -153,6 +168,11 @@ final class LoopbackHTTPServer: @unchecked Sendable {
         }
         let response = handler?(request) ?? Response(status: 404, body: "no route")
         if response.delay > 0 { Thread.sleep(forTimeInterval: response.delay) }
-        write(response, for: request, to: connection)
+        switch response.wire {
+        case .answer: write(response, for: request, to: connection)
+        case .closeWithoutReply: break
+        case .reset: resetOnClose(connection)
+        case .raw(let text): sendAll(Array(text.utf8), to: connection)
+        }
     }
 }
