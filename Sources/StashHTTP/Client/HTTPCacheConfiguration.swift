@@ -58,21 +58,38 @@ public struct HTTPCacheConfiguration: Sendable {
         self.storageErrorHandler = storageErrorHandler
     }
 
-    /// The `URLError` codes that mean the server could not be reached or did not answer.
+    /// The `URLError` codes that mean the server could not be reached or gave no usable answer.
+    ///
+    /// The same failure has different codes per platform, so both are listed (Docs/OfflineHTTP.md has
+    /// the table): a connection closed without a reply is `badServerResponse` ("Empty reply from
+    /// server") on Linux and `networkConnectionLost` on Apple platforms; a reset is
+    /// `networkConnectionLost` on both; a refused connection or no route `cannotConnectToHost`; a name
+    /// that does not resolve `cannotFindHost` (or `dnsLookupFailed`). A reply that cannot be read as
+    /// HTTP (`cannotParseResponse`) is no answer either.
     public static let connectionErrorCodes: Set<URLError.Code> = [
         .notConnectedToInternet, .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed,
         .networkConnectionLost, .timedOut, .internationalRoamingOff, .dataNotAllowed,
         .callIsActive, .secureConnectionFailed, .cannotLoadFromNetwork,
+        .badServerResponse, .cannotParseResponse,
     ]
 
-    /// Whether `error` means the server could not be reached: a `URLError` with one of
-    /// ``connectionErrorCodes``, or a POSIX connection error from a custom transport.
+    /// The POSIX errors a custom transport (sockets of its own) reports for the same failures.
+    public static let connectionErrorPOSIXCodes: Set<POSIXErrorCode> = [
+        .ECONNREFUSED, .ECONNRESET, .ECONNABORTED, .EPIPE, .ENOTCONN, .ETIMEDOUT,
+        .EHOSTUNREACH, .EHOSTDOWN, .ENETUNREACH, .ENETDOWN, .ENETRESET,
+    ]
+
+    /// Whether `error` means the server could not be reached or did not answer: a `URLError` with
+    /// one of ``connectionErrorCodes``, or a `POSIXError` with one of ``connectionErrorPOSIXCodes``
+    /// (also when wrapped as an `NSError`'s underlying error).
     /// - Parameter error: A transport's error.
     /// - Returns: true for connection failures, false for cancellation and everything else.
     @Sendable public static func isConnectionError(_ error: any Error) -> Bool {
         if let urlError = error as? URLError { return connectionErrorCodes.contains(urlError.code) }
-        if let posix = error as? POSIXError {
-            return [.ECONNREFUSED, .ECONNRESET, .ETIMEDOUT, .EHOSTUNREACH, .ENETUNREACH, .ENETDOWN].contains(posix.code)
+        if let posix = error as? POSIXError { return connectionErrorPOSIXCodes.contains(posix.code) }
+        let nsError = error as NSError
+        if nsError.domain == NSPOSIXErrorDomain, let code = POSIXErrorCode(rawValue: Int32(truncatingIfNeeded: nsError.code)) {
+            return connectionErrorPOSIXCodes.contains(code)
         }
         return false
     }

@@ -42,7 +42,7 @@ public final class URLSessionTransport: HTTPTransport {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPTransportResponse, any Error>) in
                 let task = session.dataTask(with: request) { data, response, error in
                     if let error {
-                        continuation.resume(throwing: error)
+                        continuation.resume(throwing: Self.clarified(error))
                     } else if let http = response as? HTTPURLResponse {
                         continuation.resume(returning: HTTPTransportResponse(
                             statusCode: http.statusCode, headers: HTTPHeaders(http), body: data ?? Data()))
@@ -56,6 +56,21 @@ public final class URLSessionTransport: HTTPTransport {
         } onCancel: {
             box.cancel()
         }
+    }
+}
+
+extension URLSessionTransport {
+    /// On Linux, `URLSession` (libcurl) decodes every response whose `Content-Encoding` or
+    /// `Transfer-Encoding` it knows and fails the whole exchange, with the unspecific
+    /// `URLError.unknown`, on one it does not know; asking for `Accept-Encoding: identity` does not turn
+    /// the decoding off (measured, see Docs/OfflineHTTP.md). That failure is reported as
+    /// `cannotDecodeContentData`, with the original error underneath, so callers can tell it apart.
+    static func clarified(_ error: any Error) -> any Error {
+        guard let urlError = error as? URLError, urlError.code == .unknown,
+              urlError.localizedDescription.localizedCaseInsensitiveContains("content encoding") else { return error }
+        var userInfo = urlError.userInfo
+        userInfo[NSUnderlyingErrorKey] = urlError
+        return URLError(.cannotDecodeContentData, userInfo: userInfo)
     }
 }
 
