@@ -29,9 +29,10 @@ struct StoringRulesTests {
         #expect(try await isStored(status: status, headers: ["Cache-Control": "max-age=60"]))
     }
 
-    @Test("partial content (206) and 304 without a conditional request are never stored")
+    @Test("a 206 without a Content-Range of known length, and a 304 without a conditional request, are never stored")
     func partialAndNotModified() async throws {
         #expect(try await !isStored(status: 206, headers: ["Cache-Control": "max-age=60"]))
+        #expect(try await !isStored(status: 206, headers: ["Cache-Control": "max-age=60", "Content-Range": "bytes 0-0/*"]))
         #expect(try await !isStored(status: 304, headers: ["Cache-Control": "max-age=60"]))
     }
 

@@ -19,6 +19,7 @@ extension HTTPCache {
             return Outcome(response: try await sendUncached(context))
         }
         let lookup = await lookup(context)
+        if let range = context.byteRange, !context.cacheControl.noStore { return try await performRange(range, context, lookup) }
         if context.isCallersOwnExchange || context.cacheControl.noStore {
             return Outcome(response: try await load(context, lookup, validating: nil, fallingBack: false))
         }
@@ -105,7 +106,9 @@ extension HTTPCache {
             freshnessLifetimeOverride: context.options.timeToLive)
         let reason = StoringRules.reasonNotToStore(method: context.method, requestCacheControl: context.cacheControl,
                                                    response: received, hasTimeToLive: context.options.timeToLive != nil)
-        if reason == nil, !context.isCallersOwnExchange || received.statusCode == 200 {
+        if reason == nil, received.statusCode == 206 {
+            await storePart(fresh, for: context, replacing: lookup)
+        } else if reason == nil, !context.isCallersOwnExchange || received.statusCode == 200 {
             await store(fresh, for: context, replacing: lookup)
         } else if lookup.stored != nil, CacheControl(received.headers["cache-control"]).noStore {
             await remove(lookup) // the server no longer wants this URL kept

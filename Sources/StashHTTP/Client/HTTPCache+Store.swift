@@ -14,6 +14,7 @@ extension HTTPCache {
         let key = names.isEmpty ? base : CacheKey.response(for: context.request, namespace: context.namespace, varyNames: names)!
         var stored = await read(storage, key.rawValue)
         if let response = stored, response.method != context.method { stored = nil } // a foreign entry: never serve it
+        if let response = stored, response.isIncomplete { return Lookup(key: key, varyNames: names, stored: nil, partial: response) }
         return Lookup(key: key, varyNames: names, stored: stored)
     }
 

@@ -13,8 +13,11 @@ struct RequestContext: Sendable {
     /// The request's `Cache-Control`, or `no-cache` for a lone `Pragma: no-cache` (RFC 9111 §5.4).
     let cacheControl: CacheControl
 
-    /// Conditional and range fields: a request carrying one of them is the caller's own exchange.
-    private static let passThroughFields = ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range"]
+    /// The single byte range of a GET's `Range` field, when the cache can answer it (RFC 9111 §3.3–3.4).
+    let byteRange: ByteRangeSpec?
+
+    /// Conditional fields: a request carrying one of them is the caller's own exchange.
+    private static let conditionalFields = ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since"]
 
     init(_ request: URLRequest, options: HTTPRequestOptions, defaultNamespace: String) throws {
         guard let url = request.url, URLNormalizer.normalize(url) != nil else {
@@ -32,12 +35,28 @@ struct RequestContext: Sendable {
         } else {
             cacheControl = CacheControl(nil)
         }
+        let range = request.value(forHTTPHeaderField: "Range")
+        byteRange = method == "GET" ? range.flatMap(ByteRangeSpec.init(rangeField:)) : nil
     }
 
-    /// Whether the caller made the request conditional or partial itself, so it must reach the server
-    /// as it is and its answer (a 304, a 206) goes back to the caller untouched.
+    /// Whether the caller made the request conditional itself, or asked for ranges the cache does not
+    /// answer (several ranges, another unit), so it must reach the server as it is and its answer (a
+    /// 304, a 206) goes back to the caller untouched.
     var isCallersOwnExchange: Bool {
-        Self.passThroughFields.contains { request.value(forHTTPHeaderField: $0) != nil }
+        if Self.conditionalFields.contains(where: { request.value(forHTTPHeaderField: $0) != nil }) { return true }
+        let asksForRange = request.value(forHTTPHeaderField: "Range") != nil || request.value(forHTTPHeaderField: "If-Range") != nil
+        return asksForRange && (byteRange == nil || method != "GET")
+    }
+
+    /// The request's `If-Range` field (RFC 9110 §13.1.5).
+    var ifRange: String? { request.value(forHTTPHeaderField: "If-Range") }
+
+    /// The same request without its own `Range` and `If-Range`: for the whole representation.
+    var requestWithoutRange: URLRequest {
+        var whole = request
+        whole.setValue(nil, forHTTPHeaderField: "Range")
+        whole.setValue(nil, forHTTPHeaderField: "If-Range")
+        return whole
     }
 
     /// The policy in force: the options', with the request's `only-if-cached` read as ``HTTPCachePolicy/cacheOnly``.
@@ -53,6 +72,8 @@ struct Lookup: Sendable {
     var key: CacheKey
     /// The `Vary` names recorded for the request's URL.
     var varyNames: [String]
-    /// The stored response, nil on a miss.
+    /// The stored complete response, nil on a miss.
     var stored: StoredResponse?
+    /// The stored incomplete (206) response, which only answers ranges it holds (RFC 9111 §3.3).
+    var partial: StoredResponse?
 }

@@ -3,9 +3,9 @@ import Foundation
 /// Whether a response may be stored by a private cache (RFC 9111 §3) and what an unsafe request
 /// invalidates (§4.4).
 enum StoringRules {
-    /// Statuses that are cacheable by default (RFC 9110 §15.1), minus 206: range requests are not
-    /// supported, so a partial body must never stand in for the whole.
-    static let heuristicallyCacheableStatuses: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
+    /// Statuses that are cacheable by default (RFC 9110 §15.1). A 206 is stored as an incomplete
+    /// response, which answers only ranges it holds (RFC 9111 §3.3).
+    static let heuristicallyCacheableStatuses: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
 
     /// Methods whose responses the cache stores.
     static let cacheableMethods: Set<String> = ["GET", "HEAD"]
@@ -28,7 +28,9 @@ enum StoringRules {
         if cacheControl.noStore, !hasTimeToLive { return "the response says no-store" }
         if StoredResponse.varyNames(response.headers).contains("*") { return "Vary: * matches no later request" }
         let status = response.statusCode
-        if status == 206 { return "partial content (206) is not supported" }
+        if status == 206, response.headers["content-range"].flatMap(ContentRange.init)?.completeLength == nil {
+            return "a 206 without one Content-Range of known complete length cannot be combined"
+        }
         if status == 304 || status < 200 { return "status \(status) is not a complete response" }
         if heuristicallyCacheableStatuses.contains(status) { return nil }
         if hasTimeToLive, (200..<400).contains(status) { return nil }

@@ -30,6 +30,9 @@ public struct StoredResponse: Sendable, Hashable, Codable {
     /// A freshness lifetime chosen by the caller (``HTTPRequestOptions/timeToLive``) that replaces the
     /// server's; nil when the server's headers decide.
     public var freshnessLifetimeOverride: TimeInterval?
+    /// For an incomplete response (206, RFC 9111 §3.3): the byte ranges of the representation that
+    /// ``body`` holds, one after the other. nil for a complete response.
+    public var parts: PartialContent?
 
     /// Creates a stored response.
     /// - Parameters:
@@ -43,9 +46,10 @@ public struct StoredResponse: Sendable, Hashable, Codable {
     ///   - responseTime: When the response arrived.
     ///   - varyValues: The request header values named by `Vary`.
     ///   - freshnessLifetimeOverride: A caller-chosen freshness lifetime, or nil.
+    ///   - parts: The ranges `body` holds when the response is incomplete; nil when it is complete.
     public init(url: URL, method: String, namespace: String, statusCode: Int, headers: HTTPHeaders, body: Data,
                 requestTime: Date, responseTime: Date, varyValues: [String: String] = [:],
-                freshnessLifetimeOverride: TimeInterval? = nil) {
+                freshnessLifetimeOverride: TimeInterval? = nil, parts: PartialContent? = nil) {
         self.url = url
         self.method = method.uppercased()
         self.namespace = namespace
@@ -56,6 +60,7 @@ public struct StoredResponse: Sendable, Hashable, Codable {
         self.responseTime = responseTime
         self.varyValues = varyValues
         self.freshnessLifetimeOverride = freshnessLifetimeOverride
+        self.parts = parts
     }
 
     /// The parsed `Cache-Control` of the response.
