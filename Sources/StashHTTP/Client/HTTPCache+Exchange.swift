@@ -20,6 +20,10 @@ extension HTTPCache {
         }
         let lookup = await lookup(context)
         if let range = context.byteRange, !context.cacheControl.noStore { return try await performRange(range, context, lookup) }
+        if lookup.stored == nil, !context.isCallersOwnExchange, !context.cacheControl.noStore,
+           let answer = try await headFromStoredGET(context) {
+            return Outcome(response: answer)
+        }
         if context.isCallersOwnExchange || context.cacheControl.noStore {
             return Outcome(response: try await load(context, lookup, validating: nil, fallingBack: false))
         }
@@ -92,6 +96,7 @@ extension HTTPCache {
             throw HTTPCacheError.network(underlying: error)
         }
         let responseTime = now()
+        await freshenStoredGET(with: received, context, requestTime: requestTime, responseTime: responseTime)
         if received.statusCode == 304, validated, let stored {
             return await freshen(stored, with: received, context, lookup, requestTime: requestTime, responseTime: responseTime)
         }
