@@ -71,24 +71,38 @@ extension HTTPCache {
                 return Outcome(response: make(stored, .stale(because: HTTPCacheError.revalidationInProgress), freshness), refresh: refresh)
             }
         }
-        return Outcome(response: try await load(context, lookup, validating: stored, fallingBack: true))
+        let variants = await storedVariants(context, lookup)
+        return Outcome(response: try await load(context, lookup, validating: stored, fallingBack: true, variants: variants))
     }
 
     private func loadMiss(_ context: RequestContext, _ lookup: Lookup) async throws -> Outcome {
         count(\.misses)
-        return Outcome(response: try await load(context, lookup, validating: nil, fallingBack: false))
+        let variants = await storedVariants(context, lookup)
+        return Outcome(response: try await load(context, lookup, validating: nil, fallingBack: false, variants: variants))
     }
 
     /// Sends the request (conditionally when `validating` has a validator), stores what may be
     /// stored, turns a 304 into the refreshed stored response, and on a connection error or 5xx
     /// serves the stored response when `fallingBack` and the rules allow.
-    func load(_ context: RequestContext, _ lookup: Lookup, validating stored: StoredResponse?, fallingBack: Bool) async throws -> CachedResponse {
+    ///
+    /// `variants` are the other stored `Vary` variants of the URL: their entity tags join the
+    /// conditional request, and a 304 may pick one of them (see ``storedVariants(_:_:)``).
+    func load(_ context: RequestContext, _ lookup: Lookup, validating stored: StoredResponse?, fallingBack: Bool,
+              variants: [StoredResponse] = []) async throws -> CachedResponse {
         var request = context.request
-        let validated = stored.map { addValidators(of: $0, to: &request) } ?? false
+        var validated = stored.map { addValidators(of: $0, to: &request) } ?? false
+        if let tags = Self.ifNoneMatch(own: stored, variants: variants) {
+            request.setValue(tags, forHTTPHeaderField: "If-None-Match")
+            request.setValue(nil, forHTTPHeaderField: "If-Modified-Since")
+            validated = true
+        }
         let requestTime = now()
-        let received: HTTPTransportResponse
+        var received: HTTPTransportResponse
         do {
             received = try await transport.send(request)
+            if received.statusCode == 304, validated, Self.selectVariant(for: received, own: stored, variants: variants) == nil {
+                received = try await transport.send(context.request) // a 304 for nothing stored: ask for the response itself
+            }
         } catch {
             if fallingBack, let stored = lookup.stored, configuration.isOfflineError(error) {
                 return try serveAfterFailure(stored, context, error: error)
@@ -97,8 +111,8 @@ extension HTTPCache {
         }
         let responseTime = now()
         await freshenStoredGET(with: received, context, requestTime: requestTime, responseTime: responseTime)
-        if received.statusCode == 304, validated, let stored {
-            return await freshen(stored, with: received, context, lookup, requestTime: requestTime, responseTime: responseTime)
+        if received.statusCode == 304, validated, let selected = Self.selectVariant(for: received, own: stored, variants: variants) {
+            return await freshen(selected, with: received, context, lookup, requestTime: requestTime, responseTime: responseTime)
         }
         if (500..<600).contains(received.statusCode), fallingBack, configuration.servesStaleOnServerError, let stored = lookup.stored,
            let served = try? serveAfterFailure(stored, context, error: HTTPCacheError.serverError(statusCode: received.statusCode)) {
@@ -141,6 +155,7 @@ extension HTTPCache {
                          _ lookup: Lookup, requestTime: Date, responseTime: Date) async -> CachedResponse {
         var updated = stored
         updated.headers = stored.headers.updated(with: notModified.headers)
+        updated.varyValues = CacheKey.varyValues(of: context.request, names: updated.varyNames) // it may be another variant
         updated.requestTime = requestTime
         updated.responseTime = responseTime
         if let ttl = context.options.timeToLive { updated.freshnessLifetimeOverride = ttl }

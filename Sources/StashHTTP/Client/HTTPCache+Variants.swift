@@ -1,0 +1,47 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Several `Vary` variants of one URL (RFC 9111 §4.1, §4.3.1, §4.3.4): each is kept under its own
+/// key; a conditional request names every stored variant's entity tag, and a 304 picks the variant
+/// whose tag it carries, which then also answers the request that asked.
+extension HTTPCache {
+    /// The other complete responses stored for the request's URL, namespace and method (the variants
+    /// selected by other values of the `Vary` headers) that carry an `ETag`.
+    func storedVariants(_ context: RequestContext, _ lookup: Lookup) async -> [StoredResponse] {
+        guard !lookup.varyNames.isEmpty else { return [] }
+        var variants: [StoredResponse] = []
+        for raw in storage.allKeys where raw != lookup.key.rawValue {
+            guard let key = CacheKey(rawValue: raw), key.kind == .response, key.namespace == context.namespace,
+                  key.method == context.method, key.url == lookup.key.url,
+                  let response = await read(storage, raw), !response.isIncomplete, response.headers["etag"] != nil else { continue }
+            variants.append(response)
+        }
+        return variants
+    }
+
+    /// §4.3.1: the `If-None-Match` value listing the entity tags of the request's own stored response
+    /// (if any) and of the other variants, each once; nil when there are no other variants or the
+    /// request's own response validates by date only.
+    static func ifNoneMatch(own stored: StoredResponse?, variants: [StoredResponse]) -> String? {
+        guard !variants.isEmpty, stored == nil || stored?.headers["etag"] != nil else { return nil }
+        var tags: [String] = []
+        for tag in ([stored].compactMap { $0 } + variants).compactMap({ $0.headers["etag"] }) where !tags.contains(tag) {
+            tags.append(tag)
+        }
+        return tags.joined(separator: ", ")
+    }
+
+    /// §4.3.4: the stored response a 304 freshens. With an `ETag`, the candidate carrying the same
+    /// strong tag, else (a weak tag) the most recent one that matches weakly; without one, the
+    /// request's own stored response.
+    static func selectVariant(for notModified: HTTPTransportResponse, own stored: StoredResponse?,
+                              variants: [StoredResponse]) -> StoredResponse? {
+        guard let tag = notModified.headers["etag"] else { return stored }
+        let candidates = [stored].compactMap { $0 } + variants
+        if let strong = candidates.first(where: { EntityTag.stronglyEqual($0.headers["etag"], tag) }) { return strong }
+        return candidates.filter { $0.headers["etag"].map { EntityTag.weaklyEqual($0, tag) } ?? false }
+            .max { $0.responseTime < $1.responseTime }
+    }
+}
