@@ -99,7 +99,9 @@ extension HTTPCache {
         let requestTime = now()
         var received: HTTPTransportResponse
         do {
-            received = try await transport.send(request)
+            let transport = transport
+            let sent = request
+            received = try await coalescer.run(RequestCoalescer.key(for: request, cacheKey: lookup.key)) { try await transport.send(sent) }
             if received.statusCode == 304, validated, Self.selectVariant(for: received, own: stored, variants: variants) == nil {
                 received = try await transport.send(context.request) // a 304 for nothing stored: ask for the response itself
             }

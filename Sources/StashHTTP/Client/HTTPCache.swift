@@ -34,6 +34,8 @@ public final class HTTPCache: Sendable {
     let counters = LockedBox(HTTPCacheStatistics())
     /// `stale-while-revalidate` refreshes still running, so tests (and ``waitForBackgroundRefreshes()``) can await them.
     let refreshes = LockedBox<[UUID: Task<Void, Never>]>([:])
+    /// Concurrent identical requests share one exchange.
+    let coalescer = RequestCoalescer()
 
     /// Creates a cache over a store you opened.
     /// - Parameters:
