@@ -12,8 +12,9 @@ struct Outcome: Sendable {
 }
 
 extension HTTPCache {
-    /// Decides how to answer a request: from the store, by revalidating, or from the network.
-    func perform(_ request: URLRequest, options: HTTPRequestOptions) async throws -> Outcome {
+    /// Decides how to answer one request (no redirect followed): from the store, by revalidating, or
+    /// from the network.
+    func performOneHop(_ request: URLRequest, options: HTTPRequestOptions) async throws -> Outcome {
         let context = try RequestContext(request, options: options, defaultNamespace: configuration.namespace)
         guard StoringRules.cacheableMethods.contains(context.method) else {
             return Outcome(response: try await sendUncached(context))

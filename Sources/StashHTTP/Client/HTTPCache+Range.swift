@@ -14,7 +14,7 @@ extension HTTPCache {
     /// strong `ETag` so that an unchanged representation comes back as just the missing range.
     func performRange(_ range: ByteRangeSpec, _ context: RequestContext, _ lookup: Lookup) async throws -> Outcome {
         if lookup.stored != nil, context.policy != .reload {
-            let whole = try await perform(context.requestWithoutRange, options: context.options)
+            let whole = try await performOneHop(context.requestWithoutRange, options: context.options)
             let refresh = whole.refresh.map { refresh in
                 Task { try await self.cut(range, from: refresh.value, ifRange: context.ifRange) }
             }

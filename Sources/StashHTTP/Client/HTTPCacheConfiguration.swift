@@ -26,6 +26,10 @@ public struct HTTPCacheConfiguration: Sendable {
     /// Which transport errors mean "offline" and so allow serving a stored response. Default:
     /// ``isConnectionError(_:)``.
     public var isOfflineError: @Sendable (any Error) -> Bool
+    /// Whether the cache follows redirects itself (301, 302, 303, 307, 308), caching each hop by its
+    /// own rules so that a permanent redirect is followed from the store. Default: true. With false,
+    /// a redirect the transport hands over is returned as it is.
+    public var followsRedirects: Bool = true
     /// Called with every storage failure the cache absorbs (a response that could not be written or
     /// read); the request itself still succeeds from the network. Default: nil.
     public var storageErrorHandler: (@Sendable (HTTPCacheError) -> Void)?

@@ -5,24 +5,29 @@ public import FoundationNetworking
 public import Foundation
 #endif
 
-/// An ``HTTPTransport`` over a `URLSession` that never caches by itself.
+/// An ``HTTPTransport`` over a `URLSession` that never caches and never follows redirects by itself.
 ///
 /// The session gets `urlCache = nil` and `requestCachePolicy = .reloadIgnoringLocalCacheData`: on
 /// Linux `URLCache` keys entries by host, port and path only (a stored `?page=1` would answer
 /// `?page=2`, a POST or https), and on Apple platforms its own revalidation would hide the 304s that
-/// the ``HTTPCache`` needs to see.
+/// the ``HTTPCache`` needs to see. Its delegate declines redirects (on Linux and Apple platforms
+/// alike, also for tasks with a completion handler), so the redirect response itself is returned and
+/// the ``HTTPCache`` follows it, storing permanent ones.
 public final class URLSessionTransport: HTTPTransport {
     /// The session requests are sent with.
     public let session: URLSession
 
     /// Creates a transport with its own session.
-    /// - Parameter configuration: The session configuration to start from (for example with
-    ///   `protocolClasses` or timeouts of your own); its cache settings are overridden as described above.
-    public init(configuration: URLSessionConfiguration = .ephemeral) {
+    /// - Parameters:
+    ///   - configuration: The session configuration to start from (for example with
+    ///     `protocolClasses` or timeouts of your own); its cache settings are overridden as described above.
+    ///   - followsRedirects: Whether the session follows redirects itself (then the cache never sees
+    ///     them). Default: false.
+    public init(configuration: URLSessionConfiguration = .ephemeral, followsRedirects: Bool = false) {
         let configuration = configuration
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration)
+        session = URLSession(configuration: configuration, delegate: followsRedirects ? nil : RedirectRefusal(), delegateQueue: nil)
     }
 
     deinit {
@@ -71,6 +76,14 @@ extension URLSessionTransport {
         var userInfo = urlError.userInfo
         userInfo[NSUnderlyingErrorKey] = urlError
         return URLError(.cannotDecodeContentData, userInfo: userInfo)
+    }
+}
+
+/// Declines every redirect, so the task completes with the redirect response.
+private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
     }
 }
 
