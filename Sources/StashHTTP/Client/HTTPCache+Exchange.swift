@@ -33,6 +33,9 @@ extension HTTPCache {
             return Outcome(response: try await load(context, lookup, validating: nil, fallingBack: false))
         case .cacheOnly:
             guard let stored = lookup.stored else { throw HTTPCacheError.notCached(context.url) }
+            if !acceptsAnyAge(context), !isUsableWithoutValidation(stored, freshness(of: stored, context), context) {
+                throw HTTPCacheError.notCached(context.url) // only-if-cached: nothing stored meets the request
+            }
             return Outcome(response: serveWithoutAsking(stored, context))
         case .returnCacheElseLoad:
             if let stored = lookup.stored { return Outcome(response: serveWithoutAsking(stored, context)) }

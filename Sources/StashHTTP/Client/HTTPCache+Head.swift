@@ -17,23 +17,18 @@ extension HTTPCache {
     }
 
     /// A HEAD answered from a stored GET response when no HEAD response is stored and the GET
-    /// response may be used without asking (fresh under the request's directives, or any age under
-    /// ``HTTPCachePolicy/returnCacheElseLoad`` and ``HTTPCachePolicy/cacheOnly``); nil otherwise.
+    /// response may be used without asking (fresh under the request's directives, stale within its
+    /// `max-stale`, or any age under ``HTTPCachePolicy/returnCacheElseLoad`` and
+    /// ``HTTPCachePolicy/cacheOnly``); nil otherwise.
     func headFromStoredGET(_ context: RequestContext) async throws -> CachedResponse? {
         guard context.method == "HEAD", context.policy != .reload, context.policy != .revalidate else { return nil }
         let (get, lookup) = try await storedGET(for: context)
         guard var stored = lookup.stored else { return nil }
         stored.body = Data()
         let freshness = freshness(of: stored, get)
-        if context.policy == .returnCacheElseLoad || context.policy == .cacheOnly {
-            if freshness.isFresh { count(\.hits) } else { count(\.staleServed) }
-            return make(stored, freshness.isFresh ? .cache : .stale(because: HTTPCacheError.staleAccepted), freshness)
-        }
-        let request = context.cacheControl
-        let mustValidate = stored.cacheControl.noCache || request.noCache || request.maxAge.map { freshness.currentAge > $0 } ?? false
-        guard !mustValidate, freshness.remainingLifetime > (request.minFresh ?? 0) else { return nil }
-        count(\.hits)
-        return make(stored, .cache, freshness)
+        guard acceptsAnyAge(context) || isUsableWithoutValidation(stored, freshness, context) else { return nil }
+        if freshness.isFresh { count(\.hits) } else { count(\.staleServed) }
+        return make(stored, freshness.isFresh ? .cache : .stale(because: HTTPCacheError.staleAccepted), freshness)
     }
 
     /// §4.3.5: after a 200 answer to a HEAD, the stored GET response it could stand for is updated

@@ -53,14 +53,13 @@ extension HTTPCache {
     }
 
     /// A 206 from stored parts, when one part holds the whole range, the request's `If-Range` (if any)
-    /// names the parts' representation, and they are fresh (or the policy accepts stale ones).
+    /// names the parts' representation, and they may be used without asking.
     private func servePart(of partial: StoredResponse, _ range: ByteRangeSpec, _ context: RequestContext) -> CachedResponse? {
         guard let parts = partial.parts, let selected = range.resolved(length: parts.completeLength),
               let bytes = partial.bytes(of: selected) else { return nil }
         if let ifRange = context.ifRange, !EntityTag.ifRangeMatches(ifRange, headers: partial.headers) { return nil }
         let freshness = freshness(of: partial, context)
-        let acceptsStale = context.policy == .returnCacheElseLoad || context.policy == .cacheOnly
-        guard acceptsStale || (freshness.isFresh && !partial.cacheControl.noCache && !context.cacheControl.noCache) else { return nil }
+        guard acceptsAnyAge(context) || isUsableWithoutValidation(partial, freshness, context) else { return nil }
         var served = partial
         served.headers["content-range"] = ContentRange.field(selected, of: parts.completeLength)
         served.headers["content-length"] = String(selected.count)
