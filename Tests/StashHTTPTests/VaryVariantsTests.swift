@@ -73,5 +73,8 @@ struct VaryVariantsTests {
         #expect(HTTPCache.selectVariant(for: weak, own: nil, variants: variants)?.responseTime == clock.now + 10)
         let unknown = HTTPTransportResponse(statusCode: 304, headers: ["ETag": "\"zzz\""])
         #expect(HTTPCache.selectVariant(for: unknown, own: nil, variants: variants) == nil)
+        // Only the request's own response was validated: the 304 is about it, whatever tag it carries.
+        let own = stored("\"old\"", 0)
+        #expect(HTTPCache.selectVariant(for: unknown, own: own, variants: []) == own)
     }
 }

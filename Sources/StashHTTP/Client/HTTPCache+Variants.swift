@@ -33,12 +33,13 @@ extension HTTPCache {
         return tags.joined(separator: ", ")
     }
 
-    /// §4.3.4: the stored response a 304 freshens. With an `ETag`, the candidate carrying the same
-    /// strong tag, else (a weak tag) the most recent one that matches weakly; without one, the
-    /// request's own stored response.
+    /// §4.3.4: the stored response a 304 freshens. When only the request's own stored response was
+    /// validated, that one (whatever `ETag` the 304 carries: the server may have added one). Among
+    /// several variants, the one carrying the 304's strong tag, else (a weak tag) the most recent one
+    /// that matches weakly; a 304 without a tag freshens the request's own stored response.
     static func selectVariant(for notModified: HTTPTransportResponse, own stored: StoredResponse?,
                               variants: [StoredResponse]) -> StoredResponse? {
-        guard let tag = notModified.headers["etag"] else { return stored }
+        guard !variants.isEmpty, let tag = notModified.headers["etag"] else { return stored }
         let candidates = [stored].compactMap { $0 } + variants
         if let strong = candidates.first(where: { EntityTag.stronglyEqual($0.headers["etag"], tag) }) { return strong }
         return candidates.filter { $0.headers["etag"].map { EntityTag.weaklyEqual($0, tag) } ?? false }
