@@ -35,6 +35,20 @@ struct HeadTests {
         #expect(fixture.server.lastRequest("/doc")?.method == "HEAD")
     }
 
+    @Test("offline, a HEAD is answered with the header fields of the stale stored GET response")
+    func headOffline() async throws {
+        let fixture = try LoopbackFixture()
+        fixture.server.route("/doc", headers: [("Cache-Control", "max-age=60"), ("ETag", "\"d1\"")], body: "document")
+        _ = try await fixture.cache.response(for: fixture.url("/doc"))
+        fixture.clock.advance(by: 600)
+        fixture.server.stop()
+        let head = try await fixture.cache.response(for: fixture.request("/doc", method: "HEAD"))
+        #expect(head.source.isStale)
+        #expect(head.body.isEmpty)
+        #expect(head.headers["etag"] == "\"d1\"")
+        #expect(head.headers["age"] == "600")
+    }
+
     @Test("a HEAD response with the stored validators freshens the stored GET response")
     func headFreshensGET() async throws {
         let fixture = try LoopbackFixture()

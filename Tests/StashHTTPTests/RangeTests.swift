@@ -124,6 +124,23 @@ struct RangeTests {
         #expect(fixture.server.requestCount("/file") == 3)
     }
 
+    @Test("offline, stale stored parts that hold the range are served, flagged stale")
+    func stalePartsOffline() async throws {
+        let fixture = try LoopbackFixture()
+        fixture.server.route("/file", Self.rangeServer(body: Self.digits, etag: "\"v1\""))
+        _ = try await fixture.cache.response(for: fixture.request("/file", headers: ["Range": "bytes=0-5"]))
+        fixture.clock.advance(by: 3600)
+        fixture.server.stop()
+        let offline = try await fixture.cache.response(for: fixture.request("/file", headers: ["Range": "bytes=2-3"]))
+        #expect(offline.statusCode == 206)
+        #expect(offline.text == "23")
+        #expect(offline.headers["content-range"] == "bytes 2-3/10")
+        #expect(HTTPCacheConfiguration.isConnectionError(try #require(offline.source.staleReason)))
+        // A range the parts do not hold has nothing to stand in for it.
+        let error = await cacheError { _ = try await fixture.cache.response(for: fixture.request("/file", headers: ["Range": "bytes=6-9"])) }
+        guard case .network = error else { Issue.record("got \(String(describing: error))"); return }
+    }
+
     @Test("an incomplete stored response never answers a request for the whole representation")
     func incompleteDoesNotAnswerWhole() async throws {
         let fixture = try LoopbackFixture()

@@ -113,6 +113,7 @@ extension HTTPCache {
             if fallingBack, let stored = lookup.stored, configuration.isOfflineError(error) {
                 return try serveAfterFailure(stored, context, error: error)
             }
+            if lookup.stored == nil, let headers = try await headAfterFailure(context, error: error) { return headers }
             throw HTTPCacheError.network(underlying: error)
         }
         let responseTime = now()

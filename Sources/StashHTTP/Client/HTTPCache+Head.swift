@@ -31,6 +31,15 @@ extension HTTPCache {
         return make(stored, freshness.isFresh ? .cache : .stale(because: HTTPCacheError.staleAccepted), freshness)
     }
 
+    /// Offline, a HEAD with no HEAD response stored is answered from the stored GET response, by the
+    /// rules for serving stale after a failure; nil when there is none (or the policy is a reload).
+    func headAfterFailure(_ context: RequestContext, error: any Error) async throws -> CachedResponse? {
+        guard context.method == "HEAD", context.policy != .reload, !context.isCallersOwnExchange, configuration.isOfflineError(error),
+              let (get, lookup) = try? await storedGET(for: context), var stored = lookup.stored else { return nil }
+        stored.body = Data()
+        return try serveAfterFailure(stored, get, error: error)
+    }
+
     /// §4.3.5: after a 200 answer to a HEAD, the stored GET response it could stand for is updated
     /// with its header fields when the validators it sends (`ETag`, `Last-Modified`) and its
     /// `Content-Length` agree with the stored ones, and removed otherwise (a newer representation exists).

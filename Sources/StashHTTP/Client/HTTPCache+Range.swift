@@ -30,7 +30,13 @@ extension HTTPCache {
         }
         let sent = try RequestContext(request, options: context.options, defaultNamespace: context.namespace)
         count(\.misses)
-        return Outcome(response: try await load(sent, lookup, validating: nil, fallingBack: false))
+        do {
+            return Outcome(response: try await load(sent, lookup, validating: nil, fallingBack: false))
+        } catch HTTPCacheError.network(let error) where configuration.isOfflineError(error) {
+            // Offline: stored parts that hold the range stand in, by the rules for serving stale.
+            guard let partial = lookup.partial, let part = part(of: partial, range, context) else { throw HTTPCacheError.network(underlying: error) }
+            return Outcome(response: try serveAfterFailure(part, context, error: error))
+        }
     }
 
     /// RFC 9110 §14.2, §13.1.5: the range of a whole response as a 206 (or a 416 when the range
@@ -55,17 +61,24 @@ extension HTTPCache {
     /// A 206 from stored parts, when one part holds the whole range, the request's `If-Range` (if any)
     /// names the parts' representation, and they may be used without asking.
     private func servePart(of partial: StoredResponse, _ range: ByteRangeSpec, _ context: RequestContext) -> CachedResponse? {
+        guard let served = part(of: partial, range, context) else { return nil }
+        let freshness = freshness(of: partial, context)
+        guard acceptsAnyAge(context) || isUsableWithoutValidation(partial, freshness, context) else { return nil }
+        if freshness.isFresh { count(\.hits) } else { count(\.staleServed) }
+        return make(served, freshness.isFresh ? .cache : .stale(because: HTTPCacheError.staleAccepted), freshness)
+    }
+
+    /// The 206 that stored parts give for `range`, when one part holds all of it and the request's
+    /// `If-Range` (if any) names the parts' representation; nil otherwise.
+    private func part(of partial: StoredResponse, _ range: ByteRangeSpec, _ context: RequestContext) -> StoredResponse? {
         guard let parts = partial.parts, let selected = range.resolved(length: parts.completeLength),
               let bytes = partial.bytes(of: selected) else { return nil }
         if let ifRange = context.ifRange, !EntityTag.ifRangeMatches(ifRange, headers: partial.headers) { return nil }
-        let freshness = freshness(of: partial, context)
-        guard acceptsAnyAge(context) || isUsableWithoutValidation(partial, freshness, context) else { return nil }
         var served = partial
         served.headers["content-range"] = ContentRange.field(selected, of: parts.completeLength)
         served.headers["content-length"] = String(selected.count)
         served.body = bytes
-        if freshness.isFresh { count(\.hits) } else { count(\.staleServed) }
-        return make(served, freshness.isFresh ? .cache : .stale(because: HTTPCacheError.staleAccepted), freshness)
+        return served
     }
 
     /// Stores a 206 (RFC 9111 §3.4): combined with the stored parts when both carry the same strong
