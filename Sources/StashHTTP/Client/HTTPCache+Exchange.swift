@@ -25,6 +25,9 @@ extension HTTPCache {
            let answer = try await headFromStoredGET(context) {
             return Outcome(response: answer)
         }
+        if context.isCallersOwnExchange, !context.cacheControl.noStore, let answer = answerCallersConditional(context, lookup) {
+            return Outcome(response: answer)
+        }
         if context.isCallersOwnExchange || context.cacheControl.noStore {
             return Outcome(response: try await load(context, lookup, validating: nil, fallingBack: false))
         }
