@@ -75,7 +75,7 @@ struct AgeTests {
         #expect(revalidated.headers["age"] == "3")
     }
 
-    @Test("a stale response served offline carries its current age")
+    @Test("a stale response served offline carries its current age and no Warning")
     func ageWhenStale() async throws {
         let fixture = try LoopbackFixture()
         let clock = fixture.clock
@@ -86,5 +86,6 @@ struct AgeTests {
         let stale = try await fixture.cache.response(for: fixture.url("/feed"))
         #expect(stale.source.isStale)
         #expect(stale.headers["age"] == "7200")
+        #expect(stale.headers["warning"] == nil) // RFC 9111 §5.5: Warning is obsolete, none is generated
     }
 }
