@@ -85,6 +85,36 @@ struct URLProtocolTests {
         #expect(error?.code == .cannotConnectToHost)
     }
 
+    @Test("a 5xx serves the stored response, with the status as the reason")
+    func serverErrorServesStale() async throws {
+        let fixture = try URLProtocolFixture()
+        fixture.routeRevalidatable("/todos", body: "last good")
+        _ = try await fixture.get("/todos")
+        fixture.clock.advance(by: 600)
+        fixture.server.route("/todos", status: 503, body: "down")
+        let response = try await fixture.get("/todos")
+        #expect(response.body == "last good" && response.response.statusCode == 200)
+        #expect(response.response.cacheStatus?.staleReason == HTTPCacheError.serverError(statusCode: 503).description)
+    }
+
+    @Test("cancelling a task while the server is answering stops the load; the task fails with cancelled")
+    func cancellation() async throws {
+        let fixture = try URLProtocolFixture()
+        let (arrived, arrival) = AsyncStream<Void>.makeStream()
+        fixture.server.route("/slow") { _ in
+            arrival.yield()
+            return .init(body: "too late", delay: 3)
+        }
+        let session = fixture.session, request = URLRequest(url: fixture.server.url("/slow"))
+        let task = Task { try await session.data(for: request) }
+        for await _ in arrived { break } // the request went through the protocol and reached the server
+        task.cancel()
+        // Not timed: had the load not been cancelled, the server would have answered after its delay.
+        let result = await task.result
+        guard case .failure(let error) = result else { Issue.record("got \(result)"); return }
+        #expect((error as? URLError)?.code == .cancelled)
+    }
+
     // MARK: Other methods
 
     @Test("a POST goes to the server with its body and removes the stored GET of its URL")

@@ -36,7 +36,7 @@ extension HTTPCacheURLProtocol {
                 state.task = task
                 return state.finished
             }
-            if finished { task.cancel() }
+            if finished { Self.cancel(task) }
         }
 
         func stop() {
@@ -44,7 +44,15 @@ extension HTTPCacheURLProtocol {
                 state.finished = true
                 return state.task
             }
-            task?.cancel()
+            if let task { Self.cancel(task) }
+        }
+
+        /// Cancels `task` from another thread. Not from this one: the loading system calls the
+        /// protocol on its own queue, and cancelling runs the task's cancellation handlers at once,
+        /// which cancel the transport's data task, which in swift-corelibs-foundation syncs onto
+        /// that same queue (a deadlock, trapped by Dispatch).
+        private static func cancel(_ task: Task<Void, Never>) {
+            DispatchQueue.global().async { task.cancel() }
         }
 
         /// Sends `response` as an `HTTPURLResponse` with the `Stash-Cache` field, then its body.
