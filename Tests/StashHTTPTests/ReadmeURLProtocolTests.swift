@@ -39,7 +39,7 @@ struct ReadmeURLProtocolTests {
             print("offline (\(status.staleReason ?? "")), showing data from \(status.age / 60) minutes ago")
         }
         // --- README ends ---
-        session.invalidateAndCancel()
+        session.finishTasksAndInvalidate()
 
         #expect(cachedTodos.map(\.title) == ["Ship it"])
         #expect(printed.count == 1)

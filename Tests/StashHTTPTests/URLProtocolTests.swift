@@ -195,7 +195,7 @@ struct URLProtocolTests {
     func twoSessionsShareOneCache() async throws {
         let fixture = try URLProtocolFixture()
         let other = URLProtocolFixture.session(for: fixture.cache, additionalHeaders: ["X-Client": "second"])
-        defer { other.invalidateAndCancel() }
+        defer { other.finishTasksAndInvalidate() }
         fixture.server.route("/todos", headers: [("Cache-Control", "max-age=60")], body: "shared")
 
         let first = try await fixture.get("/todos")

@@ -29,7 +29,7 @@ public import Foundation
 /// - The requests the protocol sends through the cache's transport are tagged with
 ///   `URLProtocol.setProperty(_:forKey:in:)`, so a transport session that lists this protocol too
 ///   does not loop back into it (on Apple platforms; swift-corelibs-foundation drops the properties
-///   of a request, so on Linux do not give the cache's transport a configuration made by `cached(by:)`).
+///   of a request, so on Linux never register the bound classes with `URLProtocol.registerClass(_:)`).
 /// - Redirects are followed by the cache's transport (a `URLSessionTransport` follows them as
 ///   `URLSession` does); the session's own redirect and authentication delegate methods are not
 ///   consulted. See `Docs/OfflineHTTP.md` for these and the other differences.

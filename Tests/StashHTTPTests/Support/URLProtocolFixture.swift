@@ -22,7 +22,9 @@ final class URLProtocolFixture {
     }
 
     deinit {
-        session.invalidateAndCancel()
+        // Not invalidateAndCancel(): in swift-corelibs-foundation, cancelling a task whose async
+        // `data(for:)` just returned can resume that call's continuation a second time (a trap).
+        session.finishTasksAndInvalidate()
         HTTPCacheURLProtocol.unbind(cache)
         server.stop()
     }
