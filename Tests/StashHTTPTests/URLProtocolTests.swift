@@ -115,6 +115,17 @@ struct URLProtocolTests {
         #expect((error as? URLError)?.code == .cancelled)
     }
 
+    @Test("a stored response that may not be served stale: the task fails with the original URLError")
+    func mustRevalidateOffline() async throws {
+        let fixture = try URLProtocolFixture()
+        fixture.server.route("/strict", headers: [("Cache-Control", "max-age=60, must-revalidate"), ("ETag", "\"s\"")], body: "strict")
+        _ = try await fixture.get("/strict")
+        fixture.clock.advance(by: 600)
+        fixture.server.stop()
+        let error = await urlError { _ = try await fixture.get("/strict") }
+        #expect(error?.code == .cannotConnectToHost)
+    }
+
     // MARK: Other methods
 
     @Test("a POST goes to the server with its body and removes the stored GET of its URL")
@@ -223,6 +234,20 @@ struct URLProtocolTests {
         }
     }
 
+    @Test("a session with a data delegate gets the response, the body and the completion")
+    func dataDelegate() async throws {
+        let fixture = try URLProtocolFixture()
+        fixture.server.route("/todos", headers: [("Cache-Control", "max-age=60")], body: "delegated")
+        let collector = DataCollector()
+        let session = URLSession(configuration: URLSessionConfiguration.ephemeral.cached(by: fixture.cache),
+                                 delegate: collector, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let result = await collector.run(session.dataTask(with: fixture.server.url("/todos")))
+        #expect(result.error == nil)
+        #expect(String(decoding: result.data, as: UTF8.self) == "delegated")
+        #expect((result.response as? HTTPURLResponse)?.cacheStatus?.source == .network)
+    }
+
     @Test("a session whose cache was unbound goes straight to the network")
     func unboundSessionUsesNetwork() async throws {
         let fixture = try URLProtocolFixture()
@@ -232,5 +257,45 @@ struct URLProtocolTests {
         let plain = try await fixture.get("/todos")
         #expect(plain.body == "plain" && plain.response.cacheStatus == nil)
         #expect(fixture.server.requestCount("/todos") == 2)
+    }
+}
+
+/// A data delegate that collects one task's response, body and completion.
+private final class DataCollector: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked Sendable: the state is only touched under `lock`.
+    struct Result {
+        var response: URLResponse?
+        var data = Data()
+        var error: (any Error)?
+    }
+
+    private let lock = NSLock()
+    private var result = Result()
+    private var continuation: CheckedContinuation<Result, Never>?
+
+    func run(_ task: URLSessionDataTask) async -> Result {
+        await withCheckedContinuation { continuation in
+            lock.withLock { self.continuation = continuation }
+            task.resume()
+        }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+        lock.withLock { result.response = response }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        lock.withLock { result.data.append(data) }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let (continuation, result) = lock.withLock {
+            self.result.error = error
+            defer { self.continuation = nil }
+            return (self.continuation, self.result)
+        }
+        continuation?.resume(returning: result)
     }
 }
