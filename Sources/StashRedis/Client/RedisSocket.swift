@@ -1,0 +1,139 @@
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#endif
+
+/// A non-blocking TCP socket whose every wait is bounded by a deadline (`poll`), so no call on it
+/// can hang past its timeout.
+final class RedisSocket {
+    private(set) var descriptor: Int32
+
+    /// Connects to `host:port` (each address the name resolves to, in turn) before `deadline`.
+    init(host: String, port: Int, deadline: ContinuousClock.Instant, timeout: Double) throws {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Darwin)
+        hints.ai_socktype = SOCK_STREAM
+        #else
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #endif
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { throw RedisError.unknownHost(host) }
+        defer { freeaddrinfo(list) }
+        var lastError: RedisError = .unknownHost(host)
+        var candidate: UnsafeMutablePointer<addrinfo>? = first
+        while let address = candidate {
+            candidate = address.pointee.ai_next
+            let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype, address.pointee.ai_protocol)
+            guard fd >= 0 else { lastError = .connectFailed(host: host, port: port, errno: errno); continue }
+            do {
+                try Self.connect(fd, address.pointee, deadline: deadline, timeout: timeout, host: host, port: port)
+                descriptor = fd
+                return
+            } catch let error as RedisError {
+                systemClose(fd)
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    deinit { close() }
+
+    private static func connect(_ fd: Int32, _ address: addrinfo, deadline: ContinuousClock.Instant, timeout: Double,
+                                host: String, port: Int) throws {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        #if canImport(Darwin)
+        _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+        if systemConnect(fd, address.ai_addr, address.ai_addrlen) == 0 { return }
+        guard errno == EINPROGRESS else { throw RedisError.connectFailed(host: host, port: port, errno: errno) }
+        guard try wait(fd, for: Int16(POLLOUT), deadline: deadline) else {
+            throw RedisError.timeout(operation: "connecting to \(host):\(port)", seconds: timeout)
+        }
+        var failure: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &failure, &length)
+        if failure != 0 { throw RedisError.connectFailed(host: host, port: port, errno: failure) }
+    }
+
+    func close() {
+        if descriptor >= 0 {
+            systemClose(descriptor)
+            descriptor = -1
+        }
+    }
+
+    /// Writes all of `data` before `deadline`.
+    func write(_ data: Data, deadline: ContinuousClock.Instant, timeout: Double) throws {
+        try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            var offset = 0
+            while offset < raw.count {
+                #if canImport(Darwin)
+                let sent = send(descriptor, raw.baseAddress! + offset, raw.count - offset, 0)
+                #else
+                let sent = send(descriptor, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                #endif
+                if sent > 0 { offset += sent; continue }
+                if sent < 0, errno == EINTR { continue }
+                guard sent < 0, errno == EAGAIN || errno == EWOULDBLOCK else { throw RedisError.connectionClosed(errno: errno) }
+                guard try Self.wait(descriptor, for: Int16(POLLOUT), deadline: deadline) else {
+                    throw RedisError.timeout(operation: "sending a command", seconds: timeout)
+                }
+            }
+        }
+    }
+
+    /// Reads what has arrived into `parser`, waiting until `deadline` for at least one byte.
+    /// - Returns: false when the deadline passed with nothing read.
+    func read(into parser: inout RESPParser, deadline: ContinuousClock.Instant) throws -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                chunk.withUnsafeBytes { parser.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+                return true
+            }
+            if count == 0 { throw RedisError.connectionClosed(errno: 0) }
+            if errno == EINTR { continue }
+            guard errno == EAGAIN || errno == EWOULDBLOCK else { throw RedisError.connectionClosed(errno: errno) }
+            guard try Self.wait(descriptor, for: Int16(POLLIN), deadline: deadline) else { return false }
+        }
+    }
+
+    /// Waits until `fd` is ready for `events` or `deadline` passes; false on timeout.
+    static func wait(_ fd: Int32, for events: Int16, deadline: ContinuousClock.Instant) throws -> Bool {
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            if left <= .zero { return false }
+            let (seconds, attoseconds) = left.components
+            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            var descriptor = pollfd(fd: fd, events: events, revents: 0)
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready > 0 { return true }
+            if ready < 0, errno != EINTR { throw RedisError.connectionClosed(errno: errno) }
+        }
+    }
+}
+
+/// `connect(2)`, under a name that does not clash with ``RedisSocket``'s own `connect`.
+private func systemConnect(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>!, _ length: socklen_t) -> Int32 {
+    #if canImport(Darwin)
+    return Darwin.connect(fd, address, length)
+    #else
+    return Glibc.connect(fd, address, length)
+    #endif
+}
+
+/// `close(2)`, under a name that does not clash with ``RedisSocket/close()``.
+private func systemClose(_ fd: Int32) {
+    #if canImport(Darwin)
+    _ = Darwin.close(fd)
+    #else
+    _ = Glibc.close(fd)
+    #endif
+}

@@ -1,0 +1,1 @@
+// The child process of the Redis two-process test (filled in below).
