@@ -42,6 +42,9 @@ final class RedisConnection {
 
     func close() { socket.close() }
 
+    /// The socket's descriptor, so another thread can `shutdown(2)` it to wake a blocked read.
+    var descriptor: Int32 { socket.descriptor }
+
     /// Sends `commands` in one write and reads their replies, in order, within ``RedisConfiguration/commandTimeout``.
     /// An error reply is returned as ``RESPValue/error(_:)``, not thrown.
     func send(_ commands: [[any RESPArgument]]) throws -> [RESPValue] {
