@@ -9,6 +9,9 @@ import Glibc
 /// can hang past its timeout.
 final class RedisSocket {
     private(set) var descriptor: Int32
+    /// The receive buffer, allocated once per connection rather than per read.
+    /// (Allocated only once connected: a failed init runs no deinit, which would leak it.)
+    private let chunk: UnsafeMutableRawBufferPointer
 
     /// Connects to `host:port` (each address the name resolves to, in turn) before `deadline`.
     init(host: String, port: Int, deadline: ContinuousClock.Instant, timeout: Double) throws {
@@ -31,6 +34,7 @@ final class RedisSocket {
             do {
                 try Self.connect(fd, address.pointee, deadline: deadline, timeout: timeout, host: host, port: port)
                 descriptor = fd
+                chunk = .allocate(byteCount: 65_536, alignment: 1)
                 return
             } catch let error as RedisError {
                 systemClose(fd)
@@ -40,7 +44,10 @@ final class RedisSocket {
         throw lastError
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        chunk.deallocate()
+    }
 
     private static func connect(_ fd: Int32, _ address: addrinfo, deadline: ContinuousClock.Instant, timeout: Double,
                                 host: String, port: Int) throws {
@@ -91,11 +98,10 @@ final class RedisSocket {
     /// Reads what has arrived into `parser`, waiting until `deadline` for at least one byte.
     /// - Returns: false when the deadline passed with nothing read.
     func read(into parser: inout RESPParser, deadline: ContinuousClock.Instant) throws -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
-            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            let count = recv(descriptor, chunk.baseAddress, chunk.count, 0)
             if count > 0 {
-                chunk.withUnsafeBytes { parser.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+                parser.append(UnsafeRawBufferPointer(rebasing: chunk[0..<count]))
                 return true
             }
             if count == 0 { throw RedisError.connectionClosed(errno: 0) }
