@@ -126,8 +126,19 @@ struct RESPParser {
         String(decoding: buffer[range], as: UTF8.self)
     }
 
+    /// The decimal number in `range`, read digit by digit (this runs for every reply).
     private func number(_ range: Range<Int>) throws -> Int {
-        guard let value = Int(text(range)) else { throw RedisError.protocolError("bad number '\(text(range))'") }
-        return value
+        var index = range.lowerBound
+        let negative = index < range.upperBound && buffer[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        guard index < range.upperBound, range.count <= 20 else { throw RedisError.protocolError("bad number '\(text(range))'") }
+        var value = 0
+        while index < range.upperBound {
+            let digit = buffer[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { throw RedisError.protocolError("bad number '\(text(range))'") }
+            value = value &* 10 &+ Int(digit)
+            index += 1
+        }
+        return negative ? -value : value
     }
 }

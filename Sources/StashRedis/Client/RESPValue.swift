@@ -74,10 +74,30 @@ public indirect enum RESPValue: Sendable, Equatable {
 public protocol RESPArgument: Sendable {
     /// The argument's bytes.
     var respBytes: Data { get }
+    /// Appends the argument as a RESP bulk string (`$<length>\r\n<bytes>\r\n`) to `out`.
+    func appendRESP(to out: inout [UInt8])
+}
+
+extension RESPArgument {
+    public func appendRESP(to out: inout [UInt8]) {
+        let bytes = respBytes
+        RESPEncoder.header(UInt8(ascii: "$"), bytes.count, into: &out)
+        out.append(contentsOf: bytes)
+        out.append(13)
+        out.append(10)
+    }
 }
 
 extension String: RESPArgument {
     public var respBytes: Data { Data(utf8) }
+
+    /// Without a `Data` in between: keys and command names are encoded on every call.
+    public func appendRESP(to out: inout [UInt8]) {
+        RESPEncoder.header(UInt8(ascii: "$"), utf8.count, into: &out)
+        out.append(contentsOf: utf8)
+        out.append(13)
+        out.append(10)
+    }
 }
 
 extension Data: RESPArgument {
@@ -90,17 +110,32 @@ extension Int: RESPArgument {
 
 /// Encodes commands in RESP: an array of bulk strings per command.
 enum RESPEncoder {
-    static func encode(_ commands: [[any RESPArgument]]) -> Data {
-        var out = Data()
+    static func encode(_ commands: [[any RESPArgument]]) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(256)
         for command in commands {
-            out.append(contentsOf: Array("*\(command.count)\r\n".utf8))
-            for argument in command {
-                let bytes = argument.respBytes
-                out.append(contentsOf: Array("$\(bytes.count)\r\n".utf8))
-                out.append(bytes)
-                out.append(contentsOf: [13, 10])
-            }
+            header(UInt8(ascii: "*"), command.count, into: &out)
+            for argument in command { argument.appendRESP(to: &out) }
         }
         return out
+    }
+
+    /// `*3\r\n`, `$5\r\n`: the digits written directly, without a String in between.
+    static func header(_ type: UInt8, _ count: Int, into out: inout [UInt8]) {
+        out.append(type)
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var length = 0
+        var value = count
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[length] = UInt8(ascii: "0") + UInt8(value % 10)
+                value /= 10
+                length += 1
+            } while value > 0
+            for index in stride(from: length - 1, through: 0, by: -1) { out.append(buffer[index]) }
+        }
+        out.append(13)
+        out.append(10)
     }
 }

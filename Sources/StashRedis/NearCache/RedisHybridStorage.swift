@@ -24,6 +24,11 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
     /// The Redis layer.
     public let redisStorage: RedisStorage<T>
     let coherence: Coherence
+    /// The memory layer's cache and the clock, held directly: a memory hit loads them from `self`.
+    private let cache: MemoryCache
+    private let clock: @Sendable () -> Date
+    /// `ValueBox<T>`, looked up once: a memory hit compares it instead of casting.
+    private let boxType = ObjectIdentifier(ValueBox<T>.self)
 
     /// Opens the namespace on Redis with a memory layer in front of it.
     /// - Parameters:
@@ -48,6 +53,8 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
         self.memoryStorage = memoryStorage
         self.redisStorage = redisStorage
         self.coherence = coherence
+        cache = memoryStorage.cache
+        clock = redisStorage.now
     }
 
     /// The asynchronous API: completion handlers and `async` functions, run in submission order.
@@ -71,10 +78,27 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
     public func keys() throws -> [String] { try redisStorage.keys() }
 
     public func entry(forKey key: String) throws -> Entry<T> {
-        let key = RedisStorage<T>.canonical(key)
-        if listener.isTracking, let entry = try? memoryStorage.entry(forKey: key), !entry.isExpired {
-            return entry
+        let key = canonicalKey(key)
+        // No check of the tracking state first: memory holds nothing while tracking is off (values are
+        // admitted only while it is on, and it is flushed when it goes off), and a check would not
+        // narrow the window anyway: tracking may break right after it.
+        if let entry = try? memoryStorage.entry(forKey: key), !entry.isExpired { return entry }
+        return try entryFromRedis(forKey: key)
+    }
+
+    public func object(forKey key: String) throws -> T {
+        // The fast path of a memory hit, as the disk Storage's: one lock and a class comparison
+        // (Stash's memory cache, shared as a `package` helper), no `Entry` built.
+        let key = canonicalKey(key)
+        let now = clock()
+        if let hit = cache.hit(forKey: key, now: now), now < hit.expiry, ObjectIdentifier(type(of: hit.box)) == boxType {
+            return unsafeDowncast(hit.box, to: ValueBox<T>.self).value
         }
+        return try entryFromRedis(forKey: key).object // Redis never returns an expired value
+    }
+
+    /// Reads Redis and caches the value if no invalidation overtook the read.
+    private func entryFromRedis(forKey key: String) throws -> Entry<T> {
         let ticket = listener.beginRead()
         defer { listener.endRead() }
         let (entry, size) = try guarded { try redisStorage.fetch(forKey: key) }
@@ -89,13 +113,13 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
     /// Writes to Redis, then drops the local copy (the next read caches the new value): a read in
     /// this process after the write returns never sees the old value.
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
-        let key = RedisStorage<T>.canonical(key)
+        let key = canonicalKey(key)
         defer { listener.invalidate([key]) }
         try guarded { try redisStorage.setObject(object, forKey: key, expiry: expiry) }
     }
 
     public func removeObject(forKey key: String) throws {
-        let key = RedisStorage<T>.canonical(key)
+        let key = canonicalKey(key)
         defer { listener.invalidate([key]) }
         try guarded { try redisStorage.removeObject(forKey: key) }
     }

@@ -22,7 +22,7 @@ extension RedisStorage {
     public func addObserver<O: AnyObject & Sendable>(
         _ observer: O, forKey key: String, closure: @escaping @Sendable (O, RedisStorage<T>, KeyChange<T>) -> Void
     ) -> ObservationToken {
-        let key = Self.canonical(key)
+        let key = canonicalKey(key)
         let transformer = transformer
         return observers.add(forKey: key) { [weak self, weak observer] event in
             guard let self, let observer else { return false }
@@ -45,7 +45,7 @@ extension RedisStorage {
 
     /// Removes every observer closure of `key`.
     public func removeObserver(forKey key: String) {
-        observers.removeAll(forKey: Self.canonical(key))
+        observers.removeAll(forKey: canonicalKey(key))
     }
 
     /// Removes every key observer closure.

@@ -79,13 +79,25 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
         try fetch(forKey: key).entry
     }
 
+    /// The value alone, with one `GET`: Redis never returns an expired value, so no expiry is needed.
+    public func object(forKey key: String) throws -> T {
+        let reply = try call("GET", key) { try $0.send(["GET", redisKey(key)]) }
+        guard let data = reply.data else { throw StorageError.notFound }
+        return try transformer.decode(data)
+    }
+
+    /// Whether the key exists, with one `EXISTS` (Redis never counts an expired key).
+    public func existsObject(forKey key: String) throws -> Bool {
+        try call("EXISTS", key) { try $0.send(["EXISTS", redisKey(key)]) } == .integer(1)
+    }
+
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
         let data = try transformer.encode(object)
         try write(data, forKey: key, expiry: expiry)
     }
 
     public func removeObject(forKey key: String) throws {
-        let key = Self.canonical(key)
+        let key = canonicalKey(key)
         try call("UNLINK", key) { try $0.send(["UNLINK", redisKey(key)]) }
         observers.publish(.remove(keys: [key]))
     }
@@ -117,13 +129,11 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
 
     /// The Redis key of `key`: the namespace, a colon, then the key in Unicode's canonical composition (NFC).
     public func redisKey(_ key: String) -> String {
-        "\(namespace):\(Self.canonical(key))"
+        "\(namespace):\(canonicalKey(key))"
     }
 
     // MARK: Plumbing (shared with the near cache)
 
-    /// The key as stored: canonically equivalent spellings ("é" and "e" + U+0301) are one key, as in Swift.
-    static func canonical(_ key: String) -> String { key.precomposedStringWithCanonicalMapping }
 
     /// The entry for `key` and the size of its bytes; value and expiry are read in one `MULTI`/`EXEC`.
     func fetch(forKey key: String) throws -> (entry: Entry<T>, size: Int) {
@@ -148,7 +158,7 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
     /// Stores `data` (the transformer's bytes) for `key`: `SET … PXAT` with the absolute expiry in milliseconds.
     /// A value whose expiry has already passed is not stored: the key is removed, as Redis would remove it.
     func write(_ data: Data, forKey key: String, expiry: Expiry?) throws {
-        let key = Self.canonical(key)
+        let key = canonicalKey(key)
         let date = (expiry ?? self.expiry).resolved(from: now())
         guard date > now() else {
             try removeObject(forKey: key)
@@ -202,4 +212,13 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
     private func io(_ operation: String, _ key: String, _ error: RedisError) -> StorageError {
         StorageError.io(operation: "Redis \(operation)", path: "\(client.configuration.displayURL) \(namespace):\(key)", underlying: error)
     }
+}
+
+/// The key as stored: canonically equivalent spellings ("é" and "e" + U+0301) are one key, as in Swift.
+/// An ASCII key is its own composition: the common case skips Foundation's (costly) normalization.
+/// A free function, not a static member of the generic store: a memory hit then looks up no type metadata.
+func canonicalKey(_ key: String) -> String {
+    let isASCII = key.utf8.withContiguousStorageIfAvailable { bytes in bytes.allSatisfy { $0 < 0x80 } }
+        ?? key.utf8.allSatisfy { $0 < 0x80 }
+    return isASCII ? key : key.precomposedStringWithCanonicalMapping
 }
