@@ -59,6 +59,9 @@ enum RedisScenarios {
         // MARK: Near cache memory hit against the disk Storage's
         try nearCacheHit(bench, config: config, keys: keys, rounds: rounds)
 
+        // MARK: The invalidation window
+        try invalidationWindow(config: config, samples: settings.quick ? 200 : 2_000)
+
         // MARK: redis-benchmark
         for (clients, pipeline) in [(1, 1), (2, 1), (1, depth)] {
             let rates = try server.redisBenchmark(tests: "get,set", clients: clients, pipeline: pipeline, size: valueSize,
@@ -96,6 +99,33 @@ enum RedisScenarios {
         ])
         bench.add(Row("near-cache memory hit, codable", stash: samples[0], baseline: samples[1], vs: "disk Storage memory hit",
                       target: .ratio(1.5)))
+    }
+
+    /// From another client's write returning to this near cache's memory dropping the old copy:
+    /// the write returns, then this thread spins on the memory layer until the copy is gone.
+    private static func invalidationWindow(config: RedisConfiguration, samples: Int) throws {
+        let near = try RedisHybridStorage(configuration: config, namespace: "window", transformer: TransformerFactory.forData())
+        let writer = try RedisStorage(configuration: config, namespace: "window", transformer: TransformerFactory.forData())
+        while !near.isMemoryCoherent { usleep(1_000) }
+        var windows: [Double] = []
+        for sample in 0..<samples {
+            try writer.setObject(Data([UInt8(truncatingIfNeeded: sample)]), forKey: "k")
+            // Cached once the invalidation of the write above has passed.
+            var attempts = 0
+            while (try? near.memoryStorage.entry(forKey: "k")) == nil {
+                consume(try near.object(forKey: "k").count)
+                attempts += 1
+                if attempts > 100_000 { throw BenchError("the near cache never kept the value") }
+            }
+            try writer.setObject(Data([1, UInt8(truncatingIfNeeded: sample)]), forKey: "k")
+            let returned = ContinuousClock.now
+            while (try? near.memoryStorage.entry(forKey: "k")) != nil {}
+            windows.append((ContinuousClock.now - returned).nanoseconds)
+        }
+        windows.sort()
+        let percentile = { (p: Double) in windows[min(windows.count - 1, Int(Double(windows.count) * p))] }
+        print("  invalidation window over \(samples) writes: median " + Row.format(percentile(0.5), .ns)
+            + ", p99 " + Row.format(percentile(0.99), .ns) + ", max " + Row.format(windows.last ?? 0, .ns))
     }
 
     /// Sends `commands` `depth` at a time, each group in one write.
