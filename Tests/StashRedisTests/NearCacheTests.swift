@@ -64,6 +64,13 @@ struct NearCacheTests {
         #expect(try a.object(forKey: "j") == 6)
         try server.client().send(["FLUSHDB"])
         #expect(waitUntilDropped("j", from: a))
+        // Canonically equivalent spellings are one key in memory, in Redis and in invalidations.
+        try b.setObject(8, forKey: "caf\u{E9}")
+        #expect(try a.object(forKey: "cafe\u{301}") == 8)
+        #expect(try a.object(forKey: "caf\u{E9}") == 8)
+        try b.setObject(9, forKey: "cafe\u{301}")
+        #expect(waitUntilDropped("caf\u{E9}", from: a))
+        #expect(try a.object(forKey: "caf\u{E9}") == 9)
     }
 
     @Test("10,000 interleaved writes and reads on two near caches: no read older than the invalidation window")

@@ -38,7 +38,7 @@ struct ReadmeRedisTests {
         // Redis down: a StorageError.io with the cause, within the timeout, never a hang; memory is
         // flushed (no stale copy), and the store reconnects by itself once Redis is back.
         do {
-            _ = try sessions.object(forKey: "s-42")
+            try sessions.setObject(session, forKey: "s-43")
         } catch StorageError.io(_, _, let cause) {
             print("Redis unavailable: \(cause)")
             reported = cause is RedisError

@@ -104,7 +104,7 @@ final class RedisServer: @unchecked Sendable {
 
     /// A port nobody listens on now: bound to port 0, the kernel picks one.
     static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, streamSocketType, 0)
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -144,3 +144,10 @@ func eventually<T>(attempts: Int = 2_000, _ body: () throws -> T) throws -> T {
     }
     throw lastError!
 }
+
+/// `SOCK_STREAM` as `socket(2)` takes it: an enum on Glibc, an `Int32` on Darwin.
+#if canImport(Darwin)
+let streamSocketType = SOCK_STREAM
+#else
+let streamSocketType = Int32(SOCK_STREAM.rawValue)
+#endif

@@ -78,7 +78,6 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
     public func keys() throws -> [String] { try redisStorage.keys() }
 
     public func entry(forKey key: String) throws -> Entry<T> {
-        let key = canonicalKey(key)
         // No check of the tracking state first: memory holds nothing while tracking is off (values are
         // admitted only while it is on, and it is flushed when it goes off), and a check would not
         // narrow the window anyway: tracking may break right after it.
@@ -88,8 +87,8 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
 
     public func object(forKey key: String) throws -> T {
         // The fast path of a memory hit, as the disk Storage's: one lock and a class comparison
-        // (Stash's memory cache, shared as a `package` helper), no `Entry` built.
-        let key = canonicalKey(key)
+        // (Stash's memory cache, shared as a `package` helper), no `Entry` built. Memory needs no
+        // normalized key: Swift's String keys already compare canonically; only Redis keys are NFC.
         let now = clock()
         if let hit = cache.hit(forKey: key, now: now), now < hit.expiry, ObjectIdentifier(type(of: hit.box)) == boxType {
             return unsafeDowncast(hit.box, to: ValueBox<T>.self).value
@@ -113,13 +112,11 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
     /// Writes to Redis, then drops the local copy (the next read caches the new value): a read in
     /// this process after the write returns never sees the old value.
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
-        let key = canonicalKey(key)
         defer { listener.invalidate([key]) }
         try guarded { try redisStorage.setObject(object, forKey: key, expiry: expiry) }
     }
 
     public func removeObject(forKey key: String) throws {
-        let key = canonicalKey(key)
         defer { listener.invalidate([key]) }
         try guarded { try redisStorage.removeObject(forKey: key) }
     }

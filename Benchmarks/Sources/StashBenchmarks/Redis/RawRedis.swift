@@ -13,7 +13,7 @@ final class RawRedis: @unchecked Sendable {
     private var buffer = [UInt8](repeating: 0, count: 1 << 20)
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = socket(AF_INET, streamSocketType, 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -53,3 +53,10 @@ final class RawRedis: @unchecked Sendable {
         }
     }
 }
+
+/// `SOCK_STREAM` as `socket(2)` takes it: an enum on Glibc, an `Int32` on Darwin.
+#if canImport(Darwin)
+let streamSocketType = SOCK_STREAM
+#else
+let streamSocketType = Int32(SOCK_STREAM.rawValue)
+#endif
