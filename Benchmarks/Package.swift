@@ -14,7 +14,7 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "StashBenchmarks",
-            dependencies: [.product(name: "Stash", package: "Stash"), "MallocStats"],
+            dependencies: [.product(name: "Stash", package: "Stash"), .product(name: "StashRedis", package: "Stash"), "MallocStats"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         // Bytes in use by malloc: Glibc's Swift module does not export <malloc.h>.

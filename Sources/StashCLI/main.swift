@@ -7,10 +7,12 @@ import Stash
 /// Runs one command line; returns the exit status. Errors become one line on stderr, never a trap.
 func runStash(_ arguments: [String]) async -> Int32 {
     do {
+        let (arguments, redis) = try RedisOptions.extract(from: arguments)
         let invocation = try Invocation.parse(arguments)
+        if let redis, invocation.command != .help { return try RedisCommands(invocation, redis).run() }
         switch invocation.command {
         case .help:
-            print(helpText)
+            print(helpText + RedisOptions.help)
             return ExitStatus.success
         case .tour:
             try await Tour.run()

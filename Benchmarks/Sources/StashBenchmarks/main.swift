@@ -95,7 +95,7 @@ func runAll(_ bench: Bench) throws {
 func main() -> Int32 {
     let settings: Settings
     do {
-        settings = try parseSettings(Array(CommandLine.arguments.dropFirst()))
+        settings = try parseSettings(Array(CommandLine.arguments.dropFirst()).filter { $0 != "--redis" })
     } catch {
         FileHandle.standardError.write(Data("\(error)\n".utf8))
         return 2
@@ -108,7 +108,8 @@ func main() -> Int32 {
     print(Report.header(quick: settings.quick, keyCount: settings.keyCount))
     let started = ContinuousClock.now
     do {
-        try runAll(bench)
+        // `--redis`: the Redis group alone (it needs a redis-server, so it stays out of the default run).
+        if CommandLine.arguments.contains("--redis") { try RedisScenarios.run(bench) } else { try runAll(bench) }
     } catch {
         FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
         return 1

@@ -1,10 +1,10 @@
-import Foundation
+package import Foundation
 
 /// The type-erased, locked LRU behind a ``MemoryStorage`` and all its typed views.
 ///
 /// Every operation takes the one lock for a few dictionary operations, which is what lets a
 /// `Storage` serve memory hits without going through its serial queue.
-final class MemoryCache: Sendable {
+package final class MemoryCache: Sendable {
     struct Item {
         var object: AnyValueBox
         var cost: Int
@@ -51,7 +51,7 @@ final class MemoryCache: Sendable {
     ///
     /// The fast path of a memory hit: one lock, one lookup, the item itself not copied. Not generic,
     /// so that callers in unspecialized generic code pay no type-metadata lookups here.
-    func hit(forKey key: String, now: Date) -> (box: AnyValueBox, expiry: Date)? {
+    package func hit(forKey key: String, now: Date) -> (box: AnyValueBox, expiry: Date)? {
         state.withLock { state in
             let found = state.items.use(key, reading: { item -> (box: AnyValueBox, expiry: Date)? in
                 now < item.dropAfter ? (item.object, item.expiry) : nil

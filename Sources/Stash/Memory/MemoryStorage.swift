@@ -10,7 +10,7 @@ public import Foundation
 /// try memory.setObject(user, forKey: "me")
 /// ```
 public final class MemoryStorage<T: Sendable>: StorageAware, Sendable {
-    let cache: MemoryCache
+    package let cache: MemoryCache
     let now: @Sendable () -> Date
     private let cost: (@Sendable (T) -> Int)?
 

@@ -3,7 +3,7 @@
 /// Views of one cache share its items, so items cannot be typed. A hit through a view of the
 /// stored type is then a pointer comparison of the box's class (``value(as:)``) instead of a
 /// dynamic cast out of `any Sendable`, which costs as much as the rest of a memory hit.
-class AnyValueBox: @unchecked Sendable {
+package class AnyValueBox: @unchecked Sendable {
     // @unchecked Sendable: no stored state here; the only subclass holds one immutable Sendable value.
 
     /// The value as an existential, for a view of another type (the slow path of ``value(as:)``).
@@ -20,9 +20,9 @@ class AnyValueBox: @unchecked Sendable {
 }
 
 /// The box of one value of type `T`.
-final class ValueBox<T: Sendable>: AnyValueBox, @unchecked Sendable {
+package final class ValueBox<T: Sendable>: AnyValueBox, @unchecked Sendable {
     // @unchecked Sendable: `value` is immutable and Sendable.
-    let value: T
+    package let value: T
 
     init(_ value: T) {
         self.value = value

@@ -8,10 +8,12 @@ import Musl
 
 /// Mutable state behind one lock, reached only through ``withLock(_:)``.
 ///
+/// `package`: StashRedis guards its state with it too (one helper, one place).
+///
 /// A thin wrapper over the platform's cheapest mutex (`os_unfair_lock` on Apple platforms,
 /// `pthread_mutex_t` elsewhere). `Synchronization.Mutex` would do on Linux, but it needs
 /// macOS 15 / iOS 18 on Apple platforms, which is more than Stash asks of its users.
-final class Locked<State>: @unchecked Sendable {
+package final class Locked<State>: @unchecked Sendable {
     // @unchecked Sendable: `state` is only ever touched between lock() and unlock().
     /// Behind a pointer rather than a stored `var`: the lock already makes access exclusive, and a
     /// class's `var` passed `inout` would also pay a dynamic exclusivity check on every call.
@@ -22,7 +24,7 @@ final class Locked<State>: @unchecked Sendable {
     private let lock: UnsafeMutablePointer<pthread_mutex_t>
     #endif
 
-    init(_ state: State) {
+    package init(_ state: State) {
         self.state = .allocate(capacity: 1)
         self.state.initialize(to: state)
         lock = .allocate(capacity: 1)
@@ -46,7 +48,7 @@ final class Locked<State>: @unchecked Sendable {
 
     /// Runs `body` with exclusive access to the state. Never call back into the same lock from `body`.
     @inline(__always)
-    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         #if canImport(Darwin)
         os_unfair_lock_lock(lock)
         defer { os_unfair_lock_unlock(lock) }

@@ -24,7 +24,7 @@ public struct Transformer<T>: Sendable {
     }
 
     /// `toData`, with errors as ``StorageError``.
-    func encode(_ object: T) throws -> Data {
+    package func encode(_ object: T) throws -> Data {
         do {
             return try toData(object)
         } catch let error as StorageError {
@@ -35,7 +35,7 @@ public struct Transformer<T>: Sendable {
     }
 
     /// `fromData`, with errors as ``StorageError``.
-    func decode(_ data: Data) throws -> T {
+    package func decode(_ data: Data) throws -> T {
         do {
             return try fromData(data)
         } catch let error as StorageError {

@@ -1,0 +1,153 @@
+import Foundation
+import Testing
+@testable import StashRedis
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A real `redis-server` on a free loopback port, in a fresh temporary folder, without persistence
+/// (`--save '' --appendonly no`); killed and its folder removed when the test drops it.
+///
+/// `.ci/run` installs Debian's `redis-server`; on a machine without it the suites skip, unless
+/// `STASH_REQUIRE_REDIS` is set, which makes its absence a failure.
+final class RedisServer: @unchecked Sendable {
+    // @unchecked Sendable: `process` is replaced only by start(), which the test calls from one task.
+    static let executable: URL? = ["/usr/bin/redis-server", "/usr/local/bin/redis-server", "/opt/homebrew/bin/redis-server"]
+        .map(URL.init(fileURLWithPath:)).first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    static let isRequired = ProcessInfo.processInfo.environment["STASH_REQUIRE_REDIS"] != nil
+    static let isAvailable = executable != nil || isRequired
+    static let skipReason: Comment = "redis-server is not installed (apt-get install redis-server); set STASH_REQUIRE_REDIS=1 to make this a failure"
+
+    let folder: URL
+    private(set) var port: Int
+    private let extraArguments: [String]
+    private var process: Process?
+
+    /// Starts a server; `arguments` are added to its command line (say `--requirepass secret`).
+    init(_ arguments: [String] = [], name: String = #function) throws {
+        folder = FileManager.default.temporaryDirectory
+            .appendingPathComponent("StashRedisTests-\(name.filter(\.isLetter))-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        extraArguments = arguments
+        port = 0
+        try start()
+    }
+
+    deinit {
+        kill()
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// A configuration for this server with short timeouts and backoff, so failure tests stay quick.
+    var configuration: RedisConfiguration {
+        RedisConfiguration(host: "127.0.0.1", port: port, connectTimeout: 1, commandTimeout: 1,
+                           poolSize: 4, initialBackoff: 0.01, maximumBackoff: 0.05)
+    }
+
+    /// A client of its own, for looking at the server's state from the side.
+    func client() -> RedisClient { RedisClient(configuration: configuration) }
+
+    /// Starts the server (again, on the same port after ``kill()``; a new free port the first time)
+    /// and returns once it logs that it accepts connections.
+    func start() throws {
+        guard let executable = Self.executable else { throw ServerError.notInstalled }
+        for _ in 0..<5 {
+            if port == 0 || process != nil { port = Self.freePort() }
+            let process = Process()
+            let output = Pipe()
+            process.executableURL = executable
+            process.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--dir", folder.path,
+                                 "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""] + extraArguments
+            process.standardOutput = output
+            process.standardError = output
+            process.currentDirectoryURL = folder
+            try process.run()
+            if Self.waitUntilReady(output.fileHandleForReading) {
+                self.process = process
+                // Keep draining its log, so a chatty server never blocks on a full pipe.
+                output.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+                return
+            }
+            process.terminate()
+            process.waitUntilExit()
+            port = 0 // the port was taken meanwhile: try another
+        }
+        throw ServerError.didNotStart
+    }
+
+    /// Kills the server with SIGKILL (as a crash would) and waits until it is gone.
+    func kill() {
+        guard let process else { return }
+        self.process = nil
+        _ = sendSignal(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Reads the server's log until it is ready (true) or it ends or 10 s pass (false).
+    private static func waitUntilReady(_ log: FileHandle) -> Bool {
+        let ready = DispatchSemaphore(value: 0)
+        let result = LockedFlag()
+        DispatchQueue.global().async {
+            var text = ""
+            while true {
+                let chunk = log.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+                if text.contains("Ready to accept connections") { result.set(); break }
+            }
+            ready.signal()
+        }
+        return ready.wait(timeout: .now() + 10) == .success && result.isSet
+    }
+
+    /// A port nobody listens on now: bound to port 0, the kernel picks one.
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, streamSocketType, 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    enum ServerError: Error { case notInstalled, didNotStart }
+}
+
+private func sendSignal(_ pid: pid_t, _ signal: Int32) -> Int32 { kill(pid, signal) }
+
+/// A flag set once, read from another thread.
+final class LockedFlag: @unchecked Sendable {
+    // @unchecked Sendable: `value` is only touched under `lock`.
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
+
+/// Calls `body` until it stops throwing, at most `attempts` times: for waiting on a server that is
+/// coming back (the client's backoff decides when it reconnects, not a sleep in the test).
+func eventually<T>(attempts: Int = 2_000, _ body: () throws -> T) throws -> T {
+    var lastError: (any Error)?
+    for _ in 0..<attempts {
+        do { return try body() } catch { lastError = error }
+        usleep(1_000)
+    }
+    throw lastError!
+}
+
+/// `SOCK_STREAM` as `socket(2)` takes it: an enum on Glibc, an `Int32` on Darwin.
+#if canImport(Darwin)
+let streamSocketType = SOCK_STREAM
+#else
+let streamSocketType = Int32(SOCK_STREAM.rawValue)
+#endif
