@@ -52,8 +52,7 @@ enum FileSystem {
     }
 
     /// The tmpfs folder to measure in, or nil (with the reason) when there is none.
-    static func tmpfsParent() -> (url: URL?, reason: String) {
-        let candidate = "/dev/shm"
+    static func tmpfsParent(_ candidate: String) -> (url: URL?, reason: String) {
         guard FileManager.default.isWritableFile(atPath: candidate) else { return (nil, "\(candidate) is not writable") }
         let kind = kind(of: candidate)
         guard kind == "tmpfs" else { return (nil, "\(candidate) is \(kind), not tmpfs") }

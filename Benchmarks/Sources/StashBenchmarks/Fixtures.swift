@@ -117,6 +117,8 @@ struct Settings {
     var markdownPath: String?
     var filter: String?
     var workDirectory: String?
+    /// A folder on tmpfs for the `[tmpfs]` rows (default `/dev/shm`).
+    var tmpfsDirectory: String?
     /// `--scale`: the engine rows also at a million entries (minutes; outside CI).
     var scale = false
     /// `--fs`: the file systems every row runs on.

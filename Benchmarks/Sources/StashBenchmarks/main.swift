@@ -4,7 +4,7 @@ import Stash
 // Stash's benchmark suite: every scenario runs Stash and its baseline(s) in this one process, on
 // the same keys and values, in interleaved batches, and reports medians and Stash ÷ baseline.
 // Usage: StashBenchmarks [--quick | --scale] [--fs both|work|tmpfs] [--json FILE] [--markdown FILE]
-//                        [--filter TEXT] [--work-dir DIR]
+//                        [--filter TEXT] [--work-dir DIR] [--tmpfs-dir DIR]
 //        StashBenchmarks --fill DIR COUNT   (a store for `Benchmarks/cli-scale`, through the library)
 // (`Benchmarks/run` builds it in release mode and passes its arguments on).
 
@@ -24,11 +24,12 @@ func parseSettings(_ arguments: [String]) throws -> Settings {
         case "--markdown": settings.markdownPath = try value(argument)
         case "--filter": settings.filter = try value(argument)
         case "--work-dir": settings.workDirectory = try value(argument)
+        case "--tmpfs-dir": settings.tmpfsDirectory = try value(argument)
         default:
             throw BenchError("""
                 unknown argument \(argument)
                 usage: StashBenchmarks [--quick | --scale] [--fs both|work|tmpfs] [--json FILE] [--markdown FILE] \
-                [--filter TEXT] [--work-dir DIR]
+                [--filter TEXT] [--work-dir DIR] [--tmpfs-dir DIR]
                 """)
         }
     }
@@ -119,7 +120,7 @@ func main() -> Int32 {
             try? FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
             roots.append((parent.appendingPathComponent(folderName, isDirectory: true), FileSystem.kind(of: parent.path)))
         case .tmpfs:
-            let tmpfs = FileSystem.tmpfsParent()
+            let tmpfs = FileSystem.tmpfsParent(settings.tmpfsDirectory ?? "/dev/shm")
             if let url = tmpfs.url {
                 roots.append((url.appendingPathComponent(folderName, isDirectory: true), "tmpfs"))
             } else {
