@@ -18,13 +18,13 @@ enum CLIFill {
             let storage = try DiskStorage(config: DiskConfig(name: folder.lastPathComponent,
                                                              directory: folder.deletingLastPathComponent()),
                                           transformer: TransformerFactory.forData())
-            let value = Fixtures.small[0]
             let past = Date(timeIntervalSinceNow: -3_600)
             let every = share > 0 ? max(1, Int((1 / share).rounded())) : 0
             let started = ContinuousClock.now
             for index in 0..<count {
                 let expired = every > 0 && index % every == 0
-                try storage.setObject(value, forKey: Fixtures.key(index), expiry: expired ? .date(past) : nil)
+                try storage.setObject(Fixtures.small(index, revision: 0), forKey: Fixtures.key(index),
+                                      expiry: expired ? .date(past) : nil)
                 if index > 0, index % 100_000 == 0 {
                     FileHandle.standardError.write(Data("  \(index) written\n".utf8))
                 }

@@ -40,10 +40,20 @@ enum Fixtures {
         return Array(0..<count).shuffled(using: &generator)
     }
 
-    /// 200 random bytes, the engine rows' value, and a second one for overwrites.
-    static let small: [Data] = [UInt64(43), 44].map { seed in
-        var generator = SplitMix64(seed: seed)
-        return Data((0..<200).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
+    /// 200 random bytes of their own for key `index` in revision `revision` (the engine rows).
+    /// Every key gets different bytes: LevelDB compresses its tables (Snappy), and one value
+    /// repeated under every key would shrink to nothing on its side.
+    static func small(_ index: Int, revision: Int) -> Data {
+        var generator = SplitMix64(seed: UInt64(index) &* 4 &+ UInt64(revision) &+ 43)
+        var data = Data(count: 200)
+        data.withUnsafeMutableBytes { bytes in
+            for offset in stride(from: 0, to: 200, by: 8) {
+                withUnsafeBytes(of: generator.next()) { word in
+                    bytes[offset..<min(offset + 8, 200)].copyBytes(from: word.prefix(min(8, 200 - offset)))
+                }
+            }
+        }
+        return data
     }
 
     /// 100 KB of random bytes; every key stores these (the file system does not care what is in them).
@@ -101,7 +111,7 @@ struct Kind<T: Sendable>: Sendable {
     /// 200 bytes of `Data` per key: the engine rows (no JSON on either side).
     static var small: Kind<Data> {
         Kind<Data>(name: "200 B data", transformer: TransformerFactory.forData(), codec: .identity,
-                   value: { _, revision in Fixtures.small[revision % 2] }, weight: { $0.count })
+                   value: { Fixtures.small($0, revision: $1) }, weight: { $0.count })
     }
 
     static var data: Kind<Data> {
@@ -136,10 +146,10 @@ struct Settings {
     var threadSeconds: Double { quick ? 0.2 : 1.0 }
     var threadRounds: Int { quick ? 2 : 5 }
     var expiredRounds: Int { quick ? 2 : 6 }
-    var openCounts: [Int] { quick ? [10_000] : [10_000, 100_000] }
+    var openCounts: [Int] { quick ? [2_000] : [10_000, 100_000] }
     var openRounds: Int { quick ? 3 : 9 }
     /// Keys of the 100 KB `Data` rows against SQLite (a gigabyte per side at 10,000 keys).
-    var largePeerKeys: Int { quick ? 200 : 2_000 }
+    var largePeerKeys: Int { quick ? 100 : 2_000 }
     /// Durable writes per round (split between the threads) and rounds.
     var durableWrites: Int { quick ? 24 : 200 }
     var durableRounds: Int { quick ? 2 : 5 }
@@ -150,6 +160,11 @@ struct Settings {
     func wants(_ label: String) -> Bool {
         guard let filter, !filter.isEmpty else { return true }
         return label.lowercased().contains(filter.lowercased())
+    }
+
+    /// Whether any of the rows `<label> vs <peer>` runs: `--filter "vs LevelDB"` selects a peer's rows.
+    func wants(_ label: String, peers: [String]) -> Bool {
+        peers.contains { wants("\(label) vs \($0)") }
     }
 }
 

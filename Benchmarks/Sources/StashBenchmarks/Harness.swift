@@ -138,7 +138,7 @@ struct Row {
         switch value {
         case ..<1_000: return String(format: "%.0f ns", value)
         case ..<1_000_000: return String(format: "%.2f µs", value / 1e3)
-        case ..<10_000_000_000: return String(format: "%.2f ms", value / 1e6)
+        case ..<1_000_000_000: return String(format: "%.2f ms", value / 1e6)
         default: return String(format: "%.2f s", value / 1e9)
         }
     }

@@ -7,15 +7,20 @@ struct PeerStep<T: Sendable> {
     var run: (Lineup<T>, Bench, String) throws -> Void
 }
 
-/// Runs `steps` in order on one lineup of fresh stores. The first step writes every key; when
-/// `--filter` skips it, the keys are written untimed so the later steps find them.
-func runLineup<T>(_ bench: Bench, _ name: String, _ makeLineup: (URL) throws -> Lineup<T>, _ steps: [PeerStep<T>]) throws {
-    guard steps.contains(where: { bench.settings.wants($0.label) }) else { return }
-    let lineup = try makeLineup(try bench.freshDirectory(name))
+/// Runs `steps` in order on one lineup of fresh stores (`contenders`: Stash first, then its peers).
+/// The first step writes every key; when `--filter` skips it, the keys are written untimed so the
+/// later steps find them.
+func runLineup<T>(_ bench: Bench, _ kind: Kind<T>, keyCount: Int, _ contenders: [(String, (URL) throws -> any Side<T>)],
+                  _ steps: [PeerStep<T>]) throws {
+    // "SQLite + dictionary" is how the memory-hit rows name the SQLite side.
+    let peers = contenders.dropFirst().map(\.0) + ["SQLite + dictionary"]
+    guard steps.contains(where: { bench.settings.wants($0.label, peers: peers) }) else { return }
+    let folder = "peers-" + kind.name.filter { $0.isLetter || $0.isNumber }
+    let lineup = try Lineup(kind, in: try bench.freshDirectory(folder), keyCount: keyCount, contenders)
     defer { lineup.close() }
-    print("== \(lineup.kind.name): \(lineup.names[0]) vs \(lineup.names.dropFirst().joined(separator: ", ")), \(lineup.keys.count) keys")
+    print("== \(kind.name): \(lineup.names[0]) vs \(lineup.names.dropFirst().joined(separator: ", ")), \(keyCount) keys")
     for (position, step) in steps.enumerated() {
-        if bench.settings.wants(step.label) {
+        if bench.settings.wants(step.label, peers: peers) {
             try step.run(lineup, bench, step.label)
         } else if position == 0 {
             try lineup.populate()
@@ -33,9 +38,9 @@ func runPeers(_ bench: Bench) throws {
 
     // The engine: DiskStorage<Data>, 200 B values, against LevelDB and LMDB.
     let small = Kind<Data>.small
-    try runLineup(bench, "engine-peers", { try Lineup(small, in: $0, keyCount: settings.keyCount, [
+    try runLineup(bench, small, keyCount: settings.keyCount, [
         ("Stash", { try StashDiskSide(in: $0) }), ("LevelDB", { try LevelDBSide(in: $0) }), ("LMDB", { try LMDBSide(in: $0) }),
-    ]) }, [
+    ], [
         step("set new key, 200 B data", PeerScenarios.setNew, [.ratio(1.0)]),
         step("overwrite, 200 B data", PeerScenarios.overwrite, [.ratio(1.0)]),
         step("disk hit, cold, 200 B data", PeerScenarios.coldHit, [.ratio(1.0), .ratio(2.0)]),
@@ -44,9 +49,9 @@ func runPeers(_ bench: Bench) throws {
 
     // The app: Storage<Payload> against SQLite with the same JSON coders and a dictionary in front.
     let codable = Kind<Payload>.codable
-    try runLineup(bench, "app-peers", { try Lineup(codable, in: $0, keyCount: settings.keyCount, [
+    try runLineup(bench, codable, keyCount: settings.keyCount, [
         ("Stash", { try StashStorageSide(codable, in: $0) }), ("SQLite", { try SQLiteSide(codable.codec, in: $0) }),
-    ]) }, [
+    ], [
         step("set new key, codable", PeerScenarios.setNew, [.ratio(0.5)]),
         step("overwrite, codable", PeerScenarios.overwrite, [.ratio(0.5)]),
         step("memory hit, codable", PeerScenarios.memoryHit, [.ratio(1.0)]),
@@ -61,9 +66,9 @@ func runPeers(_ bench: Bench) throws {
 
     // Large values: Storage<Data>, 100 KB, against SQLite (blobs) with a dictionary in front.
     let large = Kind<Data>.data
-    try runLineup(bench, "large-peers", { try Lineup(large, in: $0, keyCount: settings.largePeerKeys, [
+    try runLineup(bench, large, keyCount: settings.largePeerKeys, [
         ("Stash", { try StashStorageSide(large, in: $0) }), ("SQLite", { try SQLiteSide(large.codec, in: $0) }),
-    ]) }, [
+    ], [
         step("set new key, 100 KB data", PeerScenarios.setNew, [.ratio(0.7)]),
         step("overwrite, 100 KB data", PeerScenarios.overwrite, [.ratio(0.7)]),
         step("memory hit, 100 KB data", PeerScenarios.memoryHit, [.ratio(1.0)]),
@@ -73,13 +78,13 @@ func runPeers(_ bench: Bench) throws {
 
     for threads in [1, 4] {
         let label = "durable writes, 200 B data, \(threads) thread\(threads == 1 ? "" : "s")"
-        if settings.wants(label) {
+        if settings.wants(label, peers: [DurableScenarios.sqlite, DurableScenarios.leveldb]) {
             print("== \(label)")
             try DurableScenarios.run(bench: bench, label: label, threads: threads)
         }
     }
     let expiredLabel = "removeExpiredObjects, \(settings.keyCount) entries half expired"
-    if settings.wants(expiredLabel) {
+    if settings.wants(expiredLabel, peers: ["SQLite"]) {
         print("== removeExpiredObjects vs SQLite")
         try ExpiryPeerScenario.run(bench: bench, label: expiredLabel)
     }

@@ -15,10 +15,13 @@ enum EngineScaleScenarios {
             let diskLabel = "disk allocated per 200 B entry, \(count) entries"
             let openLabel = "open + first read, 200 B data, \(count) entries"
             let memoryLabel = "index memory per entry, 200 B data, \(count) entries"
-            let bulkLabel = "trim to half / removeAll, \(count) entries"
+            let bulkLabels = ["trim to half, \(count) entries", "removeAll, \(count) entries"]
             let largest = count == counts.last
-            let wanted = [diskLabel, openLabel].contains(where: bench.settings.wants)
-                || (largest && [memoryLabel, bulkLabel].contains(where: bench.settings.wants))
+            let wantsDisk = bench.settings.wants(diskLabel, peers: peers)
+            let wantsOpen = bench.settings.wants(openLabel, peers: peers)
+            let wantsMemory = largest && bench.settings.wants(memoryLabel)
+            let wantsBulk = largest && bulkLabels.contains { bench.settings.wants($0, peers: ["SQLite"]) }
+            let wanted = wantsDisk || wantsOpen || wantsMemory || wantsBulk
             guard wanted else { continue }
             print("== engine, \(count) entries of 200 B")
             let directory = try bench.freshDirectory("engine-\(count)")
@@ -26,7 +29,7 @@ enum EngineScaleScenarios {
             let folders = Folders(directory)
             try fill(count, folders)
 
-            if bench.settings.wants(diskLabel) {
+            if wantsDisk {
                 let stash = try RawFile.allocated(under: folders.stash.path)
                 for (index, peer) in peers.enumerated() {
                     let bytes = try RawFile.allocated(under: folders.peer(peer).path)
@@ -36,14 +39,14 @@ enum EngineScaleScenarios {
                 }
             }
             let key = Fixtures.key(count / 2)
-            if bench.settings.wants(openLabel) {
+            if wantsOpen {
                 let stash = try measureOpen(bench: bench, label: openLabel, folders: folders, key: key, count: count)
                 openTimes.append((count, stash))
             }
-            if largest, bench.settings.wants(memoryLabel) {
+            if wantsMemory {
                 try indexMemory(bench: bench, label: memoryLabel, folders: folders, count: count)
             }
-            if largest, bench.settings.wants(bulkLabel) {
+            if wantsBulk {
                 try bulkRemoval(bench: bench, count: count, folders: folders)
             }
         }
@@ -76,23 +79,23 @@ enum EngineScaleScenarios {
     /// `count` entries in every engine, then every engine closed. Stash and LevelDB get one write
     /// per entry (their normal path); LMDB and SQLite one transaction per 10,000 (untimed; faster).
     private static func fill(_ count: Int, _ folders: Folders) throws {
-        let value = Kind<Data>.small.value(0, 0)
+        let value = { (index: Int) in Fixtures.small(index, revision: 0) }
         let started = ContinuousClock.now
         do {
             let stash = try folders.openStash()
-            for index in 0..<count { try stash.setObject(value, forKey: Fixtures.key(index)) }
+            for index in 0..<count { try stash.setObject(value(index), forKey: Fixtures.key(index)) }
         }
         let stashSeconds = (ContinuousClock.now - started).nanoseconds / 1e9
         do {
             let leveldb = try LevelDBSide(in: folders.peer("LevelDB"))
-            for index in 0..<count { try leveldb.set(value, forKey: Fixtures.key(index)) }
+            for index in 0..<count { try leveldb.set(value(index), forKey: Fixtures.key(index)) }
         }
-        try LMDBSide(in: folders.peer("LMDB")).store.fill(count, key: Fixtures.key, value: { _ in value })
+        try LMDBSide(in: folders.peer("LMDB")).store.fill(count, key: Fixtures.key, value: value)
         do {
             let sqlite = try SQLiteSide(Codec<Data>.identity, in: folders.peer("SQLite"), dictionary: false)
             for start in stride(from: 0, to: count, by: 10_000) {
                 try sqlite.store.execute("BEGIN")
-                for index in start..<min(start + 10_000, count) { try sqlite.set(value, forKey: Fixtures.key(index)) }
+                for index in start..<min(start + 10_000, count) { try sqlite.set(value(index), forKey: Fixtures.key(index)) }
                 try sqlite.store.execute("COMMIT")
             }
         }
