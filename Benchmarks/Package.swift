@@ -2,8 +2,9 @@
 import PackageDescription
 
 // The benchmark suite is its own package so that the library itself keeps no dependencies.
-// It depends on the library by path and on nothing else (see README.md for why there is no
-// package-benchmark here).
+// It depends on the library by path and on no other package (see README.md for why there is no
+// package-benchmark here). The peers (SQLite, LevelDB, LMDB) are system libraries, reached through
+// module maps in this package only: `.ci/run` installs their Debian -dev packages.
 let package = Package(
     name: "StashBenchmarks",
     // Synchronization.Mutex (the min store's lock) needs macOS 15 on Apple platforms.
@@ -14,11 +15,15 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "StashBenchmarks",
-            dependencies: [.product(name: "Stash", package: "Stash"), .product(name: "StashRedis", package: "Stash"), "MallocStats"],
+            dependencies: [.product(name: "Stash", package: "Stash"), .product(name: "StashRedis", package: "Stash"), "MallocStats",
+                           "CSQLite", "CLevelDB", "CLMDB"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         // Bytes in use by malloc: Glibc's Swift module does not export <malloc.h>.
         .target(name: "MallocStats"),
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CLevelDB", providers: [.apt(["libleveldb-dev"])]),
+        .systemLibrary(name: "CLMDB", providers: [.apt(["liblmdb-dev"])]),
     ],
     swiftLanguageModes: [.v6]
 )

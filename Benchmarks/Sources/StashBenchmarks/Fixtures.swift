@@ -40,6 +40,22 @@ enum Fixtures {
         return Array(0..<count).shuffled(using: &generator)
     }
 
+    /// 200 random bytes of their own for key `index` in revision `revision` (the engine rows).
+    /// Every key gets different bytes: LevelDB compresses its tables (Snappy), and one value
+    /// repeated under every key would shrink to nothing on its side.
+    static func small(_ index: Int, revision: Int) -> Data {
+        var generator = SplitMix64(seed: UInt64(index) &* 4 &+ UInt64(revision) &+ 43)
+        var data = Data(count: 200)
+        data.withUnsafeMutableBytes { bytes in
+            for offset in stride(from: 0, to: 200, by: 8) {
+                withUnsafeBytes(of: generator.next()) { word in
+                    bytes[offset..<min(offset + 8, 200)].copyBytes(from: word.prefix(min(8, 200 - offset)))
+                }
+            }
+        }
+        return data
+    }
+
     /// 100 KB of random bytes; every key stores these (the file system does not care what is in them).
     static let data: Data = {
         var generator = SplitMix64(seed: 42)
@@ -92,6 +108,12 @@ struct Kind<T: Sendable>: Sendable {
                       codec: .json(), value: { Payload.make($0, revision: $1) }, weight: { $0.id })
     }
 
+    /// 200 bytes of `Data` per key: the engine rows (no JSON on either side).
+    static var small: Kind<Data> {
+        Kind<Data>(name: "200 B data", transformer: TransformerFactory.forData(), codec: .identity,
+                   value: { Fixtures.small($0, revision: $1) }, weight: { $0.count })
+    }
+
     static var data: Kind<Data> {
         Kind<Data>(name: "100 KB data", transformer: TransformerFactory.forData(), codec: .identity,
                    value: { _, _ in Fixtures.data }, weight: { $0.count })
@@ -105,6 +127,12 @@ struct Settings {
     var markdownPath: String?
     var filter: String?
     var workDirectory: String?
+    /// A folder on tmpfs for the `[tmpfs]` rows (default `/dev/shm`).
+    var tmpfsDirectory: String?
+    /// `--scale`: the engine rows also at a million entries (minutes; outside CI).
+    var scale = false
+    /// `--fs`: the file systems every row runs on.
+    var fileSystems: [FileSystem.Choice] = [.work, .tmpfs]
 
     var keyCount: Int { quick ? 2_000 : 10_000 }
     /// Operations per timed batch of disk scenarios: long enough for the clock, short enough for many samples.
@@ -118,25 +146,46 @@ struct Settings {
     var threadSeconds: Double { quick ? 0.2 : 1.0 }
     var threadRounds: Int { quick ? 2 : 5 }
     var expiredRounds: Int { quick ? 2 : 6 }
-    var openCounts: [Int] { quick ? [10_000] : [10_000, 100_000] }
+    var openCounts: [Int] { quick ? [2_000] : [10_000, 100_000] }
     var openRounds: Int { quick ? 3 : 9 }
+    /// Keys of the 100 KB `Data` rows against SQLite (a gigabyte per side at 10,000 keys).
+    var largePeerKeys: Int { quick ? 100 : 2_000 }
+    /// Durable writes per round (split between the threads) and rounds.
+    var durableWrites: Int { quick ? 24 : 200 }
+    var durableRounds: Int { quick ? 2 : 5 }
+    /// Entries of the engine-at-scale rows (disk per entry, open, index memory, trim, removeAll).
+    var engineCounts: [Int] { quick ? [2_000] : scale ? [10_000, 100_000, 1_000_000] : [10_000, 100_000] }
 
     /// Whether the scenario labelled `label` runs, given `--filter` (a case-insensitive substring).
     func wants(_ label: String) -> Bool {
         guard let filter, !filter.isEmpty else { return true }
         return label.lowercased().contains(filter.lowercased())
     }
+
+    /// Whether any of the rows `<label> vs <peer>` runs: `--filter "vs LevelDB"` selects a peer's rows.
+    func wants(_ label: String, peers: [String]) -> Bool {
+        peers.contains { wants("\(label) vs \($0)") }
+    }
 }
 
 /// The run's context: settings, the temporary root folder, and the rows so far.
 final class Bench {
     let settings: Settings
-    let root: URL
+    /// Where the stores of the scenarios now running live (one root per file system).
+    private(set) var root: URL
+    /// `[ext4]`, `[tmpfs]`: appended to every row's scenario, so the file system is in its name.
+    private(set) var tag = ""
     private(set) var rows: [Row] = []
 
     init(settings: Settings, root: URL) {
         self.settings = settings
         self.root = root
+    }
+
+    /// The scenarios from now on run under `root`, and their rows say `[<file system>]`.
+    func use(root: URL, fileSystem: String) {
+        self.root = root
+        tag = " [\(fileSystem)]"
     }
 
     /// An empty folder `name` under the run's root.
@@ -149,6 +198,8 @@ final class Bench {
 
     /// Records a row and prints it at once, so a long run shows progress.
     func add(_ row: Row) {
+        var row = row
+        row.scenario += tag
         rows.append(row)
         let cells = Report.cells(row)
         print("  \(cells[0]): Stash \(cells[1]), \(cells[3]) \(cells[2]), ratio \(cells[4])")

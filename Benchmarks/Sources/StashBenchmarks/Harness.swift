@@ -79,11 +79,12 @@ enum Target {
     /// Stash's bytes at most the baseline's (the key's bytes) plus this many.
     case overBaseline(Double)
 
-    var label: String {
+    /// The target as the table shows it, in the row's unit.
+    func label(_ unit: Row.Unit) -> String {
         switch self {
         case .none: return "—"
         case .ratio(let limit): return String(format: "≤ %.1f×", limit)
-        case .absolute(let limit): return "≤ " + Row.format(limit, .ns)
+        case .absolute(let limit): return "≤ " + Row.format(limit, unit)
         case .overBaseline(let limit): return String(format: "≤ key + %.0f B", limit)
         }
     }
@@ -137,7 +138,8 @@ struct Row {
         switch value {
         case ..<1_000: return String(format: "%.0f ns", value)
         case ..<1_000_000: return String(format: "%.2f µs", value / 1e3)
-        default: return String(format: "%.2f ms", value / 1e6)
+        case ..<1_000_000_000: return String(format: "%.2f ms", value / 1e6)
+        default: return String(format: "%.2f s", value / 1e9)
         }
     }
 }

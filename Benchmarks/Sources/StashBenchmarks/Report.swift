@@ -7,7 +7,7 @@ enum Report {
     static func cells(_ row: Row) -> [String] {
         let met = row.met.map { $0 ? "yes" : "NO" } ?? "—"
         return [row.scenario, Row.format(row.stash, row.unit), Row.format(row.baseline, row.unit),
-                row.baselineName, String(format: "%.2f×", row.ratio), row.target.label, met]
+                row.baselineName, String(format: "%.2f×", row.ratio), row.target.label(row.unit), met]
     }
 
     /// A fixed-width text table for the terminal.
@@ -28,6 +28,34 @@ enum Report {
     /// The same table in Markdown, for Docs/Benchmarks.md.
     static func markdown(_ rows: [Row]) -> String {
         let lines = [headers, headers.map { _ in "---" }] + rows.map(cells)
+        return lines.map { "| " + $0.joined(separator: " | ") + " |" }.joined(separator: "\n") + "\n"
+    }
+
+    /// Every row that has a target, met or missed, with the ratio and Stash's own figure:
+    /// the status column of the targets table, computed.
+    static func targets(_ rows: [Row]) -> [[String]] {
+        rows.filter { $0.met != nil }.map { row in
+            [row.met == true ? "met" : "MISSED", row.scenario, String(format: "%.2f×", row.ratio),
+             Row.format(row.stash, row.unit), row.target.label(row.unit)]
+        }
+    }
+
+    static let targetHeaders = ["status", "scenario", "ratio", "Stash", "target"]
+
+    static func targetsText(_ rows: [Row]) -> String {
+        let lines = targets(rows)
+        let met = lines.filter { $0[0] == "met" }.count
+        let widths = targetHeaders.indices.map { column in ([targetHeaders] + lines).map { $0[column].count }.max() ?? 0 }
+        let body = ([targetHeaders] + lines).map { cells in
+            cells.enumerated().map { column, cell in
+                cell + String(repeating: " ", count: widths[column] - cell.count)
+            }.joined(separator: "  ")
+        }
+        return (["targets: \(met) met, \(lines.count - met) missed, of \(lines.count)"] + body).joined(separator: "\n")
+    }
+
+    static func targetsMarkdown(_ rows: [Row]) -> String {
+        let lines = [targetHeaders, targetHeaders.map { _ in "---" }] + targets(rows)
         return lines.map { "| " + $0.joined(separator: " | ") + " |" }.joined(separator: "\n") + "\n"
     }
 

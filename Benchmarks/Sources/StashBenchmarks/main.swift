@@ -3,7 +3,9 @@ import Stash
 
 // Stash's benchmark suite: every scenario runs Stash and its baseline(s) in this one process, on
 // the same keys and values, in interleaved batches, and reports medians and Stash ÷ baseline.
-// Usage: StashBenchmarks [--quick] [--json FILE] [--markdown FILE] [--filter TEXT] [--work-dir DIR]
+// Usage: StashBenchmarks [--quick | --scale] [--fs both|work|tmpfs] [--json FILE] [--markdown FILE]
+//                        [--filter TEXT] [--work-dir DIR] [--tmpfs-dir DIR]
+//        StashBenchmarks --fill DIR COUNT   (a store for `Benchmarks/cli-scale`, through the library)
 // (`Benchmarks/run` builds it in release mode and passes its arguments on).
 
 func parseSettings(_ arguments: [String]) throws -> Settings {
@@ -16,17 +18,22 @@ func parseSettings(_ arguments: [String]) throws -> Settings {
     while let argument = remaining.popFirst() {
         switch argument {
         case "--quick": settings.quick = true
+        case "--scale": settings.scale = true
+        case "--fs": settings.fileSystems = try FileSystem.choices(try value(argument))
         case "--json": settings.jsonPath = try value(argument)
         case "--markdown": settings.markdownPath = try value(argument)
         case "--filter": settings.filter = try value(argument)
         case "--work-dir": settings.workDirectory = try value(argument)
+        case "--tmpfs-dir": settings.tmpfsDirectory = try value(argument)
         default:
             throw BenchError("""
                 unknown argument \(argument)
-                usage: StashBenchmarks [--quick] [--json FILE] [--markdown FILE] [--filter TEXT] [--work-dir DIR]
+                usage: StashBenchmarks [--quick | --scale] [--fs both|work|tmpfs] [--json FILE] [--markdown FILE] \
+                [--filter TEXT] [--work-dir DIR] [--tmpfs-dir DIR]
                 """)
         }
     }
+    if settings.quick, settings.scale { throw BenchError("--quick and --scale exclude each other") }
     return settings
 }
 
@@ -90,9 +97,11 @@ func runAll(_ bench: Bench) throws {
         try RemoveScenarios.removeExpired(bench: bench, label: expiredLabel)
     }
     try OpenScenarios.run(bench: bench)
+    try runPeers(bench)
 }
 
 func main() -> Int32 {
+    if CommandLine.arguments.dropFirst().first == "--fill" { return CLIFill.main(Array(CommandLine.arguments.dropFirst(2))) }
     let settings: Settings
     do {
         settings = try parseSettings(Array(CommandLine.arguments.dropFirst()).filter { $0 != "--redis" })
@@ -100,29 +109,62 @@ func main() -> Int32 {
         FileHandle.standardError.write(Data("\(error)\n".utf8))
         return 2
     }
-    // A folder of our own, removed at the end whatever happens (`run` also removes its parent).
+    // A folder of our own per file system, removed at the end whatever happens (`run` also removes
+    // the work folder's parent).
     let parent = settings.workDirectory.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
-    let root = parent.appendingPathComponent("stash-benchmarks-\(getpid())", isDirectory: true)
-    defer { try? FileManager.default.removeItem(at: root) }
-    let bench = Bench(settings: settings, root: root)
+    let folderName = "stash-benchmarks-\(getpid())"
+    var roots: [(url: URL, fileSystem: String)] = []
+    for choice in settings.fileSystems {
+        switch choice {
+        case .work:
+            try? FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+            roots.append((parent.appendingPathComponent(folderName, isDirectory: true), FileSystem.kind(of: parent.path)))
+        case .tmpfs:
+            let tmpfs = FileSystem.tmpfsParent(settings.tmpfsDirectory ?? "/dev/shm")
+            if let url = tmpfs.url {
+                roots.append((url.appendingPathComponent(folderName, isDirectory: true), "tmpfs"))
+            } else {
+                print("(no tmpfs rows: \(tmpfs.reason))")
+            }
+        }
+    }
+    defer { for root in roots { try? FileManager.default.removeItem(at: root.url) } }
+    guard let first = roots.first else {
+        FileHandle.standardError.write(Data("no file system to measure on\n".utf8))
+        return 1
+    }
+    let bench = Bench(settings: settings, root: first.url)
     print(Report.header(quick: settings.quick, keyCount: settings.keyCount))
+    print("file systems: " + roots.map { "\($0.fileSystem) (\($0.url.deletingLastPathComponent().path))" }.joined(separator: ", ")
+        + (settings.scale ? "; scale mode: engine rows up to 1,000,000 entries" : ""))
     let started = ContinuousClock.now
     do {
-        // `--redis`: the Redis group alone (it needs a redis-server, so it stays out of the default run).
-        if CommandLine.arguments.contains("--redis") { try RedisScenarios.run(bench) } else { try runAll(bench) }
+        if CommandLine.arguments.contains("--redis") {
+            // `--redis`: the Redis group alone (it needs a redis-server, so it stays out of the default run).
+            try RedisScenarios.run(bench)
+        } else {
+            for root in roots {
+                print("
+#### on \(root.fileSystem)")
+                bench.use(root: root.url, fileSystem: root.fileSystem)
+                try runAll(bench)
+            }
+        }
     } catch {
         FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
         return 1
     }
     print("\n" + Report.table(bench.rows))
+    print("\n" + Report.targetsText(bench.rows))
     let seconds = (ContinuousClock.now - started).nanoseconds / 1e9
-    let unmet = bench.rows.filter { $0.met == false }.map(\.scenario)
-    print("\n\(bench.rows.count) rows in \(Int(seconds.rounded())) s; targets not met: "
-        + (unmet.isEmpty ? "none" : unmet.joined(separator: "; ")))
+    let targets = bench.rows.compactMap(\.met)
+    print("\n\(bench.rows.count) rows in \(Int(seconds.rounded())) s; targets: \(targets.filter { $0 }.count) met, "
+        + "\(targets.filter { !$0 }.count) missed")
     do {
         if let path = settings.jsonPath { try Report.json(bench.rows).write(to: URL(fileURLWithPath: path)) }
         if let path = settings.markdownPath {
-            try Report.markdown(bench.rows).write(toFile: path, atomically: true, encoding: .utf8)
+            let markdown = Report.markdown(bench.rows) + "\n" + Report.targetsMarkdown(bench.rows)
+            try markdown.write(toFile: path, atomically: true, encoding: .utf8)
         }
     } catch {
         FileHandle.standardError.write(Data("could not write the results: \(error)\n".utf8))

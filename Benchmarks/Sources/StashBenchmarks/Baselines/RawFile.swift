@@ -91,4 +91,18 @@ enum RawFile {
         }
         return result
     }
+
+    /// Bytes allocated (`st_blocks` × 512) to the regular files under `directory`, at any depth.
+    static func allocated(under directory: String) throws -> Int {
+        guard let walker = FileManager.default.enumerator(atPath: directory) else {
+            throw Failure(call: "opendir", path: directory, code: ENOENT)
+        }
+        var total = 0
+        while let name = walker.nextObject() as? String {
+            var info = stat()
+            guard lstat(directory + "/" + name, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            total += Int(info.st_blocks) * 512
+        }
+        return total
+    }
 }

@@ -83,7 +83,7 @@ enum ConcurrencyScenarios {
     }
 
     /// Runs the mix on `threads` threads until the time is up; returns wall ns ÷ total operations.
-    private static func run(_ operations: Operations, threads: Int, seconds: Double, keyCount: Int, seed: UInt64) throws -> Double {
+    static func run(_ operations: Operations, threads: Int, seconds: Double, keyCount: Int, seed: UInt64) throws -> Double {
         let totals = Shared((operations: 0, checksum: 0, failure: String?.none))
         let start = ContinuousClock.now
         let deadline = start + .nanoseconds(Int64(seconds * 1e9))

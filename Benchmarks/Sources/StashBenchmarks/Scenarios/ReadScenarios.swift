@@ -24,7 +24,7 @@ enum ReadScenarios {
                 return ns
             },
         ])
-        bench.add(Row(label, stash: samples[0], baseline: samples[1], vs: "min store", target: .ratio(1.5)))
+        bench.add(Row(label, stash: samples[0], baseline: samples[1], vs: "min store", target: .ratio(1.3)))
         bench.add(Row(label + " (vs NSCache)", stash: samples[0], baseline: samples[2], vs: "NSCache"))
     }
 

@@ -7,14 +7,19 @@ enum WriteScenarios {
     static func setNew<T>(_ pair: Pair<T>, bench: Bench, label: String) throws {
         let samples = try timedWrites(pair, order: Fixtures.shuffled(pair.keys.count, seed: 1), revision: 0, bench: bench)
         bench.add(Row(label, stash: samples[0], baseline: samples[1], vs: "min store",
-                      target: pair.durable ? .none : .ratio(1.3)))
+                      target: pair.durable ? .none : minStoreTarget(pair.kind)))
     }
 
     /// Every key again, with a new value, in another random order.
     static func overwrite<T>(_ pair: Pair<T>, bench: Bench, label: String) throws {
         let samples = try timedWrites(pair, order: Fixtures.shuffled(pair.keys.count, seed: 2), revision: 1, bench: bench)
         bench.add(Row(label, stash: samples[0], baseline: samples[1], vs: "min store",
-                      target: pair.durable ? .none : .ratio(1.3)))
+                      target: pair.durable ? .none : minStoreTarget(pair.kind)))
+    }
+
+    /// Issue #16: 100 KB `Data` within 1.2× the min store; the small Codable value keeps 1.3×.
+    private static func minStoreTarget<T>(_ kind: Kind<T>) -> Target {
+        .ratio(kind.name == Kind<Data>.data.name ? 1.2 : 1.3)
     }
 
     /// Writes the keys in `order` into both stores, one batch of each in turn; returns both sides' ns/op samples.

@@ -1,0 +1,2 @@
+// LMDB, the read and open frontier of embedded engines (Debian: liblmdb-dev).
+#include <lmdb.h>

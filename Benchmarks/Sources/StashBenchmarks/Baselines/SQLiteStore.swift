@@ -1,0 +1,141 @@
+import CSQLite
+import Foundation
+import Synchronization
+
+/// SQLite as an app developer sets it up for a key-value cache (as GRDB and Bodega do): one table
+/// `kv(key TEXT PRIMARY KEY, value BLOB, expiry REAL)`, WAL, `synchronous=NORMAL` (`FULL` when
+/// durable), prepared statements made once and reused, one implicit transaction per statement.
+///
+/// One connection, used by one thread at a time (a `Mutex`), like GRDB's `DatabaseQueue`.
+// @unchecked: the connection and its statements are only touched inside `lock`.
+final class SQLiteStore: @unchecked Sendable {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    let path: String
+    private let lock = Mutex(())
+    private var db: OpaquePointer?
+    private var upsert: OpaquePointer?
+    private var select: OpaquePointer?
+    private var exists: OpaquePointer?
+    private var delete: OpaquePointer?
+    private var deleteExpired: OpaquePointer?
+
+    /// Opens (creating if needed) the database file at `path`.
+    init(path: String, durable: Bool = false) throws {
+        self.path = path
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK else {
+            defer { sqlite3_close(db) }
+            throw Failure(description: "sqlite3_open_v2(\(path)): \(String(cString: sqlite3_errmsg(db)))")
+        }
+        try execute("PRAGMA journal_mode=WAL")
+        try execute("PRAGMA synchronous=\(durable ? "FULL" : "NORMAL")")
+        try execute("CREATE TABLE IF NOT EXISTS kv(key TEXT PRIMARY KEY, value BLOB NOT NULL, expiry REAL)")
+        upsert = try prepare("INSERT INTO kv(key, value, expiry) VALUES(?1, ?2, ?3) "
+            + "ON CONFLICT(key) DO UPDATE SET value = excluded.value, expiry = excluded.expiry")
+        select = try prepare("SELECT value, expiry FROM kv WHERE key = ?1")
+        exists = try prepare("SELECT expiry FROM kv WHERE key = ?1")
+        delete = try prepare("DELETE FROM kv WHERE key = ?1")
+        deleteExpired = try prepare("DELETE FROM kv WHERE expiry < ?1")
+    }
+
+    deinit {
+        for statement in [upsert, select, exists, delete, deleteExpired] { sqlite3_finalize(statement) }
+        sqlite3_close(db)
+    }
+
+    /// Inserts or replaces the value of `key`; `expiry` in seconds since 1970, nil for never.
+    func set(_ value: Data, forKey key: String, expiry: Double? = nil) throws {
+        try lock.withLock { _ in
+            try run(upsert, key, bind: { statement in
+                _ = value.withUnsafeBytes { sqlite3_bind_blob(statement, 2, $0.baseAddress, Int32($0.count), nil) }
+                if let expiry { sqlite3_bind_double(statement, 3, expiry) } else { sqlite3_bind_null(statement, 3) }
+            })
+        }
+    }
+
+    /// The value of `key` (copied out of SQLite's page), nil when absent or expired at `now`.
+    func value(forKey key: String, now: Double = 0) throws -> Data? {
+        try lock.withLock { _ in
+            var result: Data?
+            try run(select, key, onRow: { statement in
+                if sqlite3_column_type(statement, 1) != SQLITE_NULL, sqlite3_column_double(statement, 1) < now { return }
+                let count = Int(sqlite3_column_bytes(statement, 0))
+                result = count == 0 ? Data() : Data(bytes: sqlite3_column_blob(statement, 0), count: count)
+            })
+            return result
+        }
+    }
+
+    /// Whether `key` is stored and not expired at `now`.
+    func contains(_ key: String, now: Double = 0) throws -> Bool {
+        try lock.withLock { _ in
+            var found = false
+            try run(exists, key, onRow: { statement in
+                found = sqlite3_column_type(statement, 0) == SQLITE_NULL || sqlite3_column_double(statement, 0) >= now
+            })
+            return found
+        }
+    }
+
+    func remove(forKey key: String) throws {
+        try lock.withLock { _ in try run(delete, key) }
+    }
+
+    /// `DELETE FROM kv WHERE expiry < now`: what `removeExpiredObjects` is in SQLite.
+    func removeExpired(now: Double) throws {
+        try lock.withLock { _ in
+            sqlite3_bind_double(deleteExpired, 1, now)
+            try step(deleteExpired)
+        }
+    }
+
+    /// Any statement, not prepared ahead (setup, bulk loads, `DELETE FROM kv`).
+    func execute(_ sql: String) throws {
+        try lock.withLock { _ in
+            guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw failure(sql) }
+        }
+    }
+
+    // MARK: - Statements
+
+    private func prepare(_ sql: String) throws -> OpaquePointer? {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK else {
+            throw failure(sql)
+        }
+        return statement
+    }
+
+    /// Binds the key as ?1 (without a copy: the statement is reset before the string goes away),
+    /// lets `bind` bind the rest, steps to the end and resets.
+    private func run(_ statement: OpaquePointer?, _ key: String, bind: (OpaquePointer?) -> Void = { _ in },
+                     onRow: (OpaquePointer?) -> Void = { _ in }) throws {
+        var key = key
+        try key.withUTF8 { utf8 in
+            sqlite3_bind_text(statement, 1, UnsafeRawPointer(utf8.baseAddress!).assumingMemoryBound(to: CChar.self),
+                              Int32(utf8.count), nil)
+            bind(statement)
+            try step(statement, onRow: onRow)
+        }
+    }
+
+    private func step(_ statement: OpaquePointer?, onRow: (OpaquePointer?) -> Void = { _ in }) throws {
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW: onRow(statement)
+            case SQLITE_DONE: return
+            default: throw failure("step")
+            }
+        }
+    }
+
+    private func failure(_ what: String) -> Failure {
+        Failure(description: "SQLite \(what): \(String(cString: sqlite3_errmsg(db)))")
+    }
+}

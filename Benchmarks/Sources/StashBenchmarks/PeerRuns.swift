@@ -1,0 +1,92 @@
+import Foundation
+import Stash
+
+/// One step of a lineup: its label (what `--filter` matches; the rows add `vs <peer>`) and what it does.
+struct PeerStep<T: Sendable> {
+    var label: String
+    var run: (Lineup<T>, Bench, String) throws -> Void
+}
+
+/// Runs `steps` in order on one lineup of fresh stores (`contenders`: Stash first, then its peers).
+/// The first step writes every key; when `--filter` skips it, the keys are written untimed so the
+/// later steps find them.
+func runLineup<T>(_ bench: Bench, _ kind: Kind<T>, keyCount: Int, _ contenders: [(String, (URL) throws -> any Side<T>)],
+                  _ steps: [PeerStep<T>]) throws {
+    // "SQLite + dictionary" is how the memory-hit rows name the SQLite side.
+    let peers = contenders.dropFirst().map(\.0) + ["SQLite + dictionary"]
+    guard steps.contains(where: { bench.settings.wants($0.label, peers: peers) }) else { return }
+    let folder = "peers-" + kind.name.filter { $0.isLetter || $0.isNumber }
+    let lineup = try Lineup(kind, in: try bench.freshDirectory(folder), keyCount: keyCount, contenders)
+    defer { lineup.close() }
+    print("== \(kind.name): \(lineup.names[0]) vs \(lineup.names.dropFirst().joined(separator: ", ")), \(keyCount) keys")
+    for (position, step) in steps.enumerated() {
+        if bench.settings.wants(step.label, peers: peers) {
+            try step.run(lineup, bench, step.label)
+        } else if position == 0 {
+            try lineup.populate()
+        }
+    }
+}
+
+/// The rows of the peers a user would pick instead of Stash (issue #16's targets, Stash ÷ peer).
+func runPeers(_ bench: Bench) throws {
+    let settings = bench.settings
+    typealias Scenario<T: Sendable> = (Lineup<T>, Bench, String, [Target]) throws -> Void
+    func step<T>(_ label: String, _ scenario: @escaping Scenario<T>, _ targets: [Target]) -> PeerStep<T> {
+        PeerStep(label: label) { try scenario($0, $1, $2, targets) }
+    }
+
+    // The engine: DiskStorage<Data>, 200 B values, against LevelDB and LMDB.
+    let small = Kind<Data>.small
+    try runLineup(bench, small, keyCount: settings.keyCount, [
+        ("Stash", { try StashDiskSide(in: $0) }), ("LevelDB", { try LevelDBSide(in: $0) }), ("LMDB", { try LMDBSide(in: $0) }),
+    ], [
+        step("set new key, 200 B data", PeerScenarios.setNew, [.ratio(1.0)]),
+        step("overwrite, 200 B data", PeerScenarios.overwrite, [.ratio(1.0)]),
+        step("disk hit, cold, 200 B data", PeerScenarios.coldHit, [.ratio(1.0), .ratio(2.0)]),
+        step("removeObject, 200 B data", PeerScenarios.remove, [.ratio(1.0)]),
+    ])
+
+    // The app: Storage<Payload> against SQLite with the same JSON coders and a dictionary in front.
+    let codable = Kind<Payload>.codable
+    try runLineup(bench, codable, keyCount: settings.keyCount, [
+        ("Stash", { try StashStorageSide(codable, in: $0) }), ("SQLite", { try SQLiteSide(codable.codec, in: $0) }),
+    ], [
+        step("set new key, codable", PeerScenarios.setNew, [.ratio(0.5)]),
+        step("overwrite, codable", PeerScenarios.overwrite, [.ratio(0.5)]),
+        step("memory hit, codable", PeerScenarios.memoryHit, [.ratio(1.0)]),
+        step("80/20 read/write, 1 thread", { try PeerScenarios.mixed($0, bench: $1, label: $2, threads: 1, targets: $3) },
+             [.ratio(0.5)]),
+        step("80/20 read/write, 2 threads", { try PeerScenarios.mixed($0, bench: $1, label: $2, threads: 2, targets: $3) },
+             [.ratio(0.5)]),
+        step("disk hit, cold memory, codable", PeerScenarios.coldHit, [.ratio(0.7)]),
+        step("existsObject hit, cold memory", PeerScenarios.exists, [.absolute(1_000)]),
+        step("removeObject, codable", PeerScenarios.remove, [.ratio(0.5)]),
+    ])
+
+    // Large values: Storage<Data>, 100 KB, against SQLite (blobs) with a dictionary in front.
+    let large = Kind<Data>.data
+    try runLineup(bench, large, keyCount: settings.largePeerKeys, [
+        ("Stash", { try StashStorageSide(large, in: $0) }), ("SQLite", { try SQLiteSide(large.codec, in: $0) }),
+    ], [
+        step("set new key, 100 KB data", PeerScenarios.setNew, [.ratio(0.7)]),
+        step("overwrite, 100 KB data", PeerScenarios.overwrite, [.ratio(0.7)]),
+        step("memory hit, 100 KB data", PeerScenarios.memoryHit, [.ratio(1.0)]),
+        step("disk hit, cold memory, 100 KB data", PeerScenarios.coldHit, [.ratio(0.7)]),
+        step("removeObject, 100 KB data", PeerScenarios.remove, [.ratio(0.7)]),
+    ])
+
+    for threads in [1, 4] {
+        let label = "durable writes, 200 B data, \(threads) thread\(threads == 1 ? "" : "s")"
+        if settings.wants(label, peers: [DurableScenarios.sqlite, DurableScenarios.leveldb]) {
+            print("== \(label)")
+            try DurableScenarios.run(bench: bench, label: label, threads: threads)
+        }
+    }
+    let expiredLabel = "removeExpiredObjects, \(settings.keyCount) entries half expired"
+    if settings.wants(expiredLabel, peers: ["SQLite"]) {
+        print("== removeExpiredObjects vs SQLite")
+        try ExpiryPeerScenario.run(bench: bench, label: expiredLabel)
+    }
+    try EngineScaleScenarios.run(bench: bench)
+}
