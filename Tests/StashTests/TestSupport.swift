@@ -159,3 +159,10 @@ private func isExecutableFile(_ url: URL) -> Bool {
     return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && !isDirectory.boolValue
         && FileManager.default.isExecutableFile(atPath: url.path)
 }
+
+extension DiskStore {
+    /// Whether `name` is one of the store's value files (`<16 hex digits>.value`).
+    static func isValueFileName(_ name: String) -> Bool {
+        ValueFiles.id(ofName: name) != nil
+    }
+}

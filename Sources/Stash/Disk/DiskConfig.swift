@@ -18,6 +18,14 @@ public struct DiskConfig: Sendable {
     /// torn one), but the last writes before a power loss may be lost. `fsync` costs about a
     /// millisecond per write on typical disks.
     public var durable: Bool
+    /// Whether the store is opened for reading only: reads work, every write throws
+    /// ``StorageError/readOnly(directory:)``, and nothing in the folder is created or changed
+    /// (a missing folder is an error). For another user's store, or one on a read-only file system.
+    public var readOnly: Bool
+    /// Whether every value is kept in a file of its own, holding exactly the transformer's bytes,
+    /// whose path ``Entry/filePath`` gives. Off by default: values under 256 KiB are then packed into
+    /// the store's segment files (much less disk space and time per value) and have no path.
+    public var storesValuesAsFiles: Bool
 
     /// Creates a disk configuration.
     /// - Parameters:
@@ -26,12 +34,17 @@ public struct DiskConfig: Sendable {
     ///   - maxSize: The most bytes of values kept; 0 = unlimited.
     ///   - directory: The parent folder; nil = the platform's caches folder.
     ///   - durable: Whether each write is `fsync`ed before it returns.
-    public init(name: String, expiry: Expiry = .never, maxSize: Int = 0, directory: URL? = nil, durable: Bool = false) {
+    ///   - readOnly: Whether the store is opened for reading only.
+    ///   - storesValuesAsFiles: Whether every value gets a file of its own (see ``storesValuesAsFiles``).
+    public init(name: String, expiry: Expiry = .never, maxSize: Int = 0, directory: URL? = nil, durable: Bool = false,
+                readOnly: Bool = false, storesValuesAsFiles: Bool = false) {
         self.name = name
         self.expiry = expiry
         self.maxSize = max(0, maxSize)
         self.directory = directory
         self.durable = durable
+        self.readOnly = readOnly
+        self.storesValuesAsFiles = storesValuesAsFiles
     }
 
     /// The folder the store lives in: ``directory`` (or the caches folder) joined with ``name``.

@@ -1,7 +1,8 @@
 public import Foundation
 
-/// A persistent store: one raw file per value, with an append-only journal of keys, sizes, expiry
-/// and last access. Usable on its own; inside a ``Storage`` it is the layer behind memory.
+/// A persistent store: small values packed into checksummed, append-only segment files, large ones
+/// (or all, with ``DiskConfig/storesValuesAsFiles``) in files of their own. Usable on its own; inside
+/// a ``Storage`` it is the layer behind memory.
 ///
 /// ```swift
 /// let disk = try DiskStorage(config: DiskConfig(name: "Users", maxSize: 50_000_000),
@@ -28,7 +29,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     ///   read, ``StorageError/inUse(directory:)`` when another process has it open,
     ///   ``StorageError/invalidName(_:)`` when ``DiskConfig/name`` would leave ``DiskConfig/directory``.
     public convenience init(config: DiskConfig, transformer: Transformer<T>, now: @escaping @Sendable () -> Date = { Date() }) throws {
-        self.init(config: config, transformer: transformer, engine: try DiskEngine.open(config.checkedStoreURL()), now: now)
+        self.init(config: config, transformer: transformer, engine: try DiskEngine.open(config.checkedStoreURL(), readOnly: config.readOnly), now: now)
     }
 
     init(config: DiskConfig, transformer: Transformer<T>, engine: DiskEngine, now: @escaping @Sendable () -> Date) {
@@ -59,7 +60,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
                 DiskEntryInfo(key: key, size: record.size,
                               expiry: Expiry(storedDate: Date(timeIntervalSince1970: record.expiry)),
                               lastAccess: Date(timeIntervalSince1970: record.lastAccess),
-                              filePath: store.path(forKey: key, generation: record.generation))
+                              filePath: store.filePath(of: record))
             }
         }
     }
@@ -86,15 +87,18 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         let data = try transformer.encode(object)
         let now = now()
         let expiryDate = (expiry ?? config.expiry).resolved(from: now)
-        let staged = engine.stage(key, data, maxSize: config.maxSize, durable: config.durable)
-        let replaced = try engine.sync {
-            try $0.write(key, data, staged: staged, expiry: expiryDate, now: now, maxSize: config.maxSize, durable: config.durable).replaced
+        let staged = engine.stage(key, data, maxSize: config.maxSize, durable: config.durable, storesValuesAsFiles: config.storesValuesAsFiles)
+        let (_, replaced, sync) = try engine.sync {
+            try $0.write(key, data, staged: staged, expiry: expiryDate, now: now, maxSize: config.maxSize, durable: config.durable,
+                         storesValuesAsFiles: config.storesValuesAsFiles)
         }
-        engine.removeReplaced(key: key, generation: replaced)
+        engine.removeReplaced(replaced)
+        try engine.waitUntilDurable(sync)
     }
 
     public func removeObject(forKey key: String) throws {
-        try engine.sync { try $0.remove(key) }
+        let sync = try engine.sync { try $0.remove(key) }
+        if config.durable { try engine.waitUntilDurable(sync) }
     }
 
     public func removeAll() throws {
@@ -144,8 +148,8 @@ public struct DiskEntryInfo: Sendable, Hashable {
     public let expiry: Expiry
     /// When the value was last written or read.
     public let lastAccess: Date
-    /// The file holding the value's bytes.
-    public let filePath: String
+    /// The file holding the value's bytes; nil for a value packed into a segment file.
+    public let filePath: String?
 
     /// Whether the value is expired at `date` (from its expiry date on).
     public func isExpired(at date: Date) -> Bool {

@@ -92,17 +92,19 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         let expiryDate = (expiry ?? diskStorage.config.expiry).resolved(from: now)
         let config = diskStorage.config
         // The value file is written here, in parallel with other threads; the queue only commits it.
-        let staged = engine.stage(key, data, maxSize: config.maxSize, durable: config.durable)
-        let replaced = try engine.sync { store in
-            let (path, replaced) = try store.write(key, data, staged: staged, expiry: expiryDate, now: now,
-                                                   maxSize: config.maxSize, durable: config.durable)
+        let staged = engine.stage(key, data, maxSize: config.maxSize, durable: config.durable, storesValuesAsFiles: config.storesValuesAsFiles)
+        let (replaced, sync) = try engine.sync { store in
+            let (path, replaced, sync) = try store.write(key, data, staged: staged, expiry: expiryDate, now: now,
+                                                         maxSize: config.maxSize, durable: config.durable,
+                                                         storesValuesAsFiles: config.storesValuesAsFiles)
             // An already expired value may have been trimmed at once; memory never holds what disk lost.
             if store.record(forKey: key) != nil {
                 remember(object, forKey: key, cost: data.count, expiry: expiryDate, filePath: path)
             }
-            return replaced
+            return (replaced, sync)
         }
-        engine.removeReplaced(key: key, generation: replaced)
+        engine.removeReplaced(replaced)
+        try engine.waitUntilDurable(sync)
     }
 
     public func removeObject(forKey key: String) throws {

@@ -32,6 +32,13 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     /// ``DiskConfig/name`` does not name a folder inside ``DiskConfig/directory``: it is empty, absolute,
     /// has a `..` component or a NUL byte. Nothing is opened or created.
     case invalidName(String)
+    /// The folder is not empty and Stash did not mark it as a store: nothing in it is touched.
+    case notAStore(directory: String)
+    /// The store was written by a later version of Stash, whose format this one cannot read.
+    case unsupportedFormat(directory: String, format: Int)
+    /// The store was opened read-only (``DiskConfig/readOnly``, or a folder this process cannot
+    /// write): reads work, writes throw this.
+    case readOnly(directory: String)
     /// A file-system operation failed; `underlying` is the system's error (for example a `POSIXError`).
     case io(operation: String, path: String, underlying: any Error)
 
@@ -51,6 +58,11 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
         case .inUse(let directory): return "The store at \(directory) is in use by another process"
         case .invalidName(let name):
             return "The store name \"\(name)\" must be a relative folder path without \"..\" (it must stay inside the directory)"
+        case .notAStore(let directory):
+            return "\(directory) is not empty and is not a Stash store; nothing in it was changed"
+        case .unsupportedFormat(let directory, let format):
+            return "The store at \(directory) has format \(format), which this version of Stash cannot read"
+        case .readOnly(let directory): return "The store at \(directory) is open read-only"
         case .io(let operation, let path, let error): return "\(operation) failed for \(path): \(Self.message(of: error))"
         }
     }
