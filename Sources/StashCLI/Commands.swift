@@ -21,7 +21,8 @@ struct StoreCommands {
     /// `set` without VALUE: all of stdin, read before the store is opened (and locked).
     private let standardInput: Data?
 
-    /// Opens the store `invocation` names (creating it if needed) as raw bytes.
+    /// Opens the store `invocation` names as raw bytes: read-only for the commands that only read,
+    /// else creating it if needed.
     init(_ invocation: Invocation) throws {
         self.invocation = invocation
         if invocation.command == .set, invocation.arguments.count == 1 {
@@ -32,6 +33,9 @@ struct StoreCommands {
         }
         var config = Self.config(forDirectory: invocation.directory)
         config.durable = invocation.durable
+        // Commands that only read open the store read-only: they create and change nothing (a
+        // mistyped --dir is an error, not a new folder), and work on a store this user cannot write.
+        config.readOnly = [.get, .ls, .stats].contains(invocation.command)
         storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
     }
 

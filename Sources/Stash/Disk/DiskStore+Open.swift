@@ -7,7 +7,7 @@ extension DiskStore {
     /// names, and opens the last segment for appending.
     func open() throws {
         if folder.kind == .v1 {
-            try checkWritable()
+            if readOnly { throw StorageError.unsupportedFormat(directory: directory, format: 1) }
             try upgradeFromVersion1()
         }
         let files = try folder.files()

@@ -60,6 +60,8 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
             return "The store name \"\(name)\" must be a relative folder path without \"..\" (it must stay inside the directory)"
         case .notAStore(let directory):
             return "\(directory) is not empty and is not a Stash store; nothing in it was changed"
+        case .unsupportedFormat(let directory, let format) where format < 2:
+            return "The store at \(directory) has format \(format); open it once for writing (not read-only) to upgrade it"
         case .unsupportedFormat(let directory, let format):
             return "The store at \(directory) has format \(format), which this version of Stash cannot read"
         case .readOnly(let directory): return "The store at \(directory) is open read-only"
