@@ -39,6 +39,12 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         self.now = now
     }
 
+    /// Throws ``StorageError/readOnly(directory:)`` for a storage opened read-only (which may share
+    /// the engine of a writable storage of the same folder in this process).
+    func checkWritable() throws {
+        if config.readOnly { throw StorageError.readOnly(directory: engine.directory) }
+    }
+
     /// The store's folder.
     public var path: String { engine.directory }
 
@@ -84,6 +90,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
+        try checkWritable()
         let data = try transformer.encode(object)
         let now = now()
         let expiryDate = (expiry ?? config.expiry).resolved(from: now)
@@ -97,21 +104,25 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func removeObject(forKey key: String) throws {
+        try checkWritable()
         let sync = try engine.sync { try $0.remove(key) }
         if config.durable { try engine.waitUntilDurable(sync) }
     }
 
     public func removeAll() throws {
+        try checkWritable()
         try engine.sync { try $0.removeAll() }
     }
 
     public func removeExpiredObjects() throws {
+        try checkWritable()
         let now = now()
         try engine.sync { _ = try $0.removeExpired(now: now) }
     }
 
     /// Removes expired values, then least recently used ones, until at most `size` bytes remain.
     public func trim(toSize size: Int) throws {
+        try checkWritable()
         let now = now()
         try engine.sync { try $0.trim(toSize: max(0, size), now: now) }
     }

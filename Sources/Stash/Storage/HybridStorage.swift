@@ -87,6 +87,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
+        try diskStorage.checkWritable()
         let data = try diskStorage.transformer.encode(object)
         let now = now
         let expiryDate = (expiry ?? diskStorage.config.expiry).resolved(from: now)
