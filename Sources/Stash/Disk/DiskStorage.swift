@@ -117,17 +117,15 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         DiskStorage<U>(config: config, transformer: transformer, engine: engine, now: now)
     }
 
-    /// Reads and decodes `key`'s value on the engine's queue; an undecodable value is dropped.
+    /// Reads and decodes `key`'s value on the engine's queue.
+    ///
+    /// Bytes that this transformer cannot decode are intact (damaged ones fail in ``DiskStore/read(_:now:)``
+    /// as ``StorageError/corrupted(_:)``): the entry is kept for another view or the app's migration
+    /// code, and the error is ``StorageError/decodingFailed(_:)`` (or the transformer's own ``StorageError``).
     func readEntry(_ key: String, from store: DiskStore) throws -> (entry: Entry<T>, size: Int) {
         let now = now()
         let (data, record, path) = try store.read(key, now: now)
-        let object: T
-        do {
-            object = try transformer.decode(data)
-        } catch {
-            store.drop(key)
-            throw error
-        }
+        let object = try transformer.decode(data)
         let entry = Entry(object: object, expiry: Expiry(storedDate: Date(timeIntervalSince1970: record.expiry)),
                           filePath: path, isExpired: now.timeIntervalSince1970 >= record.expiry)
         return (entry, data.count)

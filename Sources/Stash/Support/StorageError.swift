@@ -10,7 +10,9 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     case typeNotMatch
     /// The transformer could not encode the value.
     case encodingFailed(any Error)
-    /// The stored bytes no longer decode to the type (for example, the model changed). The entry is dropped.
+    /// The stored bytes are intact but do not decode to the type read (for example, the model changed, or
+    /// the key was written through a view of another type); the cause is the transformer's error.
+    /// The entry is kept, so another view or the app's migration code can still read it.
     case decodingFailed(any Error)
     /// A shipped transformer rejected the data: `TransformerFactory.forImage()` reading bytes that are
     /// no image (the cause is an ``ImageDataError``). Errors of your own transformers arrive as
