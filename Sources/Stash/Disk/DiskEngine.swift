@@ -12,6 +12,10 @@ final class DiskEngine: @unchecked Sendable {
     let directory: String
     let queue: DispatchQueue
     let observers = ObservationCenter()
+    /// The first opener's ``DiskConfig/maxSize`` and ``DiskConfig/durable``, which every storage of
+    /// this folder must share (``open(_:maxSize:durable:)``).
+    let maxSize: Int
+    let durable: Bool
     private let store: DiskStore
     /// The store's index (``DiskStore/sharedIndex``), which has a lock of its own.
     private let index: Locked<LRUIndex<DiskRecord>>
@@ -27,8 +31,10 @@ final class DiskEngine: @unchecked Sendable {
         weak var engine: DiskEngine?
     }
 
-    private init(directory: String) throws {
+    private init(directory: String, maxSize: Int, durable: Bool) throws {
         self.directory = directory
+        self.maxSize = maxSize
+        self.durable = durable
         store = try DiskStore(directory: directory)
         index = store.sharedIndex
         staging = store.staging
@@ -50,15 +56,35 @@ final class DiskEngine: @unchecked Sendable {
     }
 
     /// The engine for `url`, shared with every other open storage of that folder; creates the folder.
-    static func open(_ url: URL) throws -> DiskEngine {
+    ///
+    /// The first opener's `maxSize` and `durable` hold while the engine is open: two storages with
+    /// different limits on one folder would evict each other's data by their own rule, so a second
+    /// opener asking for others gets an error instead (see Docs/Architecture.md, "Sharing a folder").
+    /// - Throws: ``StorageError/configurationConflict(directory:setting:inForce:requested:)``.
+    static func open(_ url: URL, maxSize: Int, durable: Bool) throws -> DiskEngine {
         let path = url.standardizedFileURL.path
         try FileIO.createDirectory(path)
         let canonical = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         return try registry.withLock { registry in
-            if let engine = registry[canonical]?.engine { return engine }
-            let engine = try DiskEngine(directory: canonical)
+            if let engine = registry[canonical]?.engine {
+                try engine.checkSettings(maxSize: maxSize, durable: durable)
+                return engine
+            }
+            let engine = try DiskEngine(directory: canonical, maxSize: maxSize, durable: durable)
             registry[canonical] = WeakEngine(engine: engine)
             return engine
+        }
+    }
+
+    /// Throws when a second opener asks for other settings than this engine's.
+    private func checkSettings(maxSize: Int, durable: Bool) throws {
+        if maxSize != self.maxSize {
+            throw StorageError.configurationConflict(directory: directory, setting: "maxSize",
+                                                     inForce: String(self.maxSize), requested: String(maxSize))
+        }
+        if durable != self.durable {
+            throw StorageError.configurationConflict(directory: directory, setting: "durable",
+                                                     inForce: String(self.durable), requested: String(durable))
         }
     }
 

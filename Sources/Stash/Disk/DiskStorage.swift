@@ -26,9 +26,14 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     ///   - now: The clock that expiry and last access are measured against.
     /// - Throws: ``StorageError/io(operation:path:underlying:)`` when the folder cannot be created or
     ///   read, ``StorageError/inUse(directory:)`` when another process has it open,
-    ///   ``StorageError/invalidName(_:)`` when ``DiskConfig/name`` would leave ``DiskConfig/directory``.
+    ///   ``StorageError/invalidName(_:)`` when ``DiskConfig/name`` would leave ``DiskConfig/directory``,
+    ///   ``StorageError/invalidLimit(name:value:)`` or ``StorageError/invalidExpiry(_:)`` for unusable
+    ///   settings, ``StorageError/configurationConflict(directory:setting:inForce:requested:)`` when the
+    ///   folder is already open in this process with another ``DiskConfig/maxSize`` or ``DiskConfig/durable``.
     public convenience init(config: DiskConfig, transformer: Transformer<T>, now: @escaping @Sendable () -> Date = { Date() }) throws {
-        self.init(config: config, transformer: transformer, engine: try DiskEngine.open(config.checkedStoreURL()), now: now)
+        try config.validate()
+        let engine = try DiskEngine.open(config.checkedStoreURL(), maxSize: config.maxSize, durable: config.durable)
+        self.init(config: config, transformer: transformer, engine: engine, now: now)
     }
 
     init(config: DiskConfig, transformer: Transformer<T>, engine: DiskEngine, now: @escaping @Sendable () -> Date) {
@@ -83,9 +88,9 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
-        let data = try transformer.encode(object)
         let now = now()
-        let expiryDate = (expiry ?? config.expiry).resolved(from: now)
+        let expiryDate = try (expiry ?? config.expiry).checkedDate(from: now)
+        let data = try transformer.encode(object)
         let staged = engine.stage(key, data, maxSize: config.maxSize, durable: config.durable)
         let replaced = try engine.sync {
             try $0.write(key, data, staged: staged, expiry: expiryDate, now: now, maxSize: config.maxSize, durable: config.durable).replaced
@@ -107,9 +112,11 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     /// Removes expired values, then least recently used ones, until at most `size` bytes remain.
+    /// - Throws: ``StorageError/invalidLimit(name:value:)`` for a negative `size` (nothing is removed).
     public func trim(toSize size: Int) throws {
+        guard size >= 0 else { throw StorageError.invalidLimit(name: "size", value: size) }
         let now = now()
-        try engine.sync { try $0.trim(toSize: max(0, size), now: now) }
+        try engine.sync { try $0.trim(toSize: size, now: now) }
     }
 
     /// A view of the same store (same folder, queue and index) whose values are `U`.

@@ -87,10 +87,11 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
-        let data = try diskStorage.transformer.encode(object)
         let now = now
-        let expiryDate = (expiry ?? diskStorage.config.expiry).resolved(from: now)
         let config = diskStorage.config
+        let expiryDate = try (expiry ?? config.expiry).checkedDate(from: now)
+        try cache.config.validate() // the memory copy's limits and expiry (a plain value: checked here)
+        let data = try diskStorage.transformer.encode(object)
         // The value file is written here, in parallel with other threads; the queue only commits it.
         let staged = engine.stage(key, data, maxSize: config.maxSize, durable: config.durable)
         let replaced = try engine.sync { store in
