@@ -12,6 +12,8 @@ final class DiskEngine: @unchecked Sendable {
     let directory: String
     let queue: DispatchQueue
     let observers = ObservationCenter()
+    /// Mutations submitted through the async API and not run yet (for its memory-hit fast path).
+    let pendingAsyncMutations = PendingMutations()
     /// The first opener's ``DiskConfig/maxSize`` and ``DiskConfig/durable``, which every storage of
     /// this folder must share (``open(_:maxSize:durable:)``).
     let maxSize: Int
@@ -121,9 +123,17 @@ final class DiskEngine: @unchecked Sendable {
     var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == queueID }
 
     /// Runs `body` on the serial queue and waits for it; inline when already on the queue.
+    ///
+    /// Off the queue, the changes `body` committed reach their observers before this returns
+    /// (``ObservationCenter/deliver(through:)``); inline, the outer operation's caller delivers them.
     func sync<Result>(_ body: (DiskStore) throws -> Result) rethrows -> Result {
         if isOnQueue { return try body(store) }
-        return try queue.sync { try body(store) }
+        var published: UInt64 = 0
+        defer { observers.deliver(through: published) }
+        return try queue.sync {
+            defer { published = observers.lastPublished }
+            return try body(store)
+        }
     }
 
     /// Runs `body` on the serial queue, after every operation submitted before it.

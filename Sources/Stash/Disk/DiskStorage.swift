@@ -106,9 +106,13 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         try engine.sync { try $0.removeAll() }
     }
 
+    /// Removes every expired value; observers of the folder hear `.removeExpired` even when nothing
+    /// had expired (as hyperoslo/Cache's do).
     public func removeExpiredObjects() throws {
         let now = now()
-        try engine.sync { _ = try $0.removeExpired(now: now) }
+        try engine.sync { store in
+            if try store.removeExpired(now: now).isEmpty { engine.observers.publish(.remove(keys: [], reason: .expired)) }
+        }
     }
 
     /// Removes expired values, then least recently used ones, until at most `size` bytes remain.
