@@ -155,6 +155,7 @@ struct InvalidInputTests {
         #expect(try same.object(forKey: "k") == ann)
     }
 
+    // Contract 11: the first opener's settings hold only while the engine is open.
     @Test("once every storage of a folder is released, the folder opens with new settings")
     func newSettingsAfterRelease() throws {
         let directory = TemporaryDirectory()
