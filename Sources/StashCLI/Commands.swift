@@ -50,6 +50,7 @@ struct StoreCommands {
 
     /// Runs the command; returns the exit status.
     func run() throws -> Int32 {
+        reportRecoveryIssues()
         switch invocation.command {
         case .set: try set()
         case .get: return try get()
@@ -62,6 +63,15 @@ struct StoreCommands {
         case .tour, .help: preconditionFailure("\(invocation.command) needs no store")
         }
         return ExitStatus.success
+    }
+
+    /// Damage that opening the store found and dropped, on stderr whatever the command (stdout stays
+    /// the command's own output; the exit status stays the command's).
+    private func reportRecoveryIssues() {
+        let issues = storage.recoveryIssues
+        guard !issues.isEmpty else { return }
+        writeError("stash: opening the store found damaged data and dropped it (\(plural(issues.count, "issue"))):")
+        issues.forEach { writeError("stash:   - \($0)") }
     }
 
     /// `set KEY [VALUE] [--ttl SECONDS] [--durable]`: the value is the argument, else all of stdin.
