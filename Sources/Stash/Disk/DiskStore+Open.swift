@@ -114,11 +114,13 @@ extension DiskStore {
         }
         values.raise(above: max(maxFile, valueFiles.max() ?? 0))
         guard !readOnly else { return }
-        // Segments below the snapshot's that no entry names: the inputs of a compaction whose
-        // removal a crash cut short.
+        // The oldest segments, below the snapshot's, that no entry names: the inputs of a compaction
+        // whose removal a crash cut short. Only a run from the oldest on: a segment that an older one
+        // survives may hold the tombstones that keep that one's records dead in a full replay.
         if let snapshotSegment {
-            for segment in segments.values where segment.id < snapshotSegment && liveBytes[segment.id] == nil {
-                segments[segment.id] = nil
+            for id in segments.keys.sorted() {
+                guard id < snapshotSegment, liveBytes[id] == nil, let segment = segments[id] else { break }
+                segments[id] = nil
                 try? FileIO.remove(segment.path)
             }
         }

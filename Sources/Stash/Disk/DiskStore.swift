@@ -268,12 +268,19 @@ final class DiskStore {
         segments[old.segment]?.deadBytes += Int(old.length)
     }
 
-    /// Makes sure records can be appended: the folder may have been removed underneath (then the
-    /// store starts over, empty, in a new folder).
+    /// Makes sure records can be appended. The folder may have been removed underneath: then the
+    /// store starts over, empty, in a new folder. If only the active segment was deleted, a new one
+    /// is started and the entries it held fail their reads (``StorageError/corrupted(_:)``).
     func ensureActive() throws {
         try checkWritable()
-        if let active, !active.isDetached { return }
-        try startOver()
+        guard let active else { return try startOver() }
+        guard active.isDetached else { return }
+        if FileManager.default.fileExists(atPath: directory + "/" + StoreFolder.markerName) {
+            segments[active.id] = nil
+            try roll()
+        } else {
+            try startOver()
+        }
     }
 
     /// Seals the active segment and starts a new one.
