@@ -111,7 +111,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
 
     public func removeObject(forKey key: String) throws {
         try checkWritable()
-        let sync = try engine.sync { try $0.remove(key) }
+        let sync = try engine.sync { [config] in try $0.remove(key, durable: config.durable) }
         if config.durable { try engine.waitUntilDurable(sync) }
     }
 

@@ -59,14 +59,16 @@ extension DiskStore {
         var replayer = Replayer()
         for (number, id) in ids.enumerated() {
             let covered = snapshot.map { id < $0.position.segment } ?? false
-            guard let (file, bytes) = try SegmentFile.open(directory + "/" + SegmentFile.name(of: id), writable: !readOnly,
-                                                           wholeFile: !covered),
-                  file.id == id else {
+            let path = directory + "/" + SegmentFile.name(of: id)
+            nextSegmentID = max(nextSegmentID, id &+ 1)
+            guard let (file, bytes) = try SegmentFile.open(path, writable: !readOnly, wholeFile: !covered), file.id == id else {
+                // Both header copies damaged, or a crash right after the file was created: without
+                // its salt no record in it can be verified. A writer removes it (it is the store's).
                 recoveryIssues.append(.corrupted("segment \(SegmentFile.name(of: id)) has no valid header; its records were dropped"))
+                if !readOnly { try? FileIO.remove(path) }
                 continue
             }
             segments[id] = file
-            nextSegmentID = max(nextSegmentID, id &+ 1)
             var start = SegmentFormat.headerLength
             if let position = snapshot?.position {
                 if covered { continue } // its records are in the snapshot
