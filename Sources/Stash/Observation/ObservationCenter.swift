@@ -39,6 +39,8 @@ final class ObservationCenter: Sendable {
     /// at the change's commit, so the order of publishing is the commit order).
     func publish(_ event: StoreEvent) {
         let targets: [(id: Int, key: String?, bind: Binding)] = state.withLock { state in
+            // Most stores have no observers: publishing then costs one look under the lock.
+            guard !state.storageObservers.isEmpty || !state.keyObservers.isEmpty else { return [] }
             var targets = state.storageObservers.sorted { $0.key < $1.key }.map { ($0.key, String?.none, $0.value.bind) }
             for key in Set(event.keys) {
                 for (id, registration) in (state.keyObservers[key] ?? [:]).sorted(by: { $0.key < $1.key }) {
