@@ -31,6 +31,11 @@ final class ObservationCenter: Sendable {
     private let state = Locked(State())
     private let line = DeliveryLine()
 
+    /// Whether any observer is registered (an event nobody hears need not be built).
+    var hasObservers: Bool {
+        state.withLock { !$0.storageObservers.isEmpty || !$0.keyObservers.isEmpty }
+    }
+
     func hasKeyObservers(_ key: String) -> Bool {
         state.withLock { $0.keyObservers[key] != nil }
     }
