@@ -504,7 +504,7 @@ private func posixCode(_ error: StorageError?) -> POSIXErrorCode? {
 /// Every value file in the store folder is one the index lists (directories aside), and no
 /// `journal.compacting` is left.
 private func expectNoStrayFiles<T>(_ disk: DiskStorage<T>, sourceLocation: SourceLocation = #_sourceLocation) throws {
-    let listed = Set(disk.entryInfos.map { ($0.filePath as NSString).lastPathComponent })
+    let listed = Set(disk.entryInfos.map { (($0.filePath ?? "") as NSString).lastPathComponent })
     let names = try FileManager.default.contentsOfDirectory(atPath: disk.path)
     let valueFiles = Set(names.filter { DiskStore.isValueFileName($0) && !isDirectory(disk.path + "/" + $0) })
     #expect(valueFiles == listed, "value files the index does not list: \(valueFiles.subtracting(listed).sorted())",

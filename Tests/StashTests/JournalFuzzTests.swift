@@ -14,7 +14,7 @@ struct JournalFuzzTests {
             case 1: return .access(key: key, time: Double(random.next() % 1_000_000))
             case 2 where index % 11 == 0: return .clear
             default:
-                return .set(key: key, DiskRecord(generation: random.next() % 1000, size: Int(random.next() % 100_000),
+                return .set(key: key, V1Record(generation: random.next() % 1000, size: Int(random.next() % 100_000),
                                                  expiry: Double(random.next() % 10_000), lastAccess: Double(index)))
             }
         }

@@ -59,7 +59,7 @@ struct StorageMaintenanceTests {
         #expect(infos.dropFirst().allSatisfy { !$0.isExpired(at: clock.now) })
         #expect(infos.last?.lastAccess == clock.now) // the memory hit
         for info in infos {
-            #expect(FileManager.default.contents(atPath: info.filePath) == (try storage.entry(forKey: info.key).object))
+            #expect(FileManager.default.contents(atPath: try #require(info.filePath)) == (try storage.entry(forKey: info.key).object))
         }
     }
 

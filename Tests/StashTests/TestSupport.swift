@@ -159,3 +159,23 @@ private func isExecutableFile(_ url: URL) -> Bool {
     return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && !isDirectory.boolValue
         && FileManager.default.isExecutableFile(atPath: url.path)
 }
+
+extension DiskStore {
+    /// Whether `name` is one of the store's value files (`<16 hex digits>.value`).
+    static func isValueFileName(_ name: String) -> Bool {
+        ValueFiles.id(ofName: name) != nil
+    }
+}
+
+/// Waits until `condition` holds, for another thread's progress that no hook reports (it polls;
+/// it does not wait for time to pass); fails after `limit` seconds.
+func waitUntil(limit: TimeInterval = 30, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool) throws {
+    let deadline = Date().addingTimeInterval(limit)
+    while !condition() {
+        guard Date() < deadline else {
+            Issue.record("the awaited condition did not hold within \(limit) s", sourceLocation: sourceLocation)
+            throw CancellationError()
+        }
+        usleep(200)
+    }
+}

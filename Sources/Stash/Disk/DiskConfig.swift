@@ -7,7 +7,12 @@ public struct DiskConfig: Sendable {
     /// The default expiry of values written without one.
     public var expiry: Expiry
     /// The most bytes of values kept on disk; 0 means no limit. Checked after every write:
-    /// expired values go first, then the least recently used.
+    /// expired values go first, then the least recently used. A negative value is refused when the
+    /// store is opened (``StorageError/invalidLimit(name:value:)``).
+    ///
+    /// Every storage of one folder in a process shares one engine, and with it the first opener's
+    /// ``maxSize`` and ``durable``: opening the folder again with other values throws
+    /// ``StorageError/configurationConflict(directory:setting:inForce:requested:)``.
     public var maxSize: Int
     /// The parent folder; nil means the platform's caches folder (on Linux `$XDG_CACHE_HOME`,
     /// else `~/.cache`).
@@ -18,20 +23,33 @@ public struct DiskConfig: Sendable {
     /// torn one), but the last writes before a power loss may be lost. `fsync` costs about a
     /// millisecond per write on typical disks.
     public var durable: Bool
+    /// Whether the store is opened for reading only: reads work, every write throws
+    /// ``StorageError/readOnly(directory:)``, and nothing in the folder is created or changed
+    /// (a missing folder is an error). For another user's store, or one on a read-only file system.
+    public var readOnly: Bool
+    /// Whether every value is kept in a file of its own, holding exactly the transformer's bytes,
+    /// whose path ``Entry/filePath`` gives. Off by default: values under 256 KiB are then packed into
+    /// the store's segment files (much less disk space and time per value) and have no path.
+    public var storesValuesAsFiles: Bool
 
     /// Creates a disk configuration.
     /// - Parameters:
     ///   - name: The store's folder name, created inside `directory`.
     ///   - expiry: The default expiry of values written without one.
-    ///   - maxSize: The most bytes of values kept; 0 = unlimited.
+    ///   - maxSize: The most bytes of values kept; 0 = unlimited; negative is refused when opening.
     ///   - directory: The parent folder; nil = the platform's caches folder.
     ///   - durable: Whether each write is `fsync`ed before it returns.
-    public init(name: String, expiry: Expiry = .never, maxSize: Int = 0, directory: URL? = nil, durable: Bool = false) {
+    ///   - readOnly: Whether the store is opened for reading only.
+    ///   - storesValuesAsFiles: Whether every value gets a file of its own (see ``storesValuesAsFiles``).
+    public init(name: String, expiry: Expiry = .never, maxSize: Int = 0, directory: URL? = nil, durable: Bool = false,
+                readOnly: Bool = false, storesValuesAsFiles: Bool = false) {
         self.name = name
         self.expiry = expiry
-        self.maxSize = max(0, maxSize)
+        self.maxSize = maxSize
         self.directory = directory
         self.durable = durable
+        self.readOnly = readOnly
+        self.storesValuesAsFiles = storesValuesAsFiles
     }
 
     /// The folder the store lives in: ``directory`` (or the caches folder) joined with ``name``.
@@ -52,6 +70,14 @@ public struct DiskConfig: Sendable {
             throw StorageError.invalidName(name)
         }
         return storeURL
+    }
+
+    /// Refuses settings that cannot be honoured, before anything is opened or created.
+    /// - Throws: ``StorageError/invalidLimit(name:value:)`` for a negative ``maxSize``,
+    ///   ``StorageError/invalidExpiry(_:)`` for an unusable ``expiry``.
+    func validate() throws {
+        guard maxSize >= 0 else { throw StorageError.invalidLimit(name: "maxSize", value: maxSize) }
+        guard expiry.isValid else { throw StorageError.invalidExpiry(expiry) }
     }
 
     /// The platform's caches folder: `$XDG_CACHE_HOME` or `~/.cache` on Linux.

@@ -1,12 +1,36 @@
 import Foundation
 
-/// The disk index and its operations; lives on its ``DiskEngine``'s queue and is never shared.
+/// What the disk index knows of one stored value: where its set record is, and what it says.
+struct DiskRecord: Equatable {
+    var segment: UInt32
+    var offset: UInt32
+    /// The set record's length in bytes.
+    var length: UInt32
+    var value: StoredValue
+    /// Seconds since 1970 (`Date.distantFuture` for never).
+    var expiry: Double
+    /// Seconds since 1970.
+    var lastAccess: Double
+
+    var size: Int { value.size }
+
+    var fileID: UInt64? {
+        if case .file(let id, _, _) = value { return id }
+        return nil
+    }
+}
+
+/// The disk engine's state and operations; lives on its ``DiskEngine``'s queue and is never shared.
 ///
-/// Each value is a raw file named `<hash of key>.<generation>`: a write goes to a new file, then a
-/// journal record makes it the key's value, then the old file is removed. A crash at any instant
-/// so leaves the old value or the new one, never a torn file under a live record (DESIGN item 6).
+/// Small values are packed into append-only segment files (``SegmentFormat``): a write is one
+/// `pwrite` of one checksummed record to the active segment, a removal one tombstone. Large values
+/// (and all of them when asked) are files of their own (``ValueFiles``), named by a record. The index
+/// (key → where its record is) lives in memory; opening rebuilds it from a snapshot
+/// (``IndexSnapshot``) plus the records after it. Compaction copies the live records into a new
+/// segment off the queue when most bytes are dead (``DiskStore/startCompactionIfNeeded()``).
 final class DiskStore {
     let directory: String
+    let readOnly: Bool
     var observers: ObservationCenter?
     /// The index, behind a lock of its own: besides this store (on the queue), only
     /// ``DiskEngine/record(forKey:)`` reads it, from any thread, to answer `existsObject` without
@@ -14,89 +38,63 @@ final class DiskStore {
     /// lock, and after the memory layers dropped the keys, so such a reader sees an operation
     /// entirely or not at all (DESIGN item 4). Never call out (observers, transformers) under it.
     let sharedIndex = Locked(LRUIndex<DiskRecord>())
-    private(set) var totalSize = 0
-    /// What opening found wrong (a torn or damaged journal); empty after a clean open.
-    private(set) var recoveryIssues: [StorageError] = []
-    var journal: Journal
-    /// Generations, and value files written off the queue (see ``ValueFileStaging``).
-    let staging: ValueFileStaging
-    /// The highest generation the journal named (replay only).
-    private var highestGeneration: UInt64 = 0
+    var totalSize = 0
+    /// What opening found wrong (damaged records, files or metadata); empty after a clean open.
+    var recoveryIssues: [StorageError] = []
+    let values: ValueFiles
+    let groupCommit = GroupCommit()
+    /// Runs work on the engine's queue later (compaction hands its results back through it).
+    var schedule: @Sendable (@escaping @Sendable (DiskStore) -> Void) -> Void = { _ in }
+    let folder: StoreFolder
+    /// Every segment of the store by id; the active one is the highest.
+    var segments: [UInt32: SegmentFile] = [:]
+    /// Where records are appended; nil for a read-only store.
+    var active: SegmentFile?
+    var nextSegmentID: UInt32 = 1
+    /// Reads (and memory hits) to be recorded as access records with the next append.
+    var pendingAccesses: [(segment: UInt32, offset: UInt32, time: Double)] = []
     /// No entry expires before this (a lower bound), so most calls of ``removeExpired(now:)`` scan nothing.
-    private var earliestExpiry = Double.infinity
-    private var memoryCaches: [WeakMemoryCache] = []
-    /// Whether value files no record points to may exist: true after opening (a crash may have left
-    /// some) and after a file could not be deleted. Compaction sweeps the folder only then, so that
-    /// a read-heavy store does not list its whole folder every time the journal is compacted.
-    private var mayHaveOrphans = true
+    var earliestExpiry = Double.infinity
+    /// Changes since the snapshot was written (the snapshot at close is skipped when nothing changed).
+    var changesSinceSnapshot = 0
+    /// Bumped by ``removeAll()`` and folder loss: a compaction begun before is discarded.
+    var epoch = 0
+    var isCompacting = false
+    var memoryCaches: [WeakMemoryCache] = []
+    /// Reused for every append, so a write allocates no buffer of its own.
+    var scratch: [UInt8] = []
 
-    private struct WeakMemoryCache {
+    struct WeakMemoryCache {
         weak var cache: MemoryCache?
     }
 
-    init(directory: String) throws {
+    /// Segments are sealed at this size; a new one is started for the next record.
+    static let segmentLimit = 64 << 20
+    /// Compaction starts once dead bytes outweigh live ones and exceed this.
+    nonisolated(unsafe) static var compactionMinimum = 4 << 20
+    /// A store with this many entries writes a snapshot when it closes (a smaller one replays fast).
+    nonisolated(unsafe) static var snapshotMinimum = 20_000
+    /// The longest key, in UTF-8 bytes.
+    static let maxKeyLength = 1 << 20
+
+    init(directory: String, readOnly: Bool) throws {
         self.directory = directory
-        staging = ValueFileStaging(directory: directory)
-        journal = Journal(directory: directory)
-        // Records are applied as they are parsed, under one hold of the index lock. A compacted
-        // journal is one `set` per entry: the index is reserved for them, so it does not grow (and
-        // rehash) step by step, nor keep the slack of its last doubling.
-        let journal = journal
-        let (damage, existed) = try sharedIndex.withLock { index in
-            try journal.open(reserve: { index.reserveCapacity($0) }, apply: { apply($0, to: &index) })
-        }
-        staging.raise(above: highestGeneration)
-        // No value file can be staged yet (the engine is not handed out): the sweeps here guard nothing.
-        if let damage {
-            recoveryIssues.append(.corrupted("\(damage); the records after it were dropped"))
-            _ = try? removeUnreferencedFiles(guardingStaged: false)
-        } else if !existed, let removed = try? removeUnreferencedFiles(guardingStaged: false), removed > 0 {
-            // A new journal in a folder that has value files: the old journal was lost.
-            recoveryIssues.append(.corrupted("the journal was missing; \(removed) unlisted value files were removed"))
-        }
+        self.readOnly = readOnly
+        values = ValueFiles(directory: directory)
+        folder = try StoreFolder(directory: directory, readOnly: readOnly)
+        recoveryIssues += folder.issues
+        try open()
     }
 
+    /// Records pending accesses, writes a snapshot of a large store and closes the files.
     func close() {
-        try? journal.flush()
-        journal.close()
+        guard !readOnly else { return }
+        try? flushAccesses()
+        if changesSinceSnapshot > 0, withIndex({ $0.count }) >= Self.snapshotMinimum { try? writeSnapshot() }
+        try? groupCommit.switchFile(to: nil)
     }
 
     // MARK: Reading
-
-    func path(forKey key: String, generation: UInt64) -> String {
-        Self.valueFilePath(in: directory, forKey: key, generation: generation)
-    }
-
-    /// `<32 hex digits of the key's SHA-256>.<hex generation>`: the name of a value file.
-    static func fileName(forKey key: String, generation: UInt64) -> String {
-        valueFilePath(in: nil, forKey: key, generation: generation)
-    }
-
-    /// `directory/<file name>` (or the file name alone), built in one buffer: every disk read,
-    /// write and removal names a file, and concatenating the parts cost more than the hash.
-    static func valueFilePath(in directory: String?, forKey key: String, generation: UInt64) -> String {
-        let hasDirectory = directory != nil
-        var directory = directory ?? ""
-        let digits = generation == 0 ? 1 : (64 - generation.leadingZeroBitCount + 3) / 4
-        return directory.withUTF8 { prefix in
-            let start = hasDirectory ? prefix.count + 1 : 0
-            let length = start + 32 + 1 + digits
-            return String(unsafeUninitializedCapacity: length) { out in
-                if hasDirectory {
-                    _ = UnsafeMutableBufferPointer(rebasing: out[0..<prefix.count]).initialize(from: prefix)
-                    out[prefix.count] = 47 // "/"
-                }
-                SHA256.writeHex(of: key, into: UnsafeMutableBufferPointer(rebasing: out[start..<(start + 32)]))
-                out[start + 32] = 46 // "."
-                var rest = generation
-                for index in stride(from: length - 1, through: start + 33, by: -1) {
-                    out[index] = SHA256.hexDigit(UInt8(truncatingIfNeeded: rest & 0xf))
-                    rest >>= 4
-                }
-                return length
-            }
-        }
-    }
 
     /// Runs `body` on the index, under its lock.
     func withIndex<Result>(_ body: (inout LRUIndex<DiskRecord>) throws -> Result) rethrows -> Result {
@@ -109,31 +107,44 @@ final class DiskStore {
 
     var keys: [String] { withIndex { $0.keys } }
 
-    /// The bytes stored for `key`, counting the read as use.
-    /// - Throws: ``StorageError/notFound``; ``StorageError/corrupted(_:)`` for a missing, truncated
-    ///   or foreign value file (the entry is dropped); an I/O error otherwise.
-    func read(_ key: String, now: Date) throws -> (data: Data, record: DiskRecord, path: String) {
+    /// The path of the file that holds `record`'s value, if it has one of its own.
+    func filePath(of record: DiskRecord) -> String? {
+        record.fileID.map(values.path(of:))
+    }
+
+    /// The bytes stored for `key`, verified, counting the read as use.
+    /// - Throws: ``StorageError/notFound``; ``StorageError/corrupted(_:)`` when the record or the value
+    ///   file is damaged or missing (the entry is dropped); an I/O error otherwise.
+    func read(_ key: String, now: Date) throws -> (data: Data, record: DiskRecord, path: String?) {
         guard var record = record(forKey: key) else { throw StorageError.notFound }
-        let path = path(forKey: key, generation: record.generation)
         let data: Data
         do {
-            data = try FileIO.readFile(path, expectedSize: record.size)
+            data = try load(key, record)
         } catch let error as StorageError {
-            if case .corrupted = error {
-                drop(key)
-                throw error
-            }
-            if FileIO.isErrno(error, .ENOENT) {
-                drop(key)
-                throw StorageError.corrupted("the value file of this key is missing: \(path)")
-            }
+            if case .corrupted = error { drop(key) }
             throw error
         }
         record.lastAccess = now.timeIntervalSince1970
-        withIndex { _ = $0.use(key) { $0 = record } }
-        journal.noteAccess(key: key, time: record.lastAccess)
-        try? compactIfNeeded() // a read-only workload grows the journal with access records too
-        return (data, record, path)
+        withIndex { _ = $0.use(key) { $0.lastAccess = record.lastAccess } }
+        noteAccess(record, time: record.lastAccess)
+        return (data, record, filePath(of: record))
+    }
+
+    /// The value bytes `record` names, verified (the record's checksum, its key, the file's hash).
+    func load(_ key: String, _ record: DiskRecord) throws -> Data {
+        guard let segment = segments[record.segment] else {
+            throw StorageError.corrupted("the segment holding this key's record is missing")
+        }
+        let (parsed, bytes) = try segment.record(at: Int(record.offset), length: Int(record.length))
+        guard case .set(let storedKey, let info) = parsed, info.value == record.value, storedKey == key else {
+            throw StorageError.corrupted("the record at byte \(record.offset) of \(segment.path) is not this key's")
+        }
+        switch record.value {
+        case .inline:
+            return bytes.withUnsafeBytes { Data(UnsafeRawBufferPointer(rebasing: $0[info.valueOffset...])) }
+        case .file(let id, let size, let hash):
+            return try values.read(id, size: size, hash: hash)
+        }
     }
 
     // MARK: Writing
@@ -144,317 +155,151 @@ final class DiskStore {
         if key.utf8.count > maxKeyLength { throw StorageError.keyTooLong(byteCount: key.utf8.count, limit: maxKeyLength) }
     }
 
+    /// Whether a value of `size` bytes is kept in a file of its own.
+    static func needsFile(size: Int, storesValuesAsFiles: Bool) -> Bool {
+        storesValuesAsFiles || size >= ValueFiles.threshold
+    }
+
+    func checkWritable() throws {
+        if readOnly { throw StorageError.readOnly(directory: directory) }
+    }
+
     /// Stores `data` for `key`, then trims to `maxSize`.
-    /// - Returns: The value file's path, and the generation of the value it replaced, whose file
-    ///   nothing refers to any more: the caller deletes it once off the queue
-    ///   (``DiskEngine/removeReplaced(key:generation:)``; naming it hashes the key, kept off the queue too).
-    /// - Parameter staged: The value file already written off the queue by ``ValueFileStaging/stage(_:_:durable:)``
-    ///   for this very write, if any; this call ends it (uses it, or removes it).
+    /// - Parameter staged: The value file already written off the queue for this very write
+    ///   (``DiskEngine/stage(_:_:maxSize:durable:storesValuesAsFiles:)``), if any; this call ends it
+    ///   (names it in a record, or removes it).
+    /// - Returns: The value's file path (nil when packed), the value file the write replaced (to be
+    ///   removed off the queue), and the position a durable write waits for.
     func write(_ key: String, _ data: Data, staged: StagedValue? = nil, expiry: Date, now: Date, maxSize: Int,
-               durable: Bool) throws -> (path: String, replaced: UInt64?) {
-        defer { if let staged { staging.finish(staged) } }
+               durable: Bool, storesValuesAsFiles: Bool = false) throws -> (path: String?, replaced: UInt64?, sync: UInt64?) {
         var staged = staged
-        /// Gives up the staged file (the write then makes its own on the queue).
-        func discardStaged() {
-            if let file = staged { removeOrNoteOrphan(file.path) }
-            staged = nil
-        }
-        if let file = staged, file.size != data.count || file.durable != durable { discardStaged() }
-        do {
-            try Self.validate(key: key, size: data.count, maxSize: maxSize)
-        } catch {
-            discardStaged()
-            throw error
-        }
+        defer { if let staged { values.remove(staged.id) } } // not used: no record names it
+        try checkWritable()
+        try Self.validate(key: key, size: data.count, maxSize: maxSize)
         applyMemoryHits(now: now)
-        let previous = record(forKey: key)
-        let previousData = observers?.hasKeyObservers(key) == true ? previous.flatMap { try? readQuietly(key, $0) } : nil
-        if journal.isDetached { // the folder was removed, maybe made anew
-            discardStaged()
-            try recreateDirectory()
+        try ensureActive()
+        // The previous bytes only for key observers (`KeyChange.edit(before:after:)`).
+        let previousData = observers?.hasKeyObservers(key) == true ? record(forKey: key).flatMap { try? load(key, $0) } : nil
+        let value: StoredValue
+        if Self.needsFile(size: data.count, storesValuesAsFiles: storesValuesAsFiles) {
+            let file = try staged ?? StagedValue(values.write(data, durable: durable), size: data.count)
+            staged = nil
+            value = .file(id: file.id, size: data.count, hash: file.hash)
+        } else {
+            value = .inline(size: data.count)
         }
-        let generation = staged?.generation ?? staging.allocate()
-        let record = DiskRecord(generation: generation, size: data.count,
-                                expiry: expiry.timeIntervalSince1970, lastAccess: now.timeIntervalSince1970)
-        let path = staged?.path ?? path(forKey: key, generation: record.generation)
-        if staged == nil {
-            do {
-                do {
-                    try FileIO.writeValueFile(path, in: directory, data, durable: durable)
-                } catch where FileIO.isErrno(error, .ENOENT) {
-                    try recreateDirectory()
-                    try FileIO.writeValueFile(path, in: directory, data, durable: durable)
-                }
-            } catch {
-                mayHaveOrphans = true // the failed write's cleanup is best effort
-                throw error
-            }
-        }
+        let time = now.timeIntervalSince1970
+        let expiry = expiry.timeIntervalSince1970
+        let location: (segment: UInt32, offset: Int, length: Int, end: UInt64)
         do {
-            try journal.append([.set(key: key, record)], durable: durable)
+            location = try data.withUnsafeBytes { bytes in
+                try append(durable: durable) { buffer, salt in
+                    SegmentFormat.appendSet(key: key, expiry: expiry, time: time, value: value,
+                                            inlineBytes: bytes, salt: salt, to: &buffer).length
+                }
+            }
         } catch {
-            removeOrNoteOrphan(path)
+            if case .file(let id, _, _) = value { values.remove(id) }
             throw error
         }
+        let record = DiskRecord(segment: location.segment, offset: UInt32(location.offset), length: UInt32(location.length),
+                                value: value, expiry: expiry, lastAccess: time)
         invalidateMemory([key]) // before the index: see `sharedIndex`
-        apply(.set(key: key, record))
+        let previous = withIndex { index in index.set(key, record) }
+        if let previous { forget(previous) }
+        totalSize += record.size
+        earliestExpiry = min(earliestExpiry, expiry)
+        changesSinceSnapshot += 1
         observers?.publish(.set(key: key, value: data, previous: previousData))
-        let replaced = previous?.generation
+        let replaced = previous?.fileID
         // The write is committed: a failing trim still throws (the limit could not be held),
-        // a failing compaction does not (it is only housekeeping; the next write retries it).
+        // a failing compaction does not (it is only housekeeping; a later write retries it).
         if maxSize > 0, totalSize > maxSize {
             do {
                 try trim(toSize: maxSize, now: now)
             } catch {
-                if let replaced { removeOrNoteOrphan(self.path(forKey: key, generation: replaced)) }
+                if let replaced { values.remove(replaced) }
                 throw error
             }
         }
-        try? compactIfNeeded()
-        return (path, replaced)
+        startCompactionIfNeeded()
+        return (filePath(of: record), replaced, durable ? location.end : nil)
     }
 
-    /// A file that could not be deleted off the queue: the next compaction sweeps for it.
-    func noteOrphan() {
-        mayHaveOrphans = true
-    }
-
-    /// Removes `key`'s value, if any.
-    func remove(_ key: String) throws {
-        guard record(forKey: key) != nil else { return }
-        try removeKeys([key])
-        observers?.publish(.remove(keys: [key], reason: .removed))
-    }
-
-    /// Removes every value file of the store and starts an empty journal.
-    func removeAll() throws {
-        let keys = self.keys
-        try journal.append([.clear], durable: false)
-        invalidateMemory(nil) // before the index: see `sharedIndex`
-        apply(.clear)
-        if !FileManager.default.fileExists(atPath: directory) { try recreateDirectory() }
-        try removeUnreferencedFiles(guardingStaged: true)
-        try journal.rewrite(with: [])
-        observers?.publish(.removeAll(keys: keys))
-    }
-
-    /// Removes every value that expired at or before `now`; returns their keys.
+    /// Appends pending access records and the records `encode` writes (with the active segment's
+    /// salt) in one `pwrite`; returns the segment and offset where the last record starts, its
+    /// length, and the group commit position after it.
     @discardableResult
-    func removeExpired(now: Date) throws -> [String] {
-        let cutoff = now.timeIntervalSince1970
-        // Trimming calls this on every write of a full store: skip the scan while nothing can have expired.
-        guard cutoff >= earliestExpiry else { return [] }
-        var expired: [String] = []
-        var earliestRemaining = Double.infinity
-        for (key, record) in withIndex({ $0.entries }) {
-            if record.expiry <= cutoff { expired.append(key) } else { earliestRemaining = min(earliestRemaining, record.expiry) }
+    func append(durable: Bool = false, _ encode: (inout [UInt8], UInt64) -> Int) throws
+        -> (segment: UInt32, offset: Int, length: Int, end: UInt64) {
+        guard let segment = active else { throw StorageError.readOnly(directory: directory) }
+        scratch.removeAll(keepingCapacity: true)
+        for access in pendingAccesses {
+            SegmentFormat.appendAccess(segment: access.segment, offset: access.offset, time: access.time, salt: segment.salt, to: &scratch)
         }
-        try removeAndPublish(expired, reason: .expired)
-        earliestExpiry = earliestRemaining
-        return expired
+        let accessBytes = scratch.count
+        let length = encode(&scratch, segment.salt)
+        let offset = segment.length + scratch.count - length
+        try segment.append(scratch)
+        segment.deadBytes += accessBytes
+        pendingAccesses.removeAll(keepingCapacity: true)
+        let end = groupCommit.noteAppend(scratch.count, to: segment, durable: durable)
+        if scratch.capacity > 1 << 20 { scratch = [] } // do not keep a large value's buffer
+        if segment.length >= Self.segmentLimit { try? roll() }
+        return (segment.id, offset, length, end)
     }
 
-    /// Removes expired values, then least recently used ones, until at most `maxSize` bytes remain.
-    func trim(toSize maxSize: Int, now: Date) throws {
-        guard totalSize > maxSize else { return }
-        applyMemoryHits(now: now)
-        try removeExpired(now: now)
-        var evicted: [String] = []
-        var freed = 0
-        let totalSize = totalSize
-        withIndex { index in
-            index.forEachOldestFirst { key, record in
-                guard totalSize - freed > maxSize else { return false }
-                evicted.append(key)
-                freed += record.size
-                return true
-            }
-        }
-        try removeAndPublish(evicted, reason: .evicted)
+    /// Writes the buffered access records.
+    func flushAccesses() throws {
+        guard !pendingAccesses.isEmpty, active != nil else { return }
+        try append { _, _ in 0 }
     }
 
-    /// Removes `keys` and tells observers about those that are gone, also when some could not be removed.
-    private func removeAndPublish(_ keys: [String], reason: StoreEvent.RemovalReason) throws {
-        guard !keys.isEmpty else { return }
-        do {
-            try removeKeys(keys)
-        } catch {
-            // Some may be gone all the same: look each up (on success none is left, no lookups needed).
-            let removed = withIndex { index in keys.filter { index.peek($0) == nil } }
-            if !removed.isEmpty { observers?.publish(.remove(keys: removed, reason: reason)) }
-            throw error
-        }
-        observers?.publish(.remove(keys: keys, reason: reason))
+    /// Buffers an access record for `record` (a read, or a memory hit): the LRU order survives a restart.
+    func noteAccess(_ record: DiskRecord, time: Double) {
+        guard !readOnly else { return }
+        pendingAccesses.append((record.segment, record.offset, time))
+        if pendingAccesses.count >= 256 { try? flushAccesses() }
     }
 
-    /// Attaches a memory layer, which then never holds a key the disk no longer has.
-    func attach(_ cache: MemoryCache) {
-        memoryCaches.removeAll { $0.cache == nil || $0.cache === cache }
-        memoryCaches.append(WeakMemoryCache(cache: cache))
-        cache.trackHits()
+    /// A record that no longer holds a live value: its bytes become dead, its value file goes later.
+    func forget(_ old: DiskRecord) {
+        totalSize -= old.size
+        segments[old.segment]?.deadBytes += Int(old.length)
     }
 
-    /// Drops `key` after its data proved unreadable (damaged file, or bytes that no longer decode).
-    /// Unlike ``remove(_:)`` the entry goes even if its file cannot be deleted: it is known bad.
-    func drop(_ key: String) {
-        guard let record = record(forKey: key), (try? journal.append([.remove(key: key)], durable: false)) != nil else { return }
-        invalidateMemory([key]) // before the index: see `sharedIndex`
-        apply(.remove(key: key))
-        removeOrNoteOrphan(path(forKey: key, generation: record.generation))
-        observers?.publish(.remove(keys: [key], reason: .removed))
-    }
-
-    // MARK: Helpers
-
-    /// Deletes a file no record points to any more; if that fails it is an orphan for compaction.
-    private func removeOrNoteOrphan(_ path: String) {
-        if (try? FileIO.remove(path)) == nil { mayHaveOrphans = true }
-    }
-
-    private func readQuietly(_ key: String, _ record: DiskRecord) throws -> Data {
-        try FileIO.readFile(path(forKey: key, generation: record.generation), expectedSize: record.size)
-    }
-
-    /// Removes `keys`: journaled first (a crash then leaves them removed, their files orphans
-    /// that compaction sweeps), then unlinked. A file that cannot be unlinked (read-only folder)
-    /// puts its entry back and the first such error is thrown: nothing is reported removed that is not.
-    private func removeKeys(_ keys: [String]) throws {
-        let records = withIndex { index in keys.compactMap { key in index.peek(key).map { (key, $0) } } }
-        guard !records.isEmpty else { return }
-        try journal.append(records.map { .remove(key: $0.0) }, durable: false)
-        var failure: (any Error)?
-        var restored: [JournalRecord] = []
-        var removed: [String] = []
-        for (key, record) in records {
-            do {
-                try FileIO.remove(path(forKey: key, generation: record.generation))
-                removed.append(key)
-            } catch {
-                failure = failure ?? error
-                restored.append(.set(key: key, record))
-            }
-        }
-        // Memory first, then every removal in one hold of the index lock: a reader off the queue
-        // sees all of these keys removed or none (see `sharedIndex`).
-        invalidateMemory(keys)
-        withIndex { index in
-            for key in removed { apply(.remove(key: key), to: &index) }
-        }
-        if let failure {
-            try? journal.append(restored, durable: false)
-            throw failure
+    /// Makes sure records can be appended. The folder may have been removed underneath: then the
+    /// store starts over, empty, in a new folder. If only the active segment was deleted, a new one
+    /// is started and the entries it held fail their reads (``StorageError/corrupted(_:)``).
+    func ensureActive() throws {
+        try checkWritable()
+        guard let active else { return try startOver() }
+        guard active.isDetached else { return }
+        if FileManager.default.fileExists(atPath: directory + "/" + StoreFolder.markerName) {
+            segments[active.id] = nil
+            try roll()
+        } else {
+            try startOver()
         }
     }
 
-    private func apply(_ record: JournalRecord) {
-        withIndex { apply(record, to: &$0) }
+    /// Seals the active segment and starts a new one.
+    func roll() throws {
+        let next = try SegmentFile.create(id: nextSegmentID, in: directory, durable: false)
+        try groupCommit.switchFile(to: next)
+        nextSegmentID += 1
+        segments[next.id] = next
+        active = next
     }
+}
 
-    /// Applies `record` to `index` (the locked index, or the caller already holds the lock).
-    private func apply(_ record: JournalRecord, to index: inout LRUIndex<DiskRecord>) {
-        switch record {
-        case .set(let key, let info):
-            if let old = index.set(key, info) { totalSize -= old.size }
-            totalSize += info.size
-            earliestExpiry = min(earliestExpiry, info.expiry)
-            highestGeneration = max(highestGeneration, info.generation)
-        case .remove(let key):
-            if let old = index.remove(key) { totalSize -= old.size }
-        case .access(let key, let time):
-            index.use(key) { $0.lastAccess = time }
-        case .clear:
-            index.removeAll()
-            totalSize = 0
-        }
-    }
+/// A value file written off the queue, before the record that will name it.
+struct StagedValue: Sendable {
+    var id: UInt64
+    var hash: UInt64
+    var size: Int
 
-    /// Counts memory hits as use, like disk reads (journaled, so the order survives a restart):
-    /// a value that is hot in memory must not be the first evicted from disk.
-    func applyMemoryHits(now: Date) {
-        for weak in memoryCaches {
-            if let cache = weak.cache { recordHits(of: cache, now: now) }
-        }
-    }
-
-    /// Records `cache`'s pending memory hits as use at `now` (also when a storage is released).
-    func recordHits(of cache: MemoryCache, now: Date) {
-        let time = now.timeIntervalSince1970
-        let hits = cache.takeRecentHits()
-        guard !hits.isEmpty else { return }
-        let used = withIndex { index in hits.filter { index.use($0, { $0.lastAccess = time }) } }
-        for key in used { journal.noteAccess(key: key, time: time) }
-    }
-
-    private func invalidateMemory(_ keys: [String]?) {
-        for weak in memoryCaches {
-            guard let cache = weak.cache else { continue }
-            if let keys { cache.remove(keys) } else { cache.removeAll() }
-        }
-    }
-
-    private func compactIfNeeded() throws {
-        guard journal.recordCount > 1000, journal.recordCount > 2 * withIndex({ $0.count }) else { return }
-        try journal.rewrite(with: withIndex { $0.entriesOldestFirst }.map { JournalRecord.set(key: $0.key, $0.value) })
-        if mayHaveOrphans { try removeUnreferencedFiles(guardingStaged: true) }
-    }
-
-    /// The directory was removed underneath: start over with an empty store in a new one.
-    private func recreateDirectory() throws {
-        try FileIO.createDirectory(directory)
-        invalidateMemory(nil) // before the index: see `sharedIndex`
-        apply(.clear)
-        try journal.reopenAfterDirectoryLoss()
-    }
-
-    /// Deletes value files no record points to (left by a crash between a write and its record).
-    /// Files that are not Stash's are left alone.
-    /// - Parameter guardingStaged: Leave alone the files of writes staged off the queue whose record
-    ///   is still to come: generations in flight, or handed out after the sweep began. Such a file
-    ///   that is not in flight (a crash's orphan of a generation the journal never named) raises the
-    ///   generations above it and is removed by a later sweep.
-    /// - Returns: How many files were removed.
-    @discardableResult
-    private func removeUnreferencedFiles(guardingStaged: Bool) throws -> Int {
-        let staged = guardingStaged ? staging.sweepGuard() : nil
-        // Names built directly: going through the path's `lastPathComponent` (NSString) cost ~35,000
-        // instructions per entry, which made the first compaction after opening a 10,000-entry
-        // store stall its read for ~200 ms.
-        let live = Set(withIndex { $0.entries }.map { Self.fileName(forKey: $0.key, generation: $0.value.generation) })
-        var (removed, failed, deferred) = (0, false, false)
-        for name in try FileIO.listDirectory(directory) where Self.isValueFileName(name) && !live.contains(name) {
-            if let staged, let generation = Self.generation(ofValueFileName: name),
-               staged.inFlight.contains(generation) || generation >= staged.next {
-                if !staged.inFlight.contains(generation) {
-                    staging.raise(above: generation)
-                    deferred = true
-                }
-                continue
-            }
-            if (try? FileIO.remove(directory + "/" + name)) != nil { removed += 1 } else { failed = true }
-        }
-        mayHaveOrphans = failed || deferred
-        return removed
-    }
-
-    /// The generation in a value file's name (the hex after the dot).
-    static func generation(ofValueFileName name: String) -> UInt64? {
-        guard let dot = name.utf8.firstIndex(of: 46) else { return nil }
-        return UInt64(Substring(name.utf8[name.utf8.index(after: dot)...]), radix: 16)
-    }
-
-    /// The longest key, in UTF-8 bytes: journal records are capped (``JournalFormat/maxBodyLength``).
-    static let maxKeyLength = 1 << 20
-
-    /// `<32 hex digits>.<hex generation>`.
-    static func isValueFileName(_ name: String) -> Bool {
-        // On the UTF-8 bytes (the sweep checks every name in the folder): 32 lower-case hex
-        // digits, a dot, then 1 to 16 of them.
-        let utf8 = name.utf8
-        guard (34...49).contains(utf8.count) else { return false }
-        for (offset, byte) in utf8.enumerated() {
-            let isHexDigit = (48...57).contains(byte) || (97...102).contains(byte)
-            guard offset == 32 ? byte == 46 : isHexDigit else { return false }
-        }
-        return true
+    init(_ file: (id: UInt64, hash: UInt64), size: Int) {
+        (id, hash, self.size) = (file.id, file.hash, size)
     }
 }

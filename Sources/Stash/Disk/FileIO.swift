@@ -45,6 +45,64 @@ enum FileIO {
         }
     }
 
+    /// Writes all of `bytes` at `offset` (`pwrite`), whatever the descriptor's position.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int, path: String) throws {
+        var done = 0
+        while done < bytes.count {
+            let written = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw error("write", path)
+            }
+            done += written
+        }
+    }
+
+    /// Up to `count` bytes of the open file `fd` from `offset` (`pread`; fewer at its end).
+    static func read(_ fd: Int32, at offset: Int, count: Int, path: String) throws -> [UInt8] {
+        try [UInt8](unsafeUninitializedCapacity: count) { buffer, done in
+            done = 0
+            while done < count {
+                let n = pread(fd, buffer.baseAddress! + done, count - done, off_t(offset + done))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw error("pread", path)
+                }
+                if n == 0 { break }
+                done += n
+            }
+        }
+    }
+
+    /// The whole content of the open file `fd`, read from its start; nil unless it is a regular file.
+    static func readAll(_ fd: Int32, path: String) throws -> [UInt8]? {
+        let info = try status(fd, path)
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var bytes = [UInt8]()
+        var capacity = Int(info.st_size) + 1
+        while true {
+            let start = bytes.count
+            var failure: Int32 = 0
+            let chunk = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+                count = 0
+                while count < buffer.count {
+                    let n = pread(fd, buffer.baseAddress! + count, buffer.count - count, off_t(start + count))
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        failure = errno
+                        return
+                    }
+                    if n == 0 { return }
+                    count += n
+                }
+            }
+            if failure != 0 { throw error("read", path, code: failure) }
+            if start == 0 { bytes = chunk } else { bytes.append(contentsOf: chunk) }
+            if chunk.count < capacity { return bytes }
+            capacity = max(capacity, 1 << 16)
+        }
+    }
+
     /// Writes `data` to a new file at `path`, `fsync`ing it if `durable`.
     ///
     /// The file is created exclusively: whatever was at `path` (a crash's leftover, a planted link,

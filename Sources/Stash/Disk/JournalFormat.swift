@@ -1,7 +1,7 @@
 import Foundation
 
-/// What the disk index knows of one stored value.
-struct DiskRecord: Equatable {
+/// What a version-1 journal knew of one stored value (read only to upgrade a version-1 store).
+struct V1Record: Equatable {
     /// Makes each write's file name unique, so a new value never overwrites the old one in place.
     var generation: UInt64
     var size: Int
@@ -13,13 +13,13 @@ struct DiskRecord: Equatable {
 
 /// One line of the journal: the disk index is the replay of these, in order.
 enum JournalRecord: Equatable {
-    case set(key: String, DiskRecord)
+    case set(key: String, V1Record)
     case remove(key: String)
     case access(key: String, time: Double)
     case clear
 }
 
-/// The journal's binary format.
+/// The binary format of the journal of Stash's first disk format, kept to upgrade such stores.
 ///
 /// The file starts with ``magic``; then records, each `length (u32 LE) | body | crc32(body) (u32 LE)`.
 /// A body is an operation byte and its fields, little-endian, the key last as UTF-8.
@@ -157,7 +157,7 @@ enum JournalFormat {
                   let expiry = integer(at: 17).map(Double.init(bitPattern:)),
                   let access = integer(at: 25).map(Double.init(bitPattern:)),
                   let key = key(from: 33) else { return nil }
-            return .set(key: key, DiskRecord(generation: generation, size: Int(size), expiry: expiry, lastAccess: access))
+            return .set(key: key, V1Record(generation: generation, size: Int(size), expiry: expiry, lastAccess: access))
         case .remove:
             return key(from: 1).map { .remove(key: $0) }
         case .access:

@@ -49,6 +49,13 @@ struct LRUIndex<Value> {
         return true
     }
 
+    /// Changes the value for `key` in place, without counting it as use; false if `key` is absent.
+    mutating func update(_ key: String, _ change: (inout Value) -> Void) -> Bool {
+        guard let position = positions[key] else { return false }
+        change(&nodes[Int(position)].value)
+        return true
+    }
+
     /// Sets the value for `key` and marks it the most recently used; returns the value it replaced.
     @discardableResult
     mutating func set(_ key: String, _ value: Value) -> Value? {
@@ -131,6 +138,11 @@ struct LRUIndex<Value> {
             position = nodes[Int(position)].newer
         }
         return result
+    }
+
+    /// Calls `body` for every value, in no particular order, copying no entry out.
+    func forEachValue(_ body: (borrowing Value) -> Void) {
+        for index in nodes.indices { body(nodes[index].value) }
     }
 
     /// Every key, in no particular order.

@@ -1,0 +1,102 @@
+import Foundation
+
+/// What ``DiskStorage/check(progress:)`` found in a store.
+public struct DiskCheckReport: Sendable, Equatable {
+    /// Segment files read.
+    public var segments = 0
+    /// Records in them that verified.
+    public var records = 0
+    /// Entries of the index, each read back and verified (values in files included).
+    public var entries = 0
+    /// Every damage found: what opening the store found (``DiskStorage/recoveryIssues``), damaged
+    /// byte ranges of segments, and entries whose value did not verify.
+    public var problems: [String] = []
+    /// The keys whose values are damaged (a repair drops them).
+    public var damagedKeys: [String] = []
+
+    /// Whether nothing was found damaged.
+    public var isClean: Bool { problems.isEmpty }
+}
+
+extension DiskStore {
+    /// Reads every record of every segment and every value, verifying each checksum, and changes
+    /// nothing. `progress` is called with the entries verified so far and their total.
+    func check(progress: ((Int, Int) -> Void)? = nil) throws -> DiskCheckReport {
+        var report = DiskCheckReport()
+        report.problems = recoveryIssues.map(\.description)
+        for segment in segments.values.sorted(by: { $0.id < $1.id }) {
+            guard let bytes = try FileIO.readAll(segment.fd, path: segment.path) else { continue }
+            report.segments += 1
+            let scan = bytes.withUnsafeBytes { raw in
+                SegmentFormat.scan(UnsafeRawBufferPointer(rebasing: raw[0..<min(raw.count, segment.length)]),
+                                   salt: segment.salt, from: SegmentFormat.headerLength) { _, _, _ in report.records += 1 }
+            }
+            for range in scan.damaged {
+                report.problems.append("bytes \(range.lowerBound)..<\(range.upperBound) of \(segment.path) are damaged")
+            }
+        }
+        let entries = withIndex { $0.entriesOldestFirst }
+        for (number, (key, record)) in entries.enumerated() {
+            do {
+                _ = try load(key, record)
+            } catch {
+                report.damagedKeys.append(key)
+                report.problems.append("the value of key \(key.debugDescription) is damaged: \(error)")
+            }
+            report.entries += 1
+            if number % 1024 == 0 || number == entries.count - 1 { progress?(number + 1, entries.count) }
+        }
+        return report
+    }
+
+    /// Drops the entries whose values are damaged, then rewrites the live records into fresh
+    /// segments (so damaged bytes are gone too). Returns what ``check(progress:)`` found first.
+    func repair(progress: ((Int, Int) -> Void)? = nil) throws -> DiskCheckReport {
+        try checkWritable()
+        let report = try check(progress: progress)
+        for key in report.damagedKeys { drop(key) }
+        try compactNow()
+        recoveryIssues = []
+        return report
+    }
+
+    /// Compacts every segment now, on the queue (a compaction under way is discarded).
+    func compactNow() throws {
+        try ensureActive()
+        try flushAccesses()
+        epoch += 1
+        let live = withIndex { index in index.entries.reduce(0) { $0 + Int($1.value.length) } }
+        let outputCount = UInt32(live / Self.segmentLimit + 1)
+        let firstOutput = nextSegmentID
+        nextSegmentID += outputCount
+        try roll()
+        let victims = segments.values.filter { $0.id < firstOutput }.sorted { $0.id < $1.id }
+        let result = Self.compact(withIndex { $0.entriesOldestFirst }, victims: victims, into: firstOutput, count: outputCount,
+                                  directory: directory)
+        if let failure = result.failure {
+            for file in result.outputs { try? FileIO.remove(file.path) }
+            throw failure
+        }
+        finishCompaction(result, victims: victims, epoch: epoch)
+    }
+}
+
+extension DiskStorage {
+    /// Verifies the whole store without changing it: every record of every segment and every value
+    /// (values in files of their own included) against its checksum.
+    ///
+    /// - Parameter progress: Called now and then with the entries verified so far and their total.
+    /// - Returns: What was found; ``DiskCheckReport/isClean`` when nothing is damaged.
+    /// - Complexity: Reads every byte of the store.
+    public func check(progress: (@Sendable (Int, Int) -> Void)? = nil) throws -> DiskCheckReport {
+        try engine.sync { try $0.check(progress: progress) }
+    }
+
+    /// Drops what is damaged: the entries whose values do not verify go (observers are told), and the
+    /// live records are rewritten into fresh segments.
+    /// - Returns: What ``check(progress:)`` found before the repair.
+    /// - Throws: ``StorageError/readOnly(directory:)`` for a read-only store; I/O errors.
+    public func repair(progress: (@Sendable (Int, Int) -> Void)? = nil) throws -> DiskCheckReport {
+        try engine.sync { try $0.repair(progress: progress) }
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+
+/// What a compaction produced off the queue, handed back to the store's queue.
+struct CompactionResult: @unchecked Sendable {
+    // @unchecked Sendable: built on one thread, then handed over once and only read on the queue.
+    var outputs: [SegmentFile] = []
+    /// Each copied record: its key, where it was, where its copy is.
+    var moved: [(key: String, from: DiskRecord, to: DiskRecord)] = []
+    /// Keys whose record did not verify: their values are damaged.
+    var damaged: [(key: String, from: DiskRecord)] = []
+    var failure: (any Error)?
+}
+
+extension DiskStore {
+    /// Starts a compaction when dead bytes outweigh live ones (and exceed ``compactionMinimum``).
+    ///
+    /// Every segment so far is merged: the active one is sealed, ids are reserved for the output
+    /// below the new active segment's, and the live records are copied, least recently used first,
+    /// off the queue (``compact(_:victims:into:count:directory:)``). Writes go on meanwhile to the
+    /// new active segment, which replays after the output, so a copy never overrides a later write.
+    /// Tombstones are not copied: no older segment survives the merge.
+    func startCompactionIfNeeded() {
+        guard !readOnly, !isCompacting, active != nil else { return }
+        var (dead, total) = (0, 0)
+        for segment in segments.values {
+            dead += segment.deadBytes
+            total += segment.length - SegmentFormat.headerLength
+        }
+        guard dead >= Self.compactionMinimum, dead * 2 > total else { return }
+        let outputCount = UInt32((total - dead) / Self.segmentLimit + 1)
+        let firstOutput = nextSegmentID
+        nextSegmentID += outputCount
+        do {
+            try roll()
+        } catch {
+            nextSegmentID = firstOutput
+            return
+        }
+        let victims = segments.values.filter { $0.id < firstOutput }.sorted { $0.id < $1.id }
+        let entries = withIndex { $0.entriesOldestFirst }
+        isCompacting = true
+        let epoch = epoch
+        let directory = directory
+        let schedule = schedule
+        DispatchQueue.global(qos: .utility).async {
+            let result = Self.compact(entries, victims: victims, into: firstOutput, count: outputCount, directory: directory)
+            schedule { $0.finishCompaction(result, victims: victims, epoch: epoch) }
+        }
+    }
+
+    /// Copies `entries`' records out of `victims` into new segments `first`, `first + 1`, …, flushed.
+    /// Runs off the queue: it touches no state of the store.
+    static func compact(_ entries: [(key: String, value: DiskRecord)], victims: [SegmentFile], into first: UInt32,
+                        count: UInt32, directory: String) -> CompactionResult {
+        var result = CompactionResult()
+        let byID = Dictionary(uniqueKeysWithValues: victims.map { ($0.id, $0) })
+        do {
+            var output = try SegmentFile.create(id: first, in: directory, flags: SegmentFormat.compactionFlag, durable: false)
+            result.outputs.append(output)
+            var buffer: [UInt8] = []
+            for (key, record) in entries {
+                guard let segment = byID[record.segment],
+                      let (parsed, bytes) = try? segment.record(at: Int(record.offset), length: Int(record.length)),
+                      case .set(let storedKey, let info) = parsed, storedKey == key, info.value == record.value else {
+                    result.damaged.append((key, record))
+                    continue
+                }
+                if output.length + buffer.count + bytes.count > segmentLimit, output.id + 1 < first + count, !buffer.isEmpty || output.length > SegmentFormat.headerLength {
+                    try output.append(buffer)
+                    buffer.removeAll(keepingCapacity: true)
+                    output = try SegmentFile.create(id: output.id + 1, in: directory, flags: SegmentFormat.compactionFlag, durable: false)
+                    result.outputs.append(output)
+                }
+                let length = bytes.withUnsafeBytes { raw in
+                    SegmentFormat.appendSet(key: key, expiry: record.expiry, time: record.lastAccess, value: record.value,
+                                            inlineBytes: UnsafeRawBufferPointer(rebasing: raw[info.valueOffset...]),
+                                            salt: output.salt, to: &buffer).length
+                }
+                var copy = record
+                copy.segment = output.id
+                copy.offset = UInt32(output.length + buffer.count - length)
+                copy.length = UInt32(length)
+                result.moved.append((key, record, copy))
+                if buffer.count >= 1 << 20 {
+                    try output.append(buffer)
+                    buffer.removeAll(keepingCapacity: true)
+                }
+            }
+            try output.append(buffer)
+            for file in result.outputs { try file.sync() }
+            try FileIO.syncDirectory(directory)
+        } catch {
+            result.failure = error
+        }
+        return result
+    }
+
+    /// Points the index at the copies (where it still points at the originals: a key written or
+    /// removed meanwhile keeps its newer record), writes a snapshot or removes the old one (it names
+    /// the inputs), then removes the inputs, oldest first.
+    func finishCompaction(_ result: CompactionResult, victims: [SegmentFile], epoch: Int) {
+        isCompacting = false
+        guard epoch == self.epoch, result.failure == nil else {
+            for file in result.outputs { try? FileIO.remove(file.path) }
+            return
+        }
+        for output in result.outputs { segments[output.id] = output }
+        withIndex { index in
+            for (key, from, to) in result.moved {
+                let current = index.peek(key)
+                if current?.segment == from.segment, current?.offset == from.offset {
+                    _ = index.update(key) { record in
+                        (record.segment, record.offset, record.length) = (to.segment, to.offset, to.length)
+                    }
+                } else {
+                    segments[to.segment]?.deadBytes += Int(to.length)
+                }
+            }
+        }
+        for (key, from) in result.damaged {
+            let current = record(forKey: key)
+            if current?.segment == from.segment, current?.offset == from.offset { drop(key) }
+        }
+        do {
+            if withIndex({ $0.count }) >= Self.snapshotMinimum {
+                try writeSnapshot()
+            } else {
+                try FileIO.remove(directory + "/" + StoreFolder.snapshotName)
+                try FileIO.syncDirectory(directory)
+            }
+        } catch {
+            // The inputs stay until a later compaction: an old snapshot may still name them.
+            return
+        }
+        for victim in victims {
+            segments[victim.id] = nil
+            try? FileIO.remove(victim.path)
+        }
+    }
+}

@@ -1,0 +1,215 @@
+import Foundation
+
+extension DiskStore {
+    /// Rebuilds the index: the snapshot, if it is intact and matches the segments, then the records
+    /// after it; without one, every record of every segment. Damaged records are skipped and
+    /// reported (``recoveryIssues``); a writer then cuts a torn tail off, removes files no record
+    /// names, and opens the last segment for appending.
+    func open() throws {
+        if folder.kind == .v1 {
+            if readOnly { throw StorageError.unsupportedFormat(directory: directory, format: 1) }
+            try upgradeFromVersion1()
+        }
+        let files = try folder.files()
+        if !readOnly {
+            for name in files.temporary { try? FileIO.remove(directory + "/" + name) }
+        }
+        var snapshot = loadSnapshot()
+        if try !replay(files.segments, from: snapshot) {
+            // The snapshot did not match the segments: start again from the segments alone.
+            recoveryIssues.append(.corrupted("the index snapshot did not match the segments; they were replayed whole"))
+            snapshot = nil
+            withIndex { $0 = LRUIndex() }
+            totalSize = 0
+            try replay(files.segments, from: nil)
+        }
+        try finishOpening(valueFiles: files.values, snapshotSegment: snapshot?.segment)
+    }
+
+    /// Loads the snapshot into the index; returns its position, or nil (and an empty index) if there
+    /// is none or it is damaged.
+    private func loadSnapshot() -> IndexSnapshot.Position? {
+        let path = directory + "/" + StoreFolder.snapshotName
+        guard let bytes = try? FileIO.readWholeFile(path) else { return nil }
+        var position: IndexSnapshot.Position?
+        var size = 0
+        let intact = withIndex { index in
+            IndexSnapshot.decode(bytes, begin: { start, count in
+                position = start
+                index.reserveCapacity(count)
+            }, entry: { key, record in
+                index.set(key, record)
+                size += record.size
+            })
+        }
+        guard intact, let position else {
+            withIndex { $0 = LRUIndex() }
+            recoveryIssues.append(.corrupted("the index snapshot \(path) was damaged; the segments were replayed whole"))
+            return nil
+        }
+        totalSize = size
+        return position
+    }
+
+    /// Replays `ids` in order over the index the snapshot at `snapshot` loaded (an empty index
+    /// without one); false if the snapshot does not match the segments.
+    @discardableResult
+    private func replay(_ ids: [UInt32], from snapshot: IndexSnapshot.Position?) throws -> Bool {
+        segments = [:]
+        if let snapshot, !ids.contains(snapshot.segment) { return false }
+        var replayer = Replayer()
+        for (number, id) in ids.enumerated() {
+            let covered = snapshot.map { id < $0.segment } ?? false
+            let path = directory + "/" + SegmentFile.name(of: id)
+            nextSegmentID = max(nextSegmentID, id &+ 1)
+            guard let (file, bytes) = try SegmentFile.open(path, writable: !readOnly, wholeFile: !covered), file.id == id else {
+                // Both header copies damaged, or a crash right after the file was created: without
+                // its salt no record in it can be verified. A writer removes it (it is the store's).
+                recoveryIssues.append(.corrupted("segment \(SegmentFile.name(of: id)) has no valid header; its records were dropped"))
+                if !readOnly { try? FileIO.remove(path) }
+                continue
+            }
+            segments[id] = file
+            var start = SegmentFormat.headerLength
+            if let position = snapshot {
+                if covered { continue } // its records are in the snapshot
+                if id == position.segment {
+                    guard file.salt == position.salt, bytes.count >= position.offset else { return false }
+                    start = position.offset
+                }
+            }
+            let scan = bytes.withUnsafeBytes { raw in
+                SegmentFormat.scan(raw, salt: file.salt, from: start) { record, offset, length in
+                    withIndex { replayer.apply(record, segment: id, offset: offset, length: length, store: self, index: &$0) }
+                }
+            }
+            let isLast = number == ids.count - 1
+            for range in scan.damaged {
+                let torn = range.upperBound == bytes.count
+                recoveryIssues.append(.corrupted(torn
+                    ? "the last \(range.count) bytes of segment \(SegmentFile.name(of: id)) were torn (a write cut short)\(isLast && !readOnly ? " and were cut off" : "")"
+                    : "bytes \(range.lowerBound)..<\(range.upperBound) of segment \(SegmentFile.name(of: id)) were damaged; the records there were skipped"))
+            }
+            if isLast, scan.validEnd < bytes.count {
+                if readOnly { file.length = scan.validEnd } else { try file.truncate(to: scan.validEnd) }
+            }
+        }
+        return true
+    }
+
+    /// Accounting, clean-up and the active segment, once the index is rebuilt.
+    private func finishOpening(valueFiles: [UInt64], snapshotSegment: UInt32?) throws {
+        var liveBytes: [UInt32: Int] = [:]
+        var referencedFiles = Set<UInt64>()
+        var maxFile: UInt64 = 0
+        var earliest = Double.infinity
+        withIndex { index in
+            index.forEachValue { record in
+                liveBytes[record.segment, default: 0] += Int(record.length)
+                earliest = min(earliest, record.expiry)
+                if case .file(let id, _, _) = record.value {
+                    if !valueFiles.isEmpty { referencedFiles.insert(id) }
+                    maxFile = max(maxFile, id)
+                }
+            }
+        }
+        earliestExpiry = earliest
+        for segment in segments.values {
+            segment.deadBytes = max(0, segment.length - SegmentFormat.headerLength - liveBytes[segment.id, default: 0])
+        }
+        values.raise(above: max(maxFile, valueFiles.max() ?? 0))
+        guard !readOnly else { return }
+        // The oldest segments, below the snapshot's, that no entry names: the inputs of a compaction
+        // whose removal a crash cut short. Only a run from the oldest on: a segment that an older one
+        // survives may hold the tombstones that keep that one's records dead in a full replay.
+        if let snapshotSegment {
+            for id in segments.keys.sorted() {
+                guard id < snapshotSegment, liveBytes[id] == nil, let segment = segments[id] else { break }
+                segments[id] = nil
+                try? FileIO.remove(segment.path)
+            }
+        }
+        // Value files no record names: written by a write that a crash cut short before its record.
+        for id in valueFiles where !referencedFiles.contains(id) { values.remove(id) }
+        if let last = segments.keys.max(), let file = segments[last], file.length < Self.segmentLimit {
+            active = file
+            try groupCommit.switchFile(to: file)
+        } else {
+            try roll()
+        }
+    }
+
+    /// The store's folder was removed underneath: start over, empty, in a new folder.
+    func startOver() throws {
+        try FileIO.createDirectory(directory)
+        try folder.relock()
+        try folder.writeMarker()
+        epoch += 1
+        invalidateMemory(nil) // before the index: see `sharedIndex`
+        withIndex { $0.removeAll() }
+        totalSize = 0
+        segments = [:]
+        pendingAccesses.removeAll()
+        active = nil
+        nextSegmentID = 1
+        try roll()
+    }
+
+    /// Writes the index as of now, so that the next open reads it instead of replaying every record.
+    /// Durable (file and folder flushed): compaction removes the segments an older snapshot names.
+    func writeSnapshot() throws {
+        try flushAccesses()
+        guard let active else { return }
+        let position = IndexSnapshot.Position(segment: active.id, salt: active.salt, offset: active.length)
+        let bytes = withIndex { IndexSnapshot.encode($0, at: position) }
+        let path = directory + "/" + StoreFolder.snapshotName
+        try bytes.withUnsafeBytes { try FileIO.writeFile(path + ".tmp", Data($0), durable: true) }
+        try FileIO.rename(path + ".tmp", path)
+        try FileIO.syncDirectory(directory)
+        changesSinceSnapshot = 0
+    }
+}
+
+/// Applies replayed records to the index. Access records name the set record they refer to by its
+/// position, so the replayer maps positions to keys, built only once one is met.
+struct Replayer {
+    private var keysByPosition: [UInt64: String]?
+
+    private static func position(_ segment: UInt32, _ offset: UInt32) -> UInt64 {
+        UInt64(segment) << 32 | UInt64(offset)
+    }
+
+    mutating func apply(_ record: SegmentRecord, segment: UInt32, offset: Int, length: Int, store: DiskStore,
+                        index: inout LRUIndex<DiskRecord>) {
+        switch record {
+        case .set(let key, let info):
+            let new = DiskRecord(segment: segment, offset: UInt32(truncatingIfNeeded: offset), length: UInt32(length),
+                                 value: info.value, expiry: info.expiry, lastAccess: info.time)
+            if let old = index.set(key, new) {
+                store.totalSize -= old.size
+                keysByPosition?[Self.position(old.segment, old.offset)] = nil
+            }
+            store.totalSize += new.size
+            keysByPosition?[Self.position(new.segment, new.offset)] = key
+        case .remove(let key):
+            if let old = index.remove(key) {
+                store.totalSize -= old.size
+                keysByPosition?[Self.position(old.segment, old.offset)] = nil
+            }
+        case .clear:
+            index.removeAll()
+            store.totalSize = 0
+            keysByPosition = keysByPosition == nil ? nil : [:]
+        case .access(let target, let targetOffset, let time):
+            if keysByPosition == nil {
+                var map: [UInt64: String] = [:]
+                map.reserveCapacity(index.count)
+                for (key, record) in index.entries { map[Self.position(record.segment, record.offset)] = key }
+                keysByPosition = map
+            }
+            if let key = keysByPosition?[Self.position(target, targetOffset)] {
+                _ = index.use(key) { $0.lastAccess = time }
+            }
+        }
+    }
+}

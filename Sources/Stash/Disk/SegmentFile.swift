@@ -1,0 +1,135 @@
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One open segment file: read with `pread` from any thread, appended to (the active one) on the
+/// store's queue. Records are only ever appended; a sealed segment never changes again.
+final class SegmentFile: @unchecked Sendable {
+    // @unchecked Sendable: `length` and `deadBytes` change on the store's queue only; `fd`, `id`,
+    // `salt` and `flags` are immutable, and `pread` on one descriptor is safe from several threads.
+    let id: UInt32
+    let salt: UInt64
+    let flags: UInt32
+    let path: String
+    let fd: Int32
+    /// Where the next record goes (the valid length of the file).
+    var length: Int
+    /// Bytes of records that no longer matter (overwritten, removed, access records).
+    var deadBytes = 0
+
+    private init(id: UInt32, salt: UInt64, flags: UInt32, path: String, fd: Int32, length: Int) {
+        (self.id, self.salt, self.flags, self.path, self.fd, self.length) = (id, salt, flags, path, fd, length)
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    static func name(of id: UInt32) -> String {
+        let hex = String(id, radix: 16)
+        return String(repeating: "0", count: max(0, 8 - hex.count)) + hex + ".segment"
+    }
+
+    /// The number in a segment's file name, or nil if `name` is no segment's.
+    static func id(ofName name: String) -> UInt32? {
+        let utf8 = name.utf8
+        guard utf8.count == 16, name.hasSuffix(".segment") else { return nil }
+        let digits = utf8.prefix(8)
+        guard digits.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
+        return UInt32(Substring(digits), radix: 16)
+    }
+
+    /// Creates segment `id` in `directory` (which must not have it yet) and writes its header.
+    static func create(id: UInt32, in directory: String, flags: UInt32 = 0, durable: Bool) throws -> SegmentFile {
+        let path = directory + "/" + name(of: id)
+        let salt = UInt64.random(in: 1...UInt64.max)
+        let fd = try FileIO.open(path, O_RDWR | O_CREAT | O_EXCL)
+        let file = SegmentFile(id: id, salt: salt, flags: flags, path: path, fd: fd, length: 0)
+        do {
+            try file.append(SegmentFormat.header(id: UInt64(id), salt: salt, flags: flags))
+            if durable { try file.sync() }
+            // The new name must be on stable storage before a durable record in it counts as written.
+            if durable { try FileIO.syncDirectory(directory) }
+        } catch {
+            unlink(path)
+            throw error
+        }
+        return file
+    }
+
+    /// Opens an existing segment and reads it (whole, or only its header when `wholeFile` is false:
+    /// then the bytes returned are the header alone); nil if it has no valid segment header.
+    static func open(_ path: String, writable: Bool, wholeFile: Bool = true) throws -> (file: SegmentFile, bytes: [UInt8])? {
+        let fd = try FileIO.open(path, writable ? O_RDWR : O_RDONLY)
+        do {
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { throw FileIO.error("fstat", path) }
+            let bytes: [UInt8]?
+            if wholeFile {
+                bytes = try FileIO.readAll(fd, path: path)
+            } else {
+                let header = try FileIO.read(fd, at: 0, count: SegmentFormat.headerLength, path: path)
+                bytes = (info.st_mode & S_IFMT) == S_IFREG ? header : nil
+            }
+            let header = bytes.flatMap { bytes in bytes.withUnsafeBytes { SegmentFormat.parseHeader($0) } }
+            guard let bytes, let header, header.id <= UInt64(UInt32.max) else {
+                close(fd)
+                return nil
+            }
+            let length = wholeFile ? bytes.count : Int(info.st_size)
+            return (SegmentFile(id: UInt32(header.id), salt: header.salt, flags: header.flags, path: path, fd: fd, length: length), bytes)
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Appends `bytes` in one `pwrite`; on failure cuts a partly written record off again.
+    func append(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try append($0) }
+    }
+
+    func append(_ bytes: UnsafeRawBufferPointer) throws {
+        do {
+            try FileIO.writeAll(fd, bytes, at: length, path: path)
+        } catch {
+            _ = ftruncate(fd, off_t(length))
+            throw error
+        }
+        length += bytes.count
+    }
+
+    /// Cuts the file to `newLength` (a torn or damaged tail found at open).
+    func truncate(to newLength: Int) throws {
+        if ftruncate(fd, off_t(newLength)) != 0 { throw FileIO.error("ftruncate", path) }
+        length = newLength
+    }
+
+    func sync() throws {
+        if fsync(fd) != 0 { throw FileIO.error("fsync", path) }
+    }
+
+    /// The `length` bytes at `offset` (fewer at the end of the file).
+    func read(at offset: Int, length: Int) throws -> [UInt8] {
+        try FileIO.read(fd, at: offset, count: length, path: path)
+    }
+
+    /// The record of `length` bytes at `offset`, verified: the record and its raw bytes.
+    /// - Throws: ``StorageError/corrupted(_:)`` unless a record that verifies is exactly there.
+    func record(at offset: Int, length: Int) throws -> (SegmentRecord, [UInt8]) {
+        let bytes = try read(at: offset, length: length)
+        let parsed = bytes.withUnsafeBytes { SegmentFormat.record(in: $0, at: 0, salt: salt) }
+        guard let (record, parsedLength) = parsed, parsedLength == length else {
+            throw StorageError.corrupted("the record at byte \(offset) of \(path) is damaged")
+        }
+        return (record, bytes)
+    }
+
+    /// Whether the file was unlinked underneath (its folder removed, maybe made anew).
+    var isDetached: Bool { FileIO.isUnlinked(fd) }
+}

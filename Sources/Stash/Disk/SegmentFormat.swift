@@ -1,0 +1,285 @@
+import Foundation
+
+/// Where a set record's value lives.
+enum StoredValue: Equatable {
+    /// Inside the record, `size` bytes from ``SetInfo/valueOffset``.
+    case inline(size: Int)
+    /// In the value file `id` (``ValueFiles``), `size` bytes whose XXH64 is `hash`.
+    case file(id: UInt64, size: Int, hash: UInt64)
+
+    var size: Int {
+        switch self {
+        case .inline(let size), .file(_, let size, _): return size
+        }
+    }
+}
+
+/// What a set record says besides its key.
+struct SetInfo: Equatable {
+    /// Seconds since 1970; `Date.distantFuture` for never.
+    var expiry: Double
+    /// When the value was written or last used, as of this record (seconds since 1970).
+    var time: Double
+    var value: StoredValue
+    /// Where an inline value starts, counted from the record's first byte.
+    var valueOffset: Int
+}
+
+/// One record of a segment. The index is the replay of these, in order.
+enum SegmentRecord: Equatable {
+    case set(key: String, SetInfo)
+    /// A tombstone.
+    case remove(key: String)
+    /// Everything before it is gone (``DiskStore/removeAll()``).
+    case clear
+    /// The value written by the set record at `segment`/`offset` was used at `time`: keeps the LRU
+    /// order across a restart without writing the key again on every read.
+    case access(segment: UInt32, offset: UInt32, time: Double)
+}
+
+/// The segment files' binary format (see Docs/Architecture.md, "Disk format").
+///
+/// A segment starts with a 64-byte header: two identical 32-byte copies of
+/// `magic "STASHSG2" | id u64 | salt u64 | flags u32 | checksum u32` (one flipped byte leaves the
+/// other copy). Records follow, each `checksum u32 | body length u32 | body`, where the checksum is
+/// the low 32 bits of XXH64(length and body, seed: the segment's salt). A record copied into a value
+/// from elsewhere (another segment, a hostile value) so never verifies here, and replay can resync
+/// after damage by looking for the next position where a record verifies.
+///
+/// Body: a kind byte (low nibble: the kind; bit 4: an expiry follows), then
+/// - set, value inline (1): `time f64 | [expiry f64] | key length (LEB128) | key | value`
+/// - set, value in a file (2): `time f64 | [expiry f64] | key length | key | file id u64 | size u64 | hash u64`
+/// - remove (3): `key`; clear (4): nothing; access (5): `segment u32 | offset u32 | time f64`.
+/// All integers and floats are little-endian; keys are UTF-8.
+enum SegmentFormat {
+    static let magic = Array("STASHSG2".utf8)
+    static let headerLength = 64
+    private static let headerCopyLength = 32
+    static let recordHeaderLength = 8
+    /// No record is longer: keys are at most 1 MiB and larger values go to files of their own.
+    static let maxBodyLength = 1 << 26
+    /// Header flag: the segment was written by compaction (a torn tail there is a crash's, not damage).
+    static let compactionFlag: UInt32 = 1
+
+    private enum Kind: UInt8 { case setInline = 1, setFile = 2, remove = 3, clear = 4, access = 5 }
+    private static let hasExpiry: UInt8 = 0x10
+
+    // MARK: Header
+
+    static func header(id: UInt64, salt: UInt64, flags: UInt32) -> [UInt8] {
+        var copy: [UInt8] = magic
+        appendInteger(id, to: &copy)
+        appendInteger(salt, to: &copy)
+        appendInteger(flags, to: &copy)
+        appendInteger(UInt32(truncatingIfNeeded: XXH64.hash(copy)), to: &copy)
+        return copy + copy
+    }
+
+    /// The id, salt and flags of a segment, from whichever header copy is intact; nil if neither is.
+    static func parseHeader(_ bytes: UnsafeRawBufferPointer) -> (id: UInt64, salt: UInt64, flags: UInt32)? {
+        for start in [0, headerCopyLength] where bytes.count >= start + headerCopyLength {
+            let copy = UnsafeRawBufferPointer(rebasing: bytes[start..<(start + headerCopyLength)])
+            guard copy.prefix(8).elementsEqual(magic),
+                  UInt32(truncatingIfNeeded: XXH64.hash(UnsafeRawBufferPointer(rebasing: copy[0..<28]))) == load(copy, 28) else { continue }
+            return (load(copy, 8), load(copy, 16), load(copy, 24))
+        }
+        return nil
+    }
+
+    // MARK: Encoding
+
+    /// Appends a set record; returns its length and where its inline value starts within it.
+    @discardableResult
+    static func appendSet(key: String, expiry: Double, time: Double, value: StoredValue, inlineBytes: UnsafeRawBufferPointer?,
+                          salt: UInt64, to buffer: inout [UInt8]) -> (length: Int, valueOffset: Int) {
+        let start = beginRecord(&buffer)
+        let never = expiry == Date.distantFuture.timeIntervalSince1970
+        let kind: Kind = if case .file = value { .setFile } else { .setInline }
+        buffer.append(kind.rawValue | (never ? 0 : hasExpiry))
+        appendInteger(time.bitPattern, to: &buffer)
+        if !never { appendInteger(expiry.bitPattern, to: &buffer) }
+        var key = key
+        key.withUTF8 { utf8 in
+            appendVarint(utf8.count, to: &buffer)
+            buffer.append(contentsOf: utf8)
+        }
+        let valueOffset = buffer.count - start
+        switch value {
+        case .inline:
+            if let inlineBytes { buffer.append(contentsOf: inlineBytes) }
+        case .file(let id, let size, let hash):
+            appendInteger(id, to: &buffer)
+            appendInteger(UInt64(size), to: &buffer)
+            appendInteger(hash, to: &buffer)
+        }
+        return (endRecord(&buffer, start: start, salt: salt), valueOffset)
+    }
+
+    @discardableResult
+    static func appendRemove(key: String, salt: UInt64, to buffer: inout [UInt8]) -> Int {
+        let start = beginRecord(&buffer)
+        buffer.append(Kind.remove.rawValue)
+        buffer.append(contentsOf: key.utf8)
+        return endRecord(&buffer, start: start, salt: salt)
+    }
+
+    @discardableResult
+    static func appendClear(salt: UInt64, to buffer: inout [UInt8]) -> Int {
+        let start = beginRecord(&buffer)
+        buffer.append(Kind.clear.rawValue)
+        return endRecord(&buffer, start: start, salt: salt)
+    }
+
+    @discardableResult
+    static func appendAccess(segment: UInt32, offset: UInt32, time: Double, salt: UInt64, to buffer: inout [UInt8]) -> Int {
+        let start = beginRecord(&buffer)
+        buffer.append(Kind.access.rawValue)
+        appendInteger(segment, to: &buffer)
+        appendInteger(offset, to: &buffer)
+        appendInteger(time.bitPattern, to: &buffer)
+        return endRecord(&buffer, start: start, salt: salt)
+    }
+
+    private static func beginRecord(_ buffer: inout [UInt8]) -> Int {
+        let start = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: recordHeaderLength))
+        return start
+    }
+
+    /// Fills in the length and checksum of the record that starts at `start`; returns its length.
+    private static func endRecord(_ buffer: inout [UInt8], start: Int, salt: UInt64) -> Int {
+        let length = buffer.count - start
+        buffer.withUnsafeMutableBytes { bytes in
+            bytes.storeBytes(of: UInt32(length - recordHeaderLength).littleEndian, toByteOffset: start + 4, as: UInt32.self)
+            let checked = UnsafeRawBufferPointer(rebasing: bytes[(start + 4)..<(start + length)])
+            bytes.storeBytes(of: UInt32(truncatingIfNeeded: XXH64.hash(checked, seed: salt)).littleEndian,
+                             toByteOffset: start, as: UInt32.self)
+        }
+        return length
+    }
+
+    // MARK: Decoding
+
+    /// The record at `offset` and its length, or nil unless one that verifies starts exactly there.
+    /// Never traps, whatever the bytes.
+    static func record(in bytes: UnsafeRawBufferPointer, at offset: Int, salt: UInt64) -> (SegmentRecord, length: Int)? {
+        guard offset >= 0, offset + recordHeaderLength < bytes.count else { return nil }
+        let bodyLength = Int(load(bytes, offset + 4) as UInt32)
+        guard bodyLength >= 1, bodyLength <= maxBodyLength, bodyLength <= bytes.count - offset - recordHeaderLength,
+              let kind = Kind(rawValue: bytes[offset + 8] & 0x0f), bytes[offset + 8] & 0xe0 == 0 else { return nil }
+        let length = recordHeaderLength + bodyLength
+        let checked = UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<(offset + length)])
+        guard UInt32(truncatingIfNeeded: XXH64.hash(checked, seed: salt)) == load(bytes, offset) as UInt32 else { return nil }
+        let body = UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<(offset + length)])
+        return decodeBody(body, kind: kind, hasExpiry: body[0] & hasExpiry != 0).map { ($0, length) }
+    }
+
+    private static func decodeBody(_ body: UnsafeRawBufferPointer, kind: Kind, hasExpiry: Bool) -> SegmentRecord? {
+        switch kind {
+        case .setInline, .setFile:
+            var position = 1
+            guard body.count >= position + 8 else { return nil }
+            let time = Double(bitPattern: load(body, position))
+            position += 8
+            var expiry = Date.distantFuture.timeIntervalSince1970
+            if hasExpiry {
+                guard body.count >= position + 8 else { return nil }
+                expiry = Double(bitPattern: load(body, position))
+                position += 8
+            }
+            guard !time.isNaN, !expiry.isNaN, let (keyLength, varintLength) = varint(body, at: position) else { return nil }
+            position += varintLength
+            guard keyLength <= body.count - position, let key = key(UnsafeRawBufferPointer(rebasing: body[position..<(position + keyLength)])) else { return nil }
+            position += keyLength
+            let value: StoredValue
+            if kind == .setInline {
+                value = .inline(size: body.count - position)
+            } else {
+                guard body.count - position == 24 else { return nil }
+                let size = load(body, position + 8) as UInt64
+                guard size <= UInt64(Int.max) else { return nil }
+                value = .file(id: load(body, position), size: Int(size), hash: load(body, position + 16))
+            }
+            return .set(key: key, SetInfo(expiry: expiry, time: time, value: value, valueOffset: recordHeaderLength + position))
+        case .remove:
+            return key(UnsafeRawBufferPointer(rebasing: body[1...])).map { .remove(key: $0) }
+        case .clear:
+            return body.count == 1 && !hasExpiry ? .clear : nil
+        case .access:
+            guard body.count == 17, !hasExpiry else { return nil }
+            let time = Double(bitPattern: load(body, 9))
+            return time.isNaN ? nil : .access(segment: load(body, 1), offset: load(body, 5), time: time)
+        }
+    }
+
+    /// What walking a segment found.
+    struct Scan {
+        /// Where the last valid record ends: appends continue here, anything after is cut off.
+        var validEnd: Int
+        /// Byte ranges that held no valid record, skipped (damage, or a torn last write at the end).
+        var damaged: [Range<Int>] = []
+    }
+
+    /// Walks the records of `bytes` (a whole segment) from `start`, handing each valid one to
+    /// `visit` with its offset and length. After damage it resynchronises on the next position where
+    /// a record verifies, so a damaged record loses itself, not the records after it. Never traps.
+    static func scan(_ bytes: UnsafeRawBufferPointer, salt: UInt64, from start: Int,
+                     visit: (SegmentRecord, _ offset: Int, _ length: Int) -> Void) -> Scan {
+        var offset = start
+        var scan = Scan(validEnd: start)
+        while offset < bytes.count {
+            if let (record, length) = record(in: bytes, at: offset, salt: salt) {
+                visit(record, offset, length)
+                offset += length
+                scan.validEnd = offset
+                continue
+            }
+            var next = offset + 1
+            while next < bytes.count, record(in: bytes, at: next, salt: salt) == nil { next += 1 }
+            scan.damaged.append(offset..<next)
+            offset = next
+        }
+        return scan
+    }
+
+    // MARK: Helpers
+
+    /// A key's UTF-8, or nil unless it is valid UTF-8.
+    static func key(_ utf8: UnsafeRawBufferPointer) -> String? {
+        let key = String(decoding: utf8, as: UTF8.self)
+        // Decoding repairs invalid UTF-8: the bytes come back unchanged only if they were valid.
+        var copy = key
+        let isValid = copy.withUTF8 { decoded in
+            decoded.count == utf8.count && (decoded.isEmpty || memcmp(decoded.baseAddress!, utf8.baseAddress!, utf8.count) == 0)
+        }
+        return isValid ? key : nil
+    }
+
+    static func load<I: FixedWidthInteger>(_ bytes: UnsafeRawBufferPointer, _ offset: Int) -> I {
+        I(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: I.self))
+    }
+
+    static func appendInteger<I: FixedWidthInteger>(_ value: I, to buffer: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) }
+    }
+
+    static func appendVarint(_ value: Int, to buffer: inout [UInt8]) {
+        var rest = UInt64(value)
+        while rest >= 0x80 {
+            buffer.append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            rest >>= 7
+        }
+        buffer.append(UInt8(rest))
+    }
+
+    /// A LEB128 number at `offset` and its length in bytes; nil if torn or longer than 4 bytes (28 bits).
+    static func varint(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> (Int, Int)? {
+        var value = 0
+        for index in 0..<4 where offset + index < bytes.count {
+            let byte = bytes[offset + index]
+            value |= Int(byte & 0x7f) << (7 * index)
+            if byte & 0x80 == 0 { return (value, index + 1) }
+        }
+        return nil
+    }
+}
