@@ -103,7 +103,7 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
         let (entry, size) = try guarded { try redisStorage.fetch(forKey: key) }
         if let ticket {
             listener.admit(key, ticket: ticket) {
-                memoryStorage.setObject(entry.object, forKey: key, expiry: entry.expiry, cost: size)
+                try? memoryStorage.setObject(entry.object, forKey: key, expiry: entry.expiry, cost: size)
             }
         }
         return entry
