@@ -145,8 +145,7 @@ func main() -> Int32 {
             try RedisScenarios.run(bench)
         } else {
             for root in roots {
-                print("
-#### on \(root.fileSystem)")
+                print("\n#### on \(root.fileSystem)")
                 bench.use(root: root.url, fileSystem: root.fileSystem)
                 try runAll(bench)
             }
