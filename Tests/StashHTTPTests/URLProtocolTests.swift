@@ -216,6 +216,25 @@ struct URLProtocolTests {
         #expect(fixture.server.requestCount("/todos") == 1)
     }
 
+    @Test("40 concurrent requests from two sessions are all answered from the one cache")
+    func concurrentRequestsFromTwoSessions() async throws {
+        let fixture = try URLProtocolFixture()
+        let other = URLProtocolFixture.session(for: fixture.cache)
+        defer { other.finishTasksAndInvalidate() }
+        fixture.server.route("/todos", headers: [("Cache-Control", "max-age=60")], body: "shared")
+        _ = try await fixture.get("/todos")
+        let sessions = [fixture.session, other], request = URLRequest(url: fixture.server.url("/todos"))
+        let sources = try await withThrowingTaskGroup(of: HTTPCacheStatus.Source?.self) { group in
+            for index in 0..<40 {
+                let session = sessions[index % 2]
+                group.addTask { (try await session.data(for: request).1 as? HTTPURLResponse)?.cacheStatus?.source }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(sources.count == 40 && sources.allSatisfy { $0 == .cache })
+        #expect(fixture.server.requestCount("/todos") == 1)
+    }
+
     @Test("a data task with a completion handler gets the same answers")
     func completionHandlerDataTask() async throws {
         let fixture = try URLProtocolFixture()
