@@ -202,6 +202,44 @@ struct NearCacheTests {
         #expect(Int(child.ask("memory")) ?? 0 <= 1)
     }
 
+    @Test("a silent invalidation connection is noticed by its heartbeat: memory is flushed, then tracking resumes")
+    func heartbeatNoticesSilence() throws {
+        let server = try RedisServer()
+        var config = server.configuration
+        config.commandTimeout = 0.2
+        let a = try RedisHybridStorage(configuration: config, namespace: "n", transformer: Self.intTransformer, heartbeat: 0.1)
+        #expect(a.coherence.listener.waitUntilTracking(connections: 1))
+        try server.client().send(["SET", "n:k", "1"])
+        #expect(try a.object(forKey: "k") == 1)
+        #expect(a.memoryStorage.count == 1)
+        // Every client's commands wait for a second: the listener's PING gets no answer in time.
+        try server.client().send(["CLIENT", "PAUSE", "1000", "ALL"])
+        var flushed = false
+        for _ in 0..<5_000 where !flushed {
+            flushed = a.memoryStorage.count == 0 && !a.isMemoryCoherent
+            usleep(1_000)
+        }
+        #expect(flushed)
+        #expect(a.coherence.listener.waitUntilTracking(connections: 2), "tracking resumes once the server answers again")
+    }
+
+    @Test("the invalidation connection authenticates with user and password (HELLO 3 AUTH) and selects the database")
+    func invalidationConnectionAuthenticates() throws {
+        let server = try RedisServer(["--user", "app", "on", ">s3cret", "~*", "&*", "+@all", "--requirepass", "other"])
+        var config = server.configuration
+        config.username = "app"
+        config.password = "s3cret"
+        config.database = 3
+        let a = try RedisHybridStorage(configuration: config, namespace: "n", transformer: Self.intTransformer)
+        let b = try RedisHybridStorage(configuration: config, namespace: "n", transformer: Self.intTransformer)
+        #expect(a.coherence.listener.waitUntilTracking(connections: 1))
+        try b.setObject(1, forKey: "k")
+        #expect(try a.object(forKey: "k") == 1)
+        try b.setObject(2, forKey: "k")
+        #expect(waitUntilDropped("k", from: a))
+        #expect(try a.object(forKey: "k") == 2)
+    }
+
     /// Kills every connection that has tracking on (flag `t` in `CLIENT LIST`).
     private func killInvalidationConnections(_ server: RedisServer) throws {
         let list = try server.client().send(["CLIENT", "LIST"]).string ?? ""
