@@ -2,10 +2,9 @@ import Foundation
 import Testing
 @testable import StashRedis
 
-@Suite("Redis client", .enabled(if: RedisServer.isAvailable, RedisServer.skipReason))
-struct RedisClientTests {
-    // MARK: RESP
-
+/// What the client does without a server: RESP parsing and URLs (these run everywhere).
+@Suite("Redis protocol and configuration")
+struct RESPTests {
     @Test("the parser reads every RESP2 and RESP3 type, however the bytes are split")
     func parserReadsSplitReplies() throws {
         let wire = "+OK\r\n-ERR bad\r\n:42\r\n$5\r\nhe\r\no\r\n$-1\r\n*2\r\n:1\r\n$0\r\n\r\n_\r\n,3.5\r\n#t\r\n%1\r\n+a\r\n:1\r\n>2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n"
@@ -45,6 +44,10 @@ struct RedisClientTests {
         #expect(throws: RedisError.self) { try RedisConfiguration(url: "redis://localhost/x") }
     }
 
+}
+
+@Suite("Redis client", .enabled(if: RedisServer.isAvailable, RedisServer.skipReason))
+struct RedisClientTests {
     // MARK: Against a server
 
     @Test("commands round-trip bytes exactly, and a pipeline returns replies in order")

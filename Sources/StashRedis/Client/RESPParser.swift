@@ -63,7 +63,8 @@ struct RESPParser {
         case UInt8(ascii: "$"), UInt8(ascii: "="):
             if try number(line) < 0 { value = .null; break }
             guard let body = try blob(length: line, at: &cursor) else { return nil }
-            value = .bulkString(Data(body))
+            // Copied straight from the buffer's memory: `Data(some Sequence)` would go through generic casts.
+            value = .bulkString(body.withUnsafeBytes { Data($0) })
         case UInt8(ascii: "*"), UInt8(ascii: "~"), UInt8(ascii: ">"):
             let count = try number(line)
             if count < 0 { value = .null; break }

@@ -46,11 +46,17 @@ final class RedisObservers: Sendable {
     /// The serial queue of ``RedisAsyncStorage`` (shared by every view of the store).
     let asyncQueue = DispatchQueue(label: "StashRedis.async")
 
+    /// Whether anyone observes: a write then builds no event delivery at all.
+    private var hasObservers: Bool {
+        state.withLock { !$0.all.isEmpty || !$0.byKey.isEmpty }
+    }
+
     func hasKeyObservers(_ key: String) -> Bool {
-        state.withLock { $0.byKey[key] != nil }
+        state.withLock { !$0.byKey.isEmpty && $0.byKey[key] != nil }
     }
 
     func publish(_ event: RedisEvent) {
+        guard hasObservers else { return }
         let targets: [(Int, String?, Delivery)] = state.withLock { state in
             var targets = state.all.sorted { $0.key < $1.key }.map { ($0.key, String?.none, $0.value) }
             for (key, observers) in state.byKey where event.touches(key) {
