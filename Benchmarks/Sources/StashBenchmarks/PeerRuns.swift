@@ -13,7 +13,7 @@ struct PeerStep<T: Sendable> {
 func runLineup<T>(_ bench: Bench, _ kind: Kind<T>, keyCount: Int, _ contenders: [(String, (URL) throws -> any Side<T>)],
                   _ steps: [PeerStep<T>]) throws {
     // "SQLite + dictionary" is how the memory-hit rows name the SQLite side.
-    let peers = contenders.dropFirst().map(\.0) + ["SQLite + dictionary"]
+    let peers = contenders.dropFirst().flatMap { $0.0 == "SQLite" ? ["SQLite", "SQLite + dictionary"] : [$0.0] }
     guard steps.contains(where: { bench.settings.wants($0.label, peers: peers) }) else { return }
     let folder = "peers-" + kind.name.filter { $0.isLetter || $0.isNumber }
     let lineup = try Lineup(kind, in: try bench.freshDirectory(folder), keyCount: keyCount, contenders)
