@@ -32,6 +32,7 @@ struct StoreCommands {
         }
         var config = Self.config(forDirectory: invocation.directory)
         config.durable = invocation.durable
+        config.readOnly = invocation.opensReadOnly(config.storeURL.path)
         storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
     }
 
@@ -55,6 +56,7 @@ struct StoreCommands {
         case .trim: try trim()
         case .purgeExpired: try purgeExpired()
         case .clear: try clear()
+        case .check: return try check()
         case .tour, .help: preconditionFailure("\(invocation.command) needs no store")
         }
         return ExitStatus.success

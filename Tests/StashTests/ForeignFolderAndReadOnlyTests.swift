@@ -164,7 +164,7 @@ struct ForeignFolderAndReadOnlyTests {
     }
 }
 
-/// Running `stash` as `nobody` (root and setpriv needed).
+/// Running the built `stash`, as this user or as `nobody` (root and setpriv needed).
 enum ReadOnlyHost {
     static let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
     static let nobody: (uid: uid_t, gid: gid_t)? = {
@@ -177,24 +177,44 @@ enum ReadOnlyHost {
         var status: Int32
         var stdout: Data
         var stderr: String
+        var output: String { String(decoding: stdout, as: UTF8.self) }
     }
 
     static func stashAsNobody(_ arguments: [String], store: String) throws -> Run {
         let stash = try #require(builtExecutable(named: "stash"), "the stash executable was not built next to the tests")
         let nobody = try #require(nobody)
         try #require(isReachableByOthers(stash.path), "nobody cannot run \(stash.path)")
+        return try run(try #require(setpriv), ["--reuid=\(nobody.uid)", "--regid=\(nobody.gid)", "--clear-groups",
+                                                stash.path, "--dir", store] + arguments)
+    }
+
+    /// Runs the built `stash --dir store` as this user.
+    static func stash(_ arguments: [String], store: String) throws -> Run {
+        let stash = try #require(builtExecutable(named: "stash"), "the stash executable was not built next to the tests")
+        return try run(stash.path, ["--dir", store] + arguments)
+    }
+
+    private static func run(_ executable: String, _ arguments: [String]) throws -> Run {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(setpriv))
-        process.arguments = ["--reuid=\(nobody.uid)", "--regid=\(nobody.gid)", "--clear-groups", stash.path, "--dir", store] + arguments
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
         let out = Pipe(), err = Pipe()
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        // Read stderr on another thread: a full pipe must not block the child while stdout is read.
+        let errors = Locked(Data())
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let data = err.fileHandleForReading.readDataToEndOfFile()
+            errors.withLock { $0 = data }
+            done.signal()
+        }
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        done.wait()
         process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
+        return Run(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self))
     }
 
     /// Whether every folder from `/` to `path` lets other users through (and `path` itself read and run).
