@@ -14,18 +14,10 @@ extension ExitStatus {
 }
 
 extension Invocation {
-    /// Whether the store at `folder` is opened for reading only: always for `check` (it changes
-    /// nothing), and for the read commands when the folder exists but this user cannot write it
-    /// (another user's store, a read-only file system), so that reading needs no write access.
-    func opensReadOnly(_ folder: String) -> Bool {
-        switch command {
-        case .check:
-            return !repair
-        case .get, .ls, .stats:
-            return FileManager.default.fileExists(atPath: folder) && access(folder, W_OK) != 0
-        default:
-            return false
-        }
+    /// Whether the store is opened for reading only: for the commands that only read (`get`, `ls`,
+    /// `stats`) and for `check` without `--repair`.
+    var opensReadOnly: Bool {
+        [.get, .ls, .stats].contains(command) || (command == .check && !repair)
     }
 }
 

@@ -21,7 +21,8 @@ struct StoreCommands {
     /// `set` without VALUE: all of stdin, read before the store is opened (and locked).
     private let standardInput: Data?
 
-    /// Opens the store `invocation` names (creating it if needed) as raw bytes.
+    /// Opens the store `invocation` names as raw bytes: read-only for the commands that only read,
+    /// else creating it if needed.
     init(_ invocation: Invocation) throws {
         self.invocation = invocation
         if invocation.command == .set, invocation.arguments.count == 1 {
@@ -32,7 +33,9 @@ struct StoreCommands {
         }
         var config = Self.config(forDirectory: invocation.directory)
         config.durable = invocation.durable
-        config.readOnly = invocation.opensReadOnly(config.storeURL.path)
+        // Commands that only read open the store read-only: they create and change nothing (a
+        // mistyped --dir is an error, not a new folder), and work on a store this user cannot write.
+        config.readOnly = invocation.opensReadOnly
         storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
     }
 
@@ -47,6 +50,7 @@ struct StoreCommands {
 
     /// Runs the command; returns the exit status.
     func run() throws -> Int32 {
+        reportRecoveryIssues()
         switch invocation.command {
         case .set: try set()
         case .get: return try get()
@@ -60,6 +64,15 @@ struct StoreCommands {
         case .tour, .help: preconditionFailure("\(invocation.command) needs no store")
         }
         return ExitStatus.success
+    }
+
+    /// Damage that opening the store found and dropped, on stderr whatever the command (stdout stays
+    /// the command's own output; the exit status stays the command's).
+    private func reportRecoveryIssues() {
+        let issues = storage.recoveryIssues
+        guard !issues.isEmpty else { return }
+        writeError("stash: opening the store found damaged data and dropped it (\(plural(issues.count, "issue"))):")
+        issues.forEach { writeError("stash:   - \($0)") }
     }
 
     /// `set KEY [VALUE] [--ttl SECONDS] [--durable]`: the value is the argument, else all of stdin.

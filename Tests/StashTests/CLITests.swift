@@ -214,6 +214,26 @@ struct CLITests {
         }
     }
 
+    // Contract 7: damage found at open is reported by every command, on stderr; exit statuses stay the command's.
+    @Test("damage found when the store is opened is reported on stderr by get, ls and set, with their usual exit status",
+          arguments: [["get", "a"], ["ls"], ["set", "b", "v"], ["get", "missing"]])
+    func recoveryIssuesOnStderr(arguments: [String]) throws {
+        try withScratchFolder { folder in
+            try expectSuccess(stash(["set", "a", "x"], in: folder))
+            let journal = try FileHandle(forWritingTo: folder.appendingPathComponent("store/journal"))
+            try journal.seekToEnd()
+            try journal.write(contentsOf: Data([0x10, 0, 0, 0] + Array(repeating: 0xAB, count: 40)))
+            try journal.close()
+
+            let run = try stash(arguments, in: folder)
+            #expect(run.status == (arguments == ["get", "missing"] ? 3 : 0), "\(run.stderr)")
+            #expect(run.stderr.contains("stash: opening the store found damaged data and dropped it (1 issue):"))
+            #expect(run.stderr.contains("corrupted"))
+            #expect(!String(decoding: run.stdout, as: UTF8.self).contains("damaged"))
+            if arguments == ["get", "a"] { #expect(run.stdout == Data("x".utf8)) }
+        }
+    }
+
     @Test("a store open in another process is reported clearly, with exit status 1")
     func storeInUseIsReported() throws {
         try withScratchFolder { folder in

@@ -18,9 +18,9 @@ struct CanonicalKeyTests {
         let (written, other) = Self.pairs[pair]
         #expect(written.unicodeScalars.count != other.unicodeScalars.count && written == other)
         let memory = MemoryStorage<Data>(config: MemoryConfig())
-        memory.setObject(Data("1".utf8), forKey: written)
+        try memory.setObject(Data("1".utf8), forKey: written)
         #expect(try memory.object(forKey: other) == Data("1".utf8))
-        memory.setObject(Data("2".utf8), forKey: other)
+        try memory.setObject(Data("2".utf8), forKey: other)
         #expect(memory.allKeys.count == 1)
         #expect(try memory.object(forKey: written) == Data("2".utf8))
         memory.removeObject(forKey: other)

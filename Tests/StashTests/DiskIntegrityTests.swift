@@ -134,9 +134,9 @@ struct DiskIntegrityTests {
         #expect(try disk.object(forKey: "dir") == Data("z".utf8))
     }
 
-    // Contract 7: a value that no longer decodes (the model changed) is a decoding error and is dropped.
-    @Test("a value that no longer decodes throws decodingFailed and is dropped; others still work")
-    func undecodableValueIsDropped() throws {
+    // Contract 7: a value that no longer decodes (the model changed) is a decoding error; its intact bytes are kept.
+    @Test("a value that no longer decodes throws decodingFailed and is kept for the old type; others still work")
+    func undecodableValueIsKept() throws {
         struct UserV2: Codable, Sendable { var name: String; var email: String }
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -146,8 +146,10 @@ struct DiskIntegrityTests {
 
         let fresh = try Storage<UserV2>(diskConfig: directory.diskConfig(), transformer: TransformerFactory.forCodable(ofType: UserV2.self))
         #expect(storageError { _ = try fresh.object(forKey: "old") }?.isDecodingFailed == true)
-        #expect(storageError { _ = try fresh.object(forKey: "old") }?.isNotFound == true)
+        #expect(storageError { _ = try fresh.object(forKey: "old") }?.isDecodingFailed == true) // still there
         #expect(try fresh.object(forKey: "new").email == "b@example.com")
+        #expect(try fresh.transformCodable(ofType: User.self).object(forKey: "old") == User(name: "a", age: 1))
+        #expect(Set(fresh.allKeys) == ["old", "new"])
     }
 
     // Contract 8: hostile keys map to files inside the directory and round-trip, also after a restart.

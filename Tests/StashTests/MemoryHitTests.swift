@@ -102,4 +102,74 @@ struct MemoryHitTests {
         #expect(date == clock.now)
         #expect(try storage.entry(forKey: "k").isExpired)
     }
+
+    // MARK: async/await (contract 4, issue #10 item 8)
+
+    // Contract 4: the async functions answer a memory hit without the queue (no thread hop).
+    @Test("async object, entry, existsObject and isExpiredObject answer a memory hit while the store's queue is blocked",
+          .timeLimit(.minutes(1)))
+    func asyncHitWhileQueueIsBlocked() async throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        let user = User(name: "a", age: 1)
+        try storage.setObject(user, forKey: "k")
+        let release = DispatchSemaphore(value: 0)
+        let blocked = DispatchSemaphore(value: 0)
+        let releasedByWatchdog = Locked(false)
+        storage.hybridStorage.engine.async { _ in
+            blocked.signal()
+            release.wait()
+        }
+        blocked.wait()
+        // Only if a read waits for the queue (the bug) does this ever fire: it frees the queue so the
+        // test ends with a failure instead of hanging. The reads below never block this task's thread.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 20) {
+            releasedByWatchdog.withLock { $0 = true }
+            release.signal()
+        }
+        let object = try await storage.async.object(forKey: "k")
+        let entry = try await storage.async.entry(forKey: "k")
+        let exists = try await storage.async.existsObject(forKey: "k")
+        let expired = try await storage.async.isExpiredObject(forKey: "k")
+        #expect(!releasedByWatchdog.withLock { $0 }, "a read waited for the blocked queue")
+        release.signal()
+        #expect(object == user && entry.object == user && exists && !expired)
+    }
+
+    // Contract 4: an async read does not overtake an async write submitted before it (the fast path
+    // is taken only while no async mutation is pending).
+    @Test("an async read submitted after an async write that is still running returns the written value",
+          .timeLimit(.minutes(1)))
+    func asyncReadDoesNotOvertakeEarlierWrite() async throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        try storage.setObject(User(name: "old", age: 1), forKey: "k")
+        let writing = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        // A view whose encoding (run on the queue, inside the write) holds the write until the read is submitted.
+        let slow = storage.transform(transformer: Transformer<User>(
+            toData: { user in
+                writing.signal()
+                gate.wait()
+                return try JSONEncoder().encode(user)
+            },
+            fromData: { try JSONDecoder().decode(User.self, from: $0) }
+        ))
+        let written = DispatchSemaphore(value: 0)
+        slow.async.setObject(User(name: "new", age: 2), forKey: "k") { _ in written.signal() }
+        writing.wait() // the write is running on the queue; memory still holds "old"
+        #expect(!storage.hybridStorage.engine.pendingAsyncMutations.isEmpty)
+
+        let started = Locked(false)
+        let read = Task {
+            started.withLock { $0 = true }
+            return try await storage.async.object(forKey: "k").name // must wait for the write
+        }
+        while !started.withLock({ $0 }) { await Task.yield() } // (yields: the read task may need this thread)
+        gate.signal()
+        #expect(try await read.value == "new")
+        written.wait()
+        #expect(storage.hybridStorage.engine.pendingAsyncMutations.isEmpty)
+        #expect(try await storage.async.object(forKey: "k").name == "new") // and now from memory
+    }
 }

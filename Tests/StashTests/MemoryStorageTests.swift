@@ -11,14 +11,14 @@ struct MemoryStorageTests {
     func setGetReplaceRemove() throws {
         let memory = MemoryStorage<User>()
         let ann = User(name: "ann", age: 30)
-        memory.setObject(ann, forKey: "me")
+        try memory.setObject(ann, forKey: "me")
         #expect(try memory.object(forKey: "me") == ann)
         #expect(try memory.entry(forKey: "me").filePath == nil)
         #expect(try memory.existsObject(forKey: "me"))
 
         let older = User(name: "ann", age: 31)
-        memory.setObject(older, forKey: "me")
-        memory.setObject(User(name: "bob", age: 2), forKey: "other")
+        try memory.setObject(older, forKey: "me")
+        try memory.setObject(User(name: "bob", age: 2), forKey: "other")
         #expect(try memory.object(forKey: "me") == older)
         #expect(Set(memory.allKeys) == ["me", "other"])
         #expect(memory.count == 2)
@@ -43,10 +43,10 @@ struct MemoryStorageTests {
         let clock = TestClock()
         let start = clock.now
         let memory = MemoryStorage<String>(config: MemoryConfig(expiry: .seconds(10)), now: clock.function)
-        memory.setObject("default", forKey: "default")
-        memory.setObject("long", forKey: "long", expiry: .seconds(1000))
-        memory.setObject("never", forKey: "never", expiry: .never)
-        memory.setObject("date", forKey: "date", expiry: .date(start + 5))
+        try memory.setObject("default", forKey: "default")
+        try memory.setObject("long", forKey: "long", expiry: .seconds(1000))
+        try memory.setObject("never", forKey: "never", expiry: .never)
+        try memory.setObject("date", forKey: "date", expiry: .date(start + 5))
 
         #expect(try memory.entry(forKey: "default").expiry == .date(start + 10))
         #expect(try memory.entry(forKey: "long").expiry == .date(start + 1000))
@@ -67,7 +67,7 @@ struct MemoryStorageTests {
         let memory = MemoryStorage<String>(now: clock.function)
         clock.advance(by: 500) // the write is not at the clock's origin
         let writtenAt = clock.now
-        memory.setObject("v", forKey: "k", expiry: .seconds(seconds))
+        try memory.setObject("v", forKey: "k", expiry: .seconds(seconds))
 
         for _ in 0..<4 {
             clock.advance(by: seconds / 8)
@@ -87,9 +87,9 @@ struct MemoryStorageTests {
         let clock = TestClock()
         let start = clock.now
         let memory = MemoryStorage<String>(config: MemoryConfig(expiry: .seconds(30)), now: clock.function)
-        memory.setObject("first", forKey: "first")
+        try memory.setObject("first", forKey: "first")
         clock.advance(by: 20)
-        memory.setObject("second", forKey: "second")
+        try memory.setObject("second", forKey: "second")
         #expect(try memory.entry(forKey: "first").expiry == .date(start + 30))
         #expect(try memory.entry(forKey: "second").expiry == .date(start + 50))
         clock.advance(by: 15) // start + 35
@@ -103,9 +103,9 @@ struct MemoryStorageTests {
         let clock = TestClock()
         let memory = MemoryStorage<String>(now: clock.function)
         let expiresAt = clock.now + 5
-        memory.setObject("stale", forKey: "stale", expiry: .seconds(5))
-        memory.setObject("fresh", forKey: "fresh", expiry: .seconds(500))
-        memory.setObject("forever", forKey: "forever")
+        try memory.setObject("stale", forKey: "stale", expiry: .seconds(5))
+        try memory.setObject("fresh", forKey: "fresh", expiry: .seconds(500))
+        try memory.setObject("forever", forKey: "forever")
         clock.advance(by: 6)
 
         let error = storageError { _ = try memory.object(forKey: "stale") }
@@ -134,7 +134,7 @@ struct MemoryStorageTests {
     func pastDateIsExpired() throws {
         let clock = TestClock()
         let memory = MemoryStorage<String>(now: clock.function)
-        memory.setObject("v", forKey: "k", expiry: .date(clock.now - 1))
+        try memory.setObject("v", forKey: "k", expiry: .date(clock.now - 1))
         #expect(try memory.entry(forKey: "k").isExpired)
         #expect(storageError { _ = try memory.object(forKey: "k") }?.isExpired == true)
         memory.removeExpiredObjects()
@@ -146,7 +146,7 @@ struct MemoryStorageTests {
     func injectedClock() throws {
         let clock = TestClock(Date(timeIntervalSince1970: 0)) // the system clock would call everything expired
         let memory = MemoryStorage<String>(now: clock.function)
-        memory.setObject("v", forKey: "k", expiry: .date(Date(timeIntervalSince1970: 100)))
+        try memory.setObject("v", forKey: "k", expiry: .date(Date(timeIntervalSince1970: 100)))
         #expect(try memory.object(forKey: "k") == "v")
         clock.advance(by: 100)
         #expect(try memory.isExpiredObject(forKey: "k"))
@@ -159,7 +159,7 @@ struct MemoryStorageTests {
     func countLimitHolds(limit: Int) throws {
         let memory = MemoryStorage<Int>(config: MemoryConfig(countLimit: limit))
         for value in 0..<20 {
-            memory.setObject(value, forKey: "k\(value)")
+            try memory.setObject(value, forKey: "k\(value)")
             #expect(memory.count == min(value + 1, limit))
             #expect(Set(memory.allKeys) == Set((max(0, value + 1 - limit)...value).map { "k\($0)" }))
             #if DEBUG
@@ -172,12 +172,12 @@ struct MemoryStorageTests {
     @Test("a read counts as use: the least recently used entry is evicted, not the oldest written")
     func readCountsAsUse() throws {
         let memory = MemoryStorage<String>(config: MemoryConfig(countLimit: 3))
-        for key in ["a", "b", "c"] { memory.setObject(key, forKey: key) }
+        for key in ["a", "b", "c"] { try memory.setObject(key, forKey: key) }
         #expect(try memory.object(forKey: "a") == "a") // a is now the most recent; b the least
-        memory.setObject("d", forKey: "d")
+        try memory.setObject("d", forKey: "d")
         #expect(Set(memory.allKeys) == ["a", "c", "d"])
         _ = try memory.entry(forKey: "c") // entry(forKey:) is a read too
-        memory.setObject("e", forKey: "e")
+        try memory.setObject("e", forKey: "e")
         #expect(Set(memory.allKeys) == ["c", "d", "e"])
     }
 
@@ -185,11 +185,11 @@ struct MemoryStorageTests {
     @Test("rewriting a key refreshes it without growing the count")
     func rewriteRefreshes() throws {
         let memory = MemoryStorage<String>(config: MemoryConfig(countLimit: 2))
-        memory.setObject("a1", forKey: "a")
-        memory.setObject("b", forKey: "b")
-        memory.setObject("a2", forKey: "a") // a is now the most recent
+        try memory.setObject("a1", forKey: "a")
+        try memory.setObject("b", forKey: "b")
+        try memory.setObject("a2", forKey: "a") // a is now the most recent
         #expect(memory.count == 2)
-        memory.setObject("c", forKey: "c")
+        try memory.setObject("c", forKey: "c")
         #expect(Set(memory.allKeys) == ["a", "c"])
         #expect(try memory.object(forKey: "a") == "a2")
     }
@@ -200,21 +200,21 @@ struct MemoryStorageTests {
     @Test("totalCostLimit holds with explicit costs, evicting least recently used first")
     func costLimitWithExplicitCosts() throws {
         let memory = MemoryStorage<String>(config: MemoryConfig(totalCostLimit: 10))
-        memory.setObject("a", forKey: "a", cost: 4)
-        memory.setObject("b", forKey: "b", cost: 4)
+        try memory.setObject("a", forKey: "a", cost: 4)
+        try memory.setObject("b", forKey: "b", cost: 4)
         #expect(memory.totalCost == 8)
-        memory.setObject("c", forKey: "c", cost: 4) // 12 > 10: a goes
+        try memory.setObject("c", forKey: "c", cost: 4) // 12 > 10: a goes
         #expect(Set(memory.allKeys) == ["b", "c"])
         #expect(memory.totalCost == 8)
 
         _ = try memory.object(forKey: "b") // order is now c, b
-        memory.setObject("d", forKey: "d", cost: 3) // 11 > 10: c goes, not b
+        try memory.setObject("d", forKey: "d", cost: 3) // 11 > 10: c goes, not b
         #expect(Set(memory.allKeys) == ["b", "d"])
         #expect(memory.totalCost == 7)
 
-        memory.setObject("b", forKey: "b", cost: 1) // replacing an entry replaces its cost
+        try memory.setObject("b", forKey: "b", cost: 1) // replacing an entry replaces its cost
         #expect(memory.totalCost == 4)
-        memory.setObject("e", forKey: "e", cost: 6) // exactly the limit: nothing goes
+        try memory.setObject("e", forKey: "e", cost: 6) // exactly the limit: nothing goes
         #expect(Set(memory.allKeys) == ["b", "d", "e"])
         #expect(memory.totalCost == 10)
 
@@ -228,13 +228,13 @@ struct MemoryStorageTests {
     @Test("totalCostLimit holds with the cost closure")
     func costLimitWithClosure() throws {
         let memory = MemoryStorage<String>(config: MemoryConfig(totalCostLimit: 10), cost: { $0.utf8.count })
-        memory.setObject("aaaa", forKey: "a")
-        memory.setObject("bbb", forKey: "b")
+        try memory.setObject("aaaa", forKey: "a")
+        try memory.setObject("bbb", forKey: "b")
         #expect(memory.totalCost == 7)
-        memory.setObject("cccc", forKey: "c") // 11 > 10: a goes
+        try memory.setObject("cccc", forKey: "c") // 11 > 10: a goes
         #expect(Set(memory.allKeys) == ["b", "c"])
         #expect(memory.totalCost == 7)
-        memory.setObject("x", forKey: "x", cost: 3) // an explicit cost wins over the closure
+        try memory.setObject("x", forKey: "x", cost: 3) // an explicit cost wins over the closure
         #expect(memory.totalCost == 10)
         #expect(Set(memory.allKeys) == ["b", "c", "x"])
     }
@@ -243,8 +243,8 @@ struct MemoryStorageTests {
     @Test("values cost 0 without a cost closure, and a negative cost counts as 0")
     func defaultCostIsZero() throws {
         let memory = MemoryStorage<String>(config: MemoryConfig(totalCostLimit: 1))
-        for index in 0..<10 { memory.setObject("v", forKey: "k\(index)") }
-        memory.setObject("v", forKey: "negative", cost: -5)
+        for index in 0..<10 { try memory.setObject("v", forKey: "k\(index)") }
+        try memory.setObject("v", forKey: "negative", cost: -5)
         #expect(memory.count == 11)
         #expect(memory.totalCost == 0)
     }
@@ -253,8 +253,8 @@ struct MemoryStorageTests {
     @Test("an entry costlier than the limit is not kept", arguments: [11, 1000])
     func tooCostlyEntryNotKept(cost: Int) throws {
         let memory = MemoryStorage<String>(config: MemoryConfig(totalCostLimit: 10))
-        memory.setObject("old", forKey: "big", cost: 2)
-        memory.setObject("huge", forKey: "big", cost: cost)
+        try memory.setObject("old", forKey: "big", cost: 2)
+        try memory.setObject("huge", forKey: "big", cost: cost)
         #expect(storageError { _ = try memory.object(forKey: "big") }?.isNotFound == true) // neither the new nor a stale copy
         #expect(memory.totalCost <= 10)
         #if DEBUG
@@ -266,9 +266,9 @@ struct MemoryStorageTests {
     @Test("an entry costlier than the limit does not evict the entries that fit")
     func tooCostlyEntryKeepsOthers() throws {
         let memory = MemoryStorage<String>(config: MemoryConfig(totalCostLimit: 10))
-        memory.setObject("a", forKey: "a", cost: 3)
-        memory.setObject("b", forKey: "b", cost: 3)
-        memory.setObject("huge", forKey: "huge", cost: 11)
+        try memory.setObject("a", forKey: "a", cost: 3)
+        try memory.setObject("b", forKey: "b", cost: 3)
+        try memory.setObject("huge", forKey: "huge", cost: 11)
         #expect(!memory.allKeys.contains("huge"))
         #expect(Set(memory.allKeys) == ["a", "b"], "a value that cannot be cached should not flush the cache")
         #expect(memory.totalCost == 6)
@@ -284,9 +284,9 @@ struct MemoryStorageTests {
         let strings: MemoryStorage<String> = users.transform(cost: { $0.utf8.count })
         let ann = User(name: "ann", age: 1)
 
-        users.setObject(ann, forKey: "ann")
+        try users.setObject(ann, forKey: "ann")
         #expect(try sameUsers.object(forKey: "ann") == ann)
-        strings.setObject("hello", forKey: "greeting")
+        try strings.setObject("hello", forKey: "greeting")
         #expect(try strings.object(forKey: "greeting") == "hello")
         #expect(Set(users.allKeys) == ["ann", "greeting"])
         #expect(users.count == 2)
@@ -300,8 +300,8 @@ struct MemoryStorageTests {
         #expect(storageError { _ = try users.entry(forKey: "greeting") } != nil)
 
         // The limits are the shared cache's: writes through either view count together.
-        strings.setObject("x", forKey: "x")
-        sameUsers.setObject(ann, forKey: "ann2")
+        try strings.setObject("x", forKey: "x")
+        try sameUsers.setObject(ann, forKey: "ann2")
         #expect(users.count == 3)
         #expect(!users.allKeys.contains("ann")) // the least recently used of all views went first
 
@@ -346,7 +346,7 @@ struct MemoryStorageTests {
                 default: .seconds(Double(1 + random.below(40)))
                 }
                 operation = "set(\(key), cost \(cost), expiry \(String(describing: expiry)))"
-                memory.setObject(value, forKey: key, expiry: expiry, cost: cost)
+                try memory.setObject(value, forKey: key, expiry: expiry, cost: cost)
                 model.set(key, value: value, cost: cost, expiry: (expiry ?? config.expiry).resolved(from: clock.now))
             case 40..<70:
                 operation = "entry(\(key))"

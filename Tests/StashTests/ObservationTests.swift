@@ -216,25 +216,31 @@ struct ObservationTests {
         #expect(kept.received == [.add(key: "k"), .add(key: "k"), .remove(key: "k")]) // delivery itself goes on
     }
 
-    // Contract 12: changes queued but not yet delivered when cancel() returns are never delivered.
-    @Test("changes queued before cancel() but not yet delivered are dropped", .timeLimit(.minutes(1)))
+    // Contract 12: changes committed but not yet delivered when cancel() returns are never delivered.
+    @Test("changes committed before cancel() but not yet delivered are dropped", .timeLimit(.minutes(1)))
     func cancelDropsQueuedChanges() throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
+        let observers = storage.hybridStorage.engine.observers
         let recorder = Recorder<StorageChange>()
         let gate = DispatchSemaphore(value: 0)
         let blocker = Recorder<StorageChange>()
-        // The first observer holds the delivery queue until the test has cancelled the second.
+        // The first observer holds the delivery of "first" (on the writing thread) until the test
+        // has cancelled the second; "second" is committed meanwhile and waits its turn.
         storage.addStorageObserver(blocker) { recorder, _, change in
             recorder.append(change)
             if change == .add(key: "first") { gate.wait() }
         }
         let token = storage.addStorageObserver(recorder) { recorder, _, change in recorder.append(change) }
-        try storage.setObject(ann, forKey: "first")
-        try storage.setObject(bob, forKey: "second")
+        let writers = DispatchGroup()
+        let (ann, bob) = (ann, bob)
+        DispatchQueue.global().async(group: writers) { try? storage.setObject(ann, forKey: "first") }
+        try waitUntil { observers.lastPublished >= 1 }
+        DispatchQueue.global().async(group: writers) { try? storage.setObject(bob, forKey: "second") }
+        try waitUntil { observers.lastPublished >= 2 }
         token.cancel()
         gate.signal()
-        storage.waitForObservers()
+        writers.wait()
 
         #expect(blocker.received == [.add(key: "first"), .add(key: "second")])
         #expect(recorder.received.isEmpty)
@@ -443,7 +449,7 @@ struct ObservationTests {
 }
 
 /// Records what observer closures receive; an observer object as `addStorageObserver` wants one.
-private final class Recorder<Value: Sendable>: @unchecked Sendable {
+final class Recorder<Value: Sendable>: @unchecked Sendable {
     // @unchecked Sendable: `values` is only touched under `lock`.
     private let lock = NSLock()
     private var values: [Value] = []

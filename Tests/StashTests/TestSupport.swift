@@ -169,3 +169,16 @@ extension DiskStore {
         ValueFiles.id(ofName: name) != nil
     }
 }
+
+/// Waits until `condition` holds, for another thread's progress that no hook reports (it polls;
+/// it does not wait for time to pass); fails after `limit` seconds.
+func waitUntil(limit: TimeInterval = 30, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool) throws {
+    let deadline = Date().addingTimeInterval(limit)
+    while !condition() {
+        guard Date() < deadline else {
+            Issue.record("the awaited condition did not hold within \(limit) s", sourceLocation: sourceLocation)
+            throw CancellationError()
+        }
+        usleep(200)
+    }
+}

@@ -128,11 +128,11 @@ struct TypedViewTests {
 
     // MARK: Bad data (contract 7)
 
-    // Contract 7: bytes another view wrote that do not decode give decodingFailed, and the entry is dropped.
-    @Test("reading a key through a view that cannot decode it throws decodingFailed and drops the entry")
-    func undecodableThroughViewIsDropped() throws {
+    // Contract 7: bytes another view wrote that do not decode give decodingFailed, and the entry is kept.
+    @Test("reading a key through a view that cannot decode it throws decodingFailed and keeps the entry")
+    func undecodableThroughViewIsKept() throws {
         let directory = TemporaryDirectory()
-        let storage = try makeUserStorage(in: directory, valuesAsFiles: true) // the file's removal is checked
+        let storage = try makeUserStorage(in: directory, valuesAsFiles: true) // the file is checked to stay
         let data = storage.transformData()
         try data.setObject(Data("not json".utf8), forKey: "bad")
         try storage.setObject(ann, forKey: "good")
@@ -143,11 +143,33 @@ struct TypedViewTests {
         #expect(error?.isDecodingFailed == true)
         if case .decodingFailed(let cause)? = error { #expect(cause is DecodingError) }
 
-        #expect(!storage.allKeys.contains("bad"))
-        #expect(storageError { _ = try data.object(forKey: "bad") }?.isNotFound == true) // memory copy gone too
-        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(storage.allKeys.contains("bad"))
+        #expect(try data.object(forKey: "bad") == Data("not json".utf8)) // the view that can read it still does
+        #expect(FileManager.default.fileExists(atPath: path))
         #expect(try storage.object(forKey: "good") == ann) // the rest keeps working
-        #expect(storage.totalSize == (try JSONEncoder().encode(ann).count))
+    }
+
+    // Contract 7: hyperoslo/Cache's migration test (StorageSupportTests "testManageMigration"), on Stash's API:
+    // store Person1, fail to read it as Person2, read it as Person1, convert, write Person2.
+    @Test("hyperoslo/Cache's migration pattern works: a failed read as the new type keeps the old value")
+    func cacheMigrationPattern() throws {
+        struct Person1: Codable, Sendable, Equatable { let fullName: String }
+        struct Person2: Codable, Sendable, Equatable { let firstName: String; let lastName: String }
+        let directory = TemporaryDirectory()
+        let person1Storage = try Storage<Person1>(diskConfig: directory.diskConfig(),
+                                                  transformer: TransformerFactory.forCodable(ofType: Person1.self))
+        let person2Storage = person1Storage.transformCodable(ofType: Person2.self)
+
+        try person1Storage.setObject(Person1(fullName: "John Snow"), forKey: "person")
+        // The app looks for the new model first and fails...
+        #expect(storageError { _ = try person2Storage.object(forKey: "person") }?.isDecodingFailed == true)
+        // ...then reads the old model, converts it and writes the new one.
+        let old = try person1Storage.object(forKey: "person")
+        let parts = old.fullName.split(separator: " ").map(String.init)
+        try person2Storage.setObject(Person2(firstName: parts[0], lastName: parts[1]), forKey: "person")
+
+        #expect(try person2Storage.object(forKey: "person") == Person2(firstName: "John", lastName: "Snow"))
+        #expect(storageError { _ = try person1Storage.object(forKey: "person") }?.isDecodingFailed == true)
     }
 
     // MARK: Custom transformers
@@ -192,8 +214,8 @@ struct TypedViewTests {
         #expect(storage.allKeys == ["k"])
     }
 
-    // Contract 7: an error thrown by fromData surfaces as decodingFailed with the original error; the entry is dropped.
-    @Test("an error thrown by a custom fromData surfaces as decodingFailed carrying it, and the entry is dropped")
+    // Contract 7: an error thrown by fromData surfaces as decodingFailed with the original error; the entry is kept.
+    @Test("an error thrown by a custom fromData surfaces as decodingFailed carrying it, and the entry is kept")
     func customDecodingError() throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -206,7 +228,8 @@ struct TypedViewTests {
             return
         }
         #expect(cause as? CustomFailure == CustomFailure(code: 2))
-        #expect(storage.allKeys.isEmpty)
+        #expect(storage.allKeys == ["k"])
+        #expect(try storage.transformData().object(forKey: "k") == Data("x".utf8))
     }
 
     // Contract 7: a StorageError thrown inside a transformer is passed on as it is.
@@ -257,8 +280,8 @@ struct TypedViewTests {
         #expect(try cold.entry(forKey: "logo").filePath == path)
     }
 
-    // Contract 7: bytes that are no image are rejected by the image view, and the entry is dropped.
-    @Test("JSON read through transformImage() throws, and the entry is dropped")
+    // Contract 7: bytes that are no image are rejected by the image view, and the entry is kept.
+    @Test("JSON read through transformImage() throws, and the entry is kept")
     func jsonThroughImageViewThrows() throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -271,8 +294,8 @@ struct TypedViewTests {
             return
         }
         #expect(cause as? ImageDataError == .notAnImage(byteCount: json.count))
-        #expect(storage.allKeys.isEmpty)
-        #expect(storageError { _ = try storage.object(forKey: "k") }?.isNotFound == true)
+        #expect(storage.allKeys == ["k"]) // intact bytes of another type are kept
+        #expect(try storage.object(forKey: "k") == ann)
     }
 
     // MARK: Helpers

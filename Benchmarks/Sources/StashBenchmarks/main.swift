@@ -62,6 +62,7 @@ func runAll(_ bench: Bench) throws {
         Step(label: "set new key, codable", run: WriteScenarios.setNew),
         Step(label: "overwrite, codable", run: WriteScenarios.overwrite),
         Step(label: "memory hit, codable", run: ReadScenarios.memoryHit),
+        Step(label: "async/await memory hit", run: AsyncHitScenario.run),
         Step(label: "async read (memory hit), completion handler", run: ConcurrencyScenarios.completion),
         Step(label: "async read (memory hit), async/await", run: ConcurrencyScenarios.asyncAwait),
         Step(label: "80/20 read/write, 2 threads", run: ConcurrencyScenarios.mixed),

@@ -7,7 +7,12 @@ public struct DiskConfig: Sendable {
     /// The default expiry of values written without one.
     public var expiry: Expiry
     /// The most bytes of values kept on disk; 0 means no limit. Checked after every write:
-    /// expired values go first, then the least recently used.
+    /// expired values go first, then the least recently used. A negative value is refused when the
+    /// store is opened (``StorageError/invalidLimit(name:value:)``).
+    ///
+    /// Every storage of one folder in a process shares one engine, and with it the first opener's
+    /// ``maxSize`` and ``durable``: opening the folder again with other values throws
+    /// ``StorageError/configurationConflict(directory:setting:inForce:requested:)``.
     public var maxSize: Int
     /// The parent folder; nil means the platform's caches folder (on Linux `$XDG_CACHE_HOME`,
     /// else `~/.cache`).
@@ -31,7 +36,7 @@ public struct DiskConfig: Sendable {
     /// - Parameters:
     ///   - name: The store's folder name, created inside `directory`.
     ///   - expiry: The default expiry of values written without one.
-    ///   - maxSize: The most bytes of values kept; 0 = unlimited.
+    ///   - maxSize: The most bytes of values kept; 0 = unlimited; negative is refused when opening.
     ///   - directory: The parent folder; nil = the platform's caches folder.
     ///   - durable: Whether each write is `fsync`ed before it returns.
     ///   - readOnly: Whether the store is opened for reading only.
@@ -40,7 +45,7 @@ public struct DiskConfig: Sendable {
                 readOnly: Bool = false, storesValuesAsFiles: Bool = false) {
         self.name = name
         self.expiry = expiry
-        self.maxSize = max(0, maxSize)
+        self.maxSize = maxSize
         self.directory = directory
         self.durable = durable
         self.readOnly = readOnly
@@ -65,6 +70,14 @@ public struct DiskConfig: Sendable {
             throw StorageError.invalidName(name)
         }
         return storeURL
+    }
+
+    /// Refuses settings that cannot be honoured, before anything is opened or created.
+    /// - Throws: ``StorageError/invalidLimit(name:value:)`` for a negative ``maxSize``,
+    ///   ``StorageError/invalidExpiry(_:)`` for an unusable ``expiry``.
+    func validate() throws {
+        guard maxSize >= 0 else { throw StorageError.invalidLimit(name: "maxSize", value: maxSize) }
+        guard expiry.isValid else { throw StorageError.invalidExpiry(expiry) }
     }
 
     /// The platform's caches folder: `$XDG_CACHE_HOME` or `~/.cache` on Linux.

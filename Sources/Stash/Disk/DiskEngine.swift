@@ -12,6 +12,12 @@ final class DiskEngine: @unchecked Sendable {
     let directory: String
     let queue: DispatchQueue
     let observers = ObservationCenter()
+    /// Mutations submitted through the async API and not run yet (for its memory-hit fast path).
+    let pendingAsyncMutations = PendingMutations()
+    /// The first opener's ``DiskConfig/maxSize`` and ``DiskConfig/durable``, which every storage of
+    /// this folder must share (``open(_:maxSize:durable:)``).
+    let maxSize: Int
+    let durable: Bool
     private let store: DiskStore
     /// The store's index (``DiskStore/sharedIndex``), which has a lock of its own.
     private let index: Locked<LRUIndex<DiskRecord>>
@@ -30,9 +36,11 @@ final class DiskEngine: @unchecked Sendable {
         weak var engine: DiskEngine?
     }
 
-    private init(directory: String, readOnly: Bool) throws {
+    private init(directory: String, readOnly: Bool, maxSize: Int, durable: Bool) throws {
         self.directory = directory
         self.readOnly = readOnly
+        self.maxSize = maxSize
+        self.durable = durable
         store = try DiskStore(directory: directory, readOnly: readOnly)
         index = store.sharedIndex
         values = store.values
@@ -57,19 +65,38 @@ final class DiskEngine: @unchecked Sendable {
 
     /// The engine for `url`, shared with every other open storage of that folder; creates the folder
     /// unless `readOnly`.
-    static func open(_ url: URL, readOnly: Bool = false) throws -> DiskEngine {
+    ///
+    /// The first opener's `maxSize` and `durable` hold while the engine is open: two storages with
+    /// different limits on one folder would evict each other's data by their own rule, so a second
+    /// opener asking for others gets an error instead (see Docs/Architecture.md, "Sharing a folder").
+    /// A reader may share a writer's engine; a writer cannot use a read-only one.
+    /// - Throws: ``StorageError/configurationConflict(directory:setting:inForce:requested:)``,
+    ///   ``StorageError/readOnly(directory:)``.
+    static func open(_ url: URL, readOnly: Bool = false, maxSize: Int = 0, durable: Bool = false) throws -> DiskEngine {
         let path = url.standardizedFileURL.path
         if !readOnly { try FileIO.createDirectory(path) }
         let canonical = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         return try registry.withLock { registry in
             if let engine = registry[canonical]?.engine {
-                // A reader may share a writer's engine; a writer cannot use a read-only one.
                 if engine.readOnly, !readOnly { throw StorageError.readOnly(directory: canonical) }
+                if !readOnly { try engine.checkSettings(maxSize: maxSize, durable: durable) }
                 return engine
             }
-            let engine = try DiskEngine(directory: canonical, readOnly: readOnly)
+            let engine = try DiskEngine(directory: canonical, readOnly: readOnly, maxSize: maxSize, durable: durable)
             registry[canonical] = WeakEngine(engine: engine)
             return engine
+        }
+    }
+
+    /// Throws when a second opener asks for other settings than this engine's.
+    private func checkSettings(maxSize: Int, durable: Bool) throws {
+        if maxSize != self.maxSize {
+            throw StorageError.configurationConflict(directory: directory, setting: "maxSize",
+                                                     inForce: String(self.maxSize), requested: String(maxSize))
+        }
+        if durable != self.durable {
+            throw StorageError.configurationConflict(directory: directory, setting: "durable",
+                                                     inForce: String(self.durable), requested: String(durable))
         }
     }
 
@@ -109,9 +136,17 @@ final class DiskEngine: @unchecked Sendable {
     var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == queueID }
 
     /// Runs `body` on the serial queue and waits for it; inline when already on the queue.
+    ///
+    /// Off the queue, the changes `body` committed reach their observers before this returns
+    /// (``ObservationCenter/deliver(through:)``); inline, the outer operation's caller delivers them.
     func sync<Result>(_ body: (DiskStore) throws -> Result) rethrows -> Result {
         if isOnQueue { return try body(store) }
-        return try queue.sync { try body(store) }
+        var published: UInt64 = 0
+        defer { observers.deliver(through: published) }
+        return try queue.sync {
+            defer { published = observers.lastPublished }
+            return try body(store)
+        }
     }
 
     /// Runs `body` on the serial queue, after every operation submitted before it.

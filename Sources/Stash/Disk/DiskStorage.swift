@@ -27,9 +27,15 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     ///   - now: The clock that expiry and last access are measured against.
     /// - Throws: ``StorageError/io(operation:path:underlying:)`` when the folder cannot be created or
     ///   read, ``StorageError/inUse(directory:)`` when another process has it open,
-    ///   ``StorageError/invalidName(_:)`` when ``DiskConfig/name`` would leave ``DiskConfig/directory``.
+    ///   ``StorageError/invalidName(_:)`` when ``DiskConfig/name`` would leave ``DiskConfig/directory``,
+    ///   ``StorageError/invalidLimit(name:value:)`` or ``StorageError/invalidExpiry(_:)`` for unusable
+    ///   settings, ``StorageError/configurationConflict(directory:setting:inForce:requested:)`` when the
+    ///   folder is already open in this process with another ``DiskConfig/maxSize`` or ``DiskConfig/durable``.
     public convenience init(config: DiskConfig, transformer: Transformer<T>, now: @escaping @Sendable () -> Date = { Date() }) throws {
-        self.init(config: config, transformer: transformer, engine: try DiskEngine.open(config.checkedStoreURL(), readOnly: config.readOnly), now: now)
+        try config.validate()
+        let engine = try DiskEngine.open(config.checkedStoreURL(), readOnly: config.readOnly, maxSize: config.maxSize,
+                                         durable: config.durable)
+        self.init(config: config, transformer: transformer, engine: engine, now: now)
     }
 
     init(config: DiskConfig, transformer: Transformer<T>, engine: DiskEngine, now: @escaping @Sendable () -> Date) {
@@ -37,6 +43,12 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         self.transformer = transformer
         self.engine = engine
         self.now = now
+    }
+
+    /// Throws ``StorageError/readOnly(directory:)`` for a storage opened read-only (which may share
+    /// the engine of a writable storage of the same folder in this process).
+    func checkWritable() throws {
+        if config.readOnly { throw StorageError.readOnly(directory: engine.directory) }
     }
 
     /// The store's folder.
@@ -84,9 +96,10 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
-        let data = try transformer.encode(object)
+        try checkWritable()
         let now = now()
-        let expiryDate = (expiry ?? config.expiry).resolved(from: now)
+        let expiryDate = try (expiry ?? config.expiry).checkedDate(from: now)
+        let data = try transformer.encode(object)
         let staged = engine.stage(key, data, maxSize: config.maxSize, durable: config.durable, storesValuesAsFiles: config.storesValuesAsFiles)
         let (_, replaced, sync) = try engine.sync {
             try $0.write(key, data, staged: staged, expiry: expiryDate, now: now, maxSize: config.maxSize, durable: config.durable,
@@ -97,23 +110,33 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func removeObject(forKey key: String) throws {
-        let sync = try engine.sync { try $0.remove(key) }
+        try checkWritable()
+        let sync = try engine.sync { [config] in try $0.remove(key, durable: config.durable) }
         if config.durable { try engine.waitUntilDurable(sync) }
     }
 
     public func removeAll() throws {
+        try checkWritable()
         try engine.sync { try $0.removeAll() }
     }
 
+    /// Removes every expired value; observers of the folder hear `.removeExpired` even when nothing
+    /// had expired (as hyperoslo/Cache's do).
     public func removeExpiredObjects() throws {
+        try checkWritable()
         let now = now()
-        try engine.sync { _ = try $0.removeExpired(now: now) }
+        try engine.sync { store in
+            if try store.removeExpired(now: now).isEmpty { engine.observers.publish(.remove(keys: [], reason: .expired)) }
+        }
     }
 
     /// Removes expired values, then least recently used ones, until at most `size` bytes remain.
+    /// - Throws: ``StorageError/invalidLimit(name:value:)`` for a negative `size` (nothing is removed).
     public func trim(toSize size: Int) throws {
+        try checkWritable()
+        guard size >= 0 else { throw StorageError.invalidLimit(name: "size", value: size) }
         let now = now()
-        try engine.sync { try $0.trim(toSize: max(0, size), now: now) }
+        try engine.sync { try $0.trim(toSize: size, now: now) }
     }
 
     /// A view of the same store (same folder, queue and index) whose values are `U`.
@@ -121,17 +144,15 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         DiskStorage<U>(config: config, transformer: transformer, engine: engine, now: now)
     }
 
-    /// Reads and decodes `key`'s value on the engine's queue; an undecodable value is dropped.
+    /// Reads and decodes `key`'s value on the engine's queue.
+    ///
+    /// Bytes that this transformer cannot decode are intact (damaged ones fail in ``DiskStore/read(_:now:)``
+    /// as ``StorageError/corrupted(_:)``): the entry is kept for another view or the app's migration
+    /// code, and the error is ``StorageError/decodingFailed(_:)`` (or the transformer's own ``StorageError``).
     func readEntry(_ key: String, from store: DiskStore) throws -> (entry: Entry<T>, size: Int) {
         let now = now()
         let (data, record, path) = try store.read(key, now: now)
-        let object: T
-        do {
-            object = try transformer.decode(data)
-        } catch {
-            store.drop(key)
-            throw error
-        }
+        let object = try transformer.decode(data)
         let entry = Entry(object: object, expiry: Expiry(storedDate: Date(timeIntervalSince1970: record.expiry)),
                           filePath: path, isExpired: now.timeIntervalSince1970 >= record.expiry)
         return (entry, data.count)

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What ``DiskStorage/check(progress:)`` found in a store.
 public struct DiskCheckReport: Sendable, Equatable {

@@ -7,7 +7,7 @@ extension DiskStore {
     /// names, and opens the last segment for appending.
     func open() throws {
         if folder.kind == .v1 {
-            try checkWritable()
+            if readOnly { throw StorageError.unsupportedFormat(directory: directory, format: 1) }
             try upgradeFromVersion1()
         }
         let files = try folder.files()
@@ -59,14 +59,16 @@ extension DiskStore {
         var replayer = Replayer()
         for (number, id) in ids.enumerated() {
             let covered = snapshot.map { id < $0.position.segment } ?? false
-            guard let (file, bytes) = try SegmentFile.open(directory + "/" + SegmentFile.name(of: id), writable: !readOnly,
-                                                           wholeFile: !covered),
-                  file.id == id else {
+            let path = directory + "/" + SegmentFile.name(of: id)
+            nextSegmentID = max(nextSegmentID, id &+ 1)
+            guard let (file, bytes) = try SegmentFile.open(path, writable: !readOnly, wholeFile: !covered), file.id == id else {
+                // Both header copies damaged, or a crash right after the file was created: without
+                // its salt no record in it can be verified. A writer removes it (it is the store's).
                 recoveryIssues.append(.corrupted("segment \(SegmentFile.name(of: id)) has no valid header; its records were dropped"))
+                if !readOnly { try? FileIO.remove(path) }
                 continue
             }
             segments[id] = file
-            nextSegmentID = max(nextSegmentID, id &+ 1)
             var start = SegmentFormat.headerLength
             if let position = snapshot?.position {
                 if covered { continue } // its records are in the snapshot
@@ -114,11 +116,13 @@ extension DiskStore {
         }
         values.raise(above: max(maxFile, valueFiles.max() ?? 0))
         guard !readOnly else { return }
-        // Segments below the snapshot's that no entry names: the inputs of a compaction whose
-        // removal a crash cut short.
+        // The oldest segments, below the snapshot's, that no entry names: the inputs of a compaction
+        // whose removal a crash cut short. Only a run from the oldest on: a segment that an older one
+        // survives may hold the tombstones that keep that one's records dead in a full replay.
         if let snapshotSegment {
-            for segment in segments.values where segment.id < snapshotSegment && liveBytes[segment.id] == nil {
-                segments[segment.id] = nil
+            for id in segments.keys.sorted() {
+                guard id < snapshotSegment, liveBytes[id] == nil, let segment = segments[id] else { break }
+                segments[id] = nil
                 try? FileIO.remove(segment.path)
             }
         }

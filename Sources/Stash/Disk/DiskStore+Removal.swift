@@ -3,10 +3,10 @@ import Foundation
 extension DiskStore {
     /// Removes `key`'s value, if any; returns the group commit position a durable caller waits for.
     @discardableResult
-    func remove(_ key: String) throws -> UInt64? {
+    func remove(_ key: String, durable: Bool = false) throws -> UInt64? {
         try checkWritable()
         guard record(forKey: key) != nil else { return nil }
-        let end = try removeKeys([key])
+        let end = try removeKeys([key], durable: durable)
         observers?.publish(.remove(keys: [key], reason: .removed))
         return end
     }
@@ -108,12 +108,12 @@ extension DiskStore {
     /// hold of its lock: a reader off the queue sees all of them removed or none), then deletes
     /// their value files. Returns the group commit position after the tombstones.
     @discardableResult
-    func removeKeys(_ keys: [String]) throws -> UInt64? {
+    func removeKeys(_ keys: [String], durable: Bool = false) throws -> UInt64? {
         try ensureActive()
         let records = withIndex { index in keys.compactMap { key in index.peek(key).map { (key, $0) } } }
         guard !records.isEmpty else { return nil }
         var tombstoneBytes = 0
-        let end = try append { buffer, salt in
+        let end = try append(durable: durable) { buffer, salt in
             var last = 0
             for (key, _) in records {
                 last = SegmentFormat.appendRemove(key: key, salt: salt, to: &buffer)

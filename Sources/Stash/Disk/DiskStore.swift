@@ -193,7 +193,7 @@ final class DiskStore {
         let location: (segment: UInt32, offset: Int, length: Int, end: UInt64)
         do {
             location = try data.withUnsafeBytes { bytes in
-                try append { buffer, salt in
+                try append(durable: durable) { buffer, salt in
                     SegmentFormat.appendSet(key: key, expiry: expiry, time: time, value: value,
                                             inlineBytes: bytes, salt: salt, to: &buffer).length
                 }
@@ -231,7 +231,8 @@ final class DiskStore {
     /// salt) in one `pwrite`; returns the segment and offset where the last record starts, its
     /// length, and the group commit position after it.
     @discardableResult
-    func append(_ encode: (inout [UInt8], UInt64) -> Int) throws -> (segment: UInt32, offset: Int, length: Int, end: UInt64) {
+    func append(durable: Bool = false, _ encode: (inout [UInt8], UInt64) -> Int) throws
+        -> (segment: UInt32, offset: Int, length: Int, end: UInt64) {
         guard let segment = active else { throw StorageError.readOnly(directory: directory) }
         scratch.removeAll(keepingCapacity: true)
         for access in pendingAccesses {
@@ -243,7 +244,7 @@ final class DiskStore {
         try segment.append(scratch)
         segment.deadBytes += accessBytes
         pendingAccesses.removeAll(keepingCapacity: true)
-        let end = groupCommit.noteAppend(scratch.count, to: segment)
+        let end = groupCommit.noteAppend(scratch.count, to: segment, durable: durable)
         if scratch.capacity > 1 << 20 { scratch = [] } // do not keep a large value's buffer
         if segment.length >= Self.segmentLimit { try? roll() }
         return (segment.id, offset, length, end)
@@ -268,12 +269,19 @@ final class DiskStore {
         segments[old.segment]?.deadBytes += Int(old.length)
     }
 
-    /// Makes sure records can be appended: the folder may have been removed underneath (then the
-    /// store starts over, empty, in a new folder).
+    /// Makes sure records can be appended. The folder may have been removed underneath: then the
+    /// store starts over, empty, in a new folder. If only the active segment was deleted, a new one
+    /// is started and the entries it held fail their reads (``StorageError/corrupted(_:)``).
     func ensureActive() throws {
         try checkWritable()
-        if let active, !active.isDetached { return }
-        try startOver()
+        guard let active else { return try startOver() }
+        guard active.isDetached else { return }
+        if FileManager.default.fileExists(atPath: directory + "/" + StoreFolder.markerName) {
+            segments[active.id] = nil
+            try roll()
+        } else {
+            try startOver()
+        }
     }
 
     /// Seals the active segment and starts a new one.

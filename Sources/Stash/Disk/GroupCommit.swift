@@ -11,26 +11,30 @@ final class GroupCommit: @unchecked Sendable {
     /// Bytes appended to the store's segments since it opened, and how many of them are synced.
     private var appended: UInt64 = 0
     private var synced: UInt64 = 0
+    /// The end of the last durable writer's append: sealing a segment syncs it only up to there, so a
+    /// store without durable writes never calls `fsync`.
+    private var durableEnd: UInt64 = 0
     private var syncing = false
     private var file: SegmentFile?
 
     /// Counts `count` bytes appended to `file` (the active segment); returns the position a durable
     /// writer waits for. Called on the store's queue.
-    func noteAppend(_ count: Int, to file: SegmentFile) -> UInt64 {
+    func noteAppend(_ count: Int, to file: SegmentFile, durable: Bool) -> UInt64 {
         condition.lock()
         defer { condition.unlock() }
         self.file = file
         appended += UInt64(count)
+        if durable { durableEnd = appended }
         return appended
     }
 
-    /// Switches to a new active segment, first syncing the old one if some of it is not synced yet
-    /// (its durable writers may still be waiting). Called on the store's queue.
+    /// Switches to a new active segment, first syncing the old one if a durable write in it is not
+    /// synced yet (its writer may still be waiting). Called on the store's queue.
     func switchFile(to newFile: SegmentFile?) throws {
         condition.lock()
         defer { condition.unlock() }
         while syncing { condition.wait() }
-        if synced < appended, let file {
+        if synced < durableEnd, let file {
             try file.sync()
             synced = appended
             condition.broadcast()

@@ -17,9 +17,21 @@ public struct MemoryConfig: Sendable {
     ///   - expiry: The default expiry (see ``expiry``).
     ///   - countLimit: The most entries kept, least recently used evicted first; 0 = unlimited.
     ///   - totalCostLimit: The most total cost kept, least recently used evicted first; 0 = unlimited.
+    ///
+    /// Negative limits and an unusable expiry are kept as given and refused with a ``StorageError``
+    /// by `Storage.init` and by every write (a configuration is a plain value, so it cannot throw here).
     public init(expiry: Expiry = .never, countLimit: Int = 0, totalCostLimit: Int = 0) {
         self.expiry = expiry
-        self.countLimit = max(0, countLimit)
-        self.totalCostLimit = max(0, totalCostLimit)
+        self.countLimit = countLimit
+        self.totalCostLimit = totalCostLimit
+    }
+
+    /// Refuses settings that cannot be honoured.
+    /// - Throws: ``StorageError/invalidLimit(name:value:)`` for a negative limit,
+    ///   ``StorageError/invalidExpiry(_:)`` for an unusable ``expiry``.
+    func validate() throws {
+        guard countLimit >= 0 else { throw StorageError.invalidLimit(name: "countLimit", value: countLimit) }
+        guard totalCostLimit >= 0 else { throw StorageError.invalidLimit(name: "totalCostLimit", value: totalCostLimit) }
+        guard expiry.isValid else { throw StorageError.invalidExpiry(expiry) }
     }
 }

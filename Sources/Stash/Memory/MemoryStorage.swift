@@ -52,13 +52,18 @@ public final class MemoryStorage<T: Sendable>: StorageAware, Sendable {
                      isExpired: now() >= item.expiry)
     }
 
-    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) {
-        setObject(object, forKey: key, expiry: expiry, cost: cost?(object) ?? 0)
+    /// Stores `object` for `key`, replacing any value.
+    /// - Throws: ``StorageError/invalidExpiry(_:)`` or ``StorageError/invalidLimit(name:value:)`` for an
+    ///   unusable expiry or configuration; nothing is stored then.
+    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
+        try setObject(object, forKey: key, expiry: expiry, cost: cost?(object) ?? 0)
     }
 
     /// Stores `object` with an explicit cost for ``MemoryConfig/totalCostLimit``.
-    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil, cost: Int) {
-        let expiryDate = (expiry ?? config.expiry).resolved(from: now())
+    /// - Throws: As ``setObject(_:forKey:expiry:)``.
+    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil, cost: Int) throws {
+        try config.validate()
+        let expiryDate = try (expiry ?? config.expiry).checkedDate(from: now())
         cache.set(MemoryCache.Item(object: ValueBox(object), cost: max(0, cost), expiry: expiryDate,
                                    dropAfter: .distantFuture, filePath: nil), forKey: key)
     }

@@ -2,14 +2,21 @@ import Foundation
 
 /// The observers of one store (shared by every view and instance on its directory).
 ///
-/// Events are published on the store's queue and delivered, in order, on a serial queue of their
-/// own, so an observer may call the storage without deadlocking (DESIGN item 4).
+/// The store publishes each committed change on its queue; the change is bound there to every
+/// observer registered at that moment and handed to a ``DeliveryLine``, which the caller of the
+/// mutating call drains once it is off the queue, before the call returns (or its completion runs).
+/// So observers are called synchronously with respect to the call, in commit order, never on the
+/// store's queue, and may call the storage from their closures (DESIGN items 4 and 12).
 final class ObservationCenter: Sendable {
-    /// Receives an event; returns false when its observer is gone, to be unregistered.
-    typealias Delivery = @Sendable (StoreEvent) -> Bool
+    /// Delivers one event to one observer.
+    typealias Delivery = @Sendable (StoreEvent) -> Void
+    /// Binds a registration to an event when it is committed: the delivery returned holds the
+    /// observer strongly, so an observer released right after the change still gets it; nil when
+    /// the observer (or its storage) is gone, which unregisters it.
+    typealias Binding = @Sendable () -> Delivery?
 
     private struct Registration {
-        let deliver: Delivery
+        let bind: Binding
         /// An `AsyncStream` ends only when it is dropped or cancelled, never by the `removeAll…` calls
         /// (which would leave its `for await` loop waiting forever).
         let isStream: Bool
@@ -22,44 +29,66 @@ final class ObservationCenter: Sendable {
     }
 
     private let state = Locked(State())
-    private let deliveryQueue = DispatchQueue(label: "Stash.observers")
+    private let line = DeliveryLine()
 
     func hasKeyObservers(_ key: String) -> Bool {
         state.withLock { $0.keyObservers[key] != nil }
     }
 
-    /// Queues `event` for every observer it concerns.
+    /// Binds `event` to every observer it concerns and queues it for delivery (on the store's queue,
+    /// at the change's commit, so the order of publishing is the commit order).
     func publish(_ event: StoreEvent) {
-        let targets: [(id: Int, key: String?, deliver: Delivery)] = state.withLock { state in
-            var targets = state.storageObservers.sorted { $0.key < $1.key }.map { ($0.key, String?.none, $0.value.deliver) }
+        let targets: [(id: Int, key: String?, bind: Binding)] = state.withLock { state in
+            var targets = state.storageObservers.sorted { $0.key < $1.key }.map { ($0.key, String?.none, $0.value.bind) }
             for key in Set(event.keys) {
                 for (id, registration) in (state.keyObservers[key] ?? [:]).sorted(by: { $0.key < $1.key }) {
-                    targets.append((id, key, registration.deliver))
+                    targets.append((id, key, registration.bind))
                 }
             }
             return targets
         }
         guard !targets.isEmpty else { return }
-        deliveryQueue.async {
-            for target in targets where self.isRegistered(target.id, key: target.key) {
-                if !target.deliver(event) { self.unregister(target.id, key: target.key) }
+        var deliveries: [@Sendable () -> Void] = []
+        for target in targets {
+            guard let deliver = target.bind() else {
+                unregister(target.id, key: target.key)
+                continue
+            }
+            deliveries.append {
+                // A token cancelled since the commit stops delivery (a call already running finishes).
+                if self.isRegistered(target.id, key: target.key) { deliver(event) }
             }
         }
+        if !deliveries.isEmpty { line.enqueue(deliveries) }
     }
 
-    func addStorageObserver(isStream: Bool = false, _ deliver: @escaping Delivery) -> ObservationToken {
+    /// The number of the last change published; pass it to ``deliver(through:)`` once off the queue.
+    var lastPublished: UInt64 { line.lastEnqueued }
+
+    /// Whether every change up to `mark` has reached its observers.
+    func isDelivered(through mark: UInt64) -> Bool {
+        line.isDelivered(through: mark)
+    }
+
+    /// Returns once every change up to `mark` has reached its observers (see ``DeliveryLine``).
+    /// Never call it on the store's queue.
+    func deliver(through mark: UInt64) {
+        line.deliver(through: mark)
+    }
+
+    func addStorageObserver(isStream: Bool = false, _ bind: @escaping Binding) -> ObservationToken {
         let id = state.withLock { state in
             state.nextID += 1
-            state.storageObservers[state.nextID] = Registration(deliver: deliver, isStream: isStream)
+            state.storageObservers[state.nextID] = Registration(bind: bind, isStream: isStream)
             return state.nextID
         }
         return ObservationToken { [weak self] in self?.unregister(id, key: nil) }
     }
 
-    func addKeyObserver(forKey key: String, isStream: Bool = false, _ deliver: @escaping Delivery) -> ObservationToken {
+    func addKeyObserver(forKey key: String, isStream: Bool = false, _ bind: @escaping Binding) -> ObservationToken {
         let id = state.withLock { state in
             state.nextID += 1
-            state.keyObservers[key, default: [:]][state.nextID] = Registration(deliver: deliver, isStream: isStream)
+            state.keyObservers[key, default: [:]][state.nextID] = Registration(bind: bind, isStream: isStream)
             return state.nextID
         }
         return ObservationToken { [weak self] in self?.unregister(id, key: key) }
@@ -88,9 +117,14 @@ final class ObservationCenter: Sendable {
         }
     }
 
-    /// Waits until every delivery queued so far has run; for tests.
+    /// Delivers every change published so far; for tests.
     func waitUntilDelivered() {
-        deliveryQueue.sync {}
+        deliver(through: lastPublished)
+    }
+
+    /// The number of registered observers (closures and streams); for tests.
+    var registrationCount: Int {
+        state.withLock { state in state.storageObservers.count + state.keyObservers.values.reduce(0) { $0 + $1.count } }
     }
 
     private func isRegistered(_ id: Int, key: String?) -> Bool {

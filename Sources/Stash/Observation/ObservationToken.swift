@@ -8,7 +8,7 @@ public final class ObservationToken: Sendable {
     }
 
     /// Stops the observation: changes not yet delivered when this returns are never delivered
-    /// (a closure call already running finishes).
+    /// (a closure call already running finishes), also those another thread is delivering.
     public func cancel() {
         cancellationClosure()
     }

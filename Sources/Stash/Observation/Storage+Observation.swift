@@ -3,23 +3,28 @@ import Foundation
 extension Storage {
     /// Calls `closure` after every change to the store, through any view or storage of its folder.
     ///
-    /// Closures run in order on a serial queue of their own (never the store's queue), so they may
-    /// call the storage. Delivery stops when the token is cancelled, when `observer` is released,
-    /// or when this storage is released.
+    /// Closures are called before the mutating call returns (before its completion runs, for the
+    /// async API), on the calling thread or on the thread delivering an earlier change, in commit
+    /// order, and never on the store's queue, so they may call the storage. A change made from inside
+    /// an observer closure is delivered right after that closure returns. Delivery stops when the
+    /// token is cancelled, when `observer` is released, or when this storage is released; a change
+    /// committed while the observer was alive still reaches it.
     /// - Returns: A token whose ``ObservationToken/cancel()`` stops the observation.
     @discardableResult
     public func addStorageObserver<O: AnyObject & Sendable>(
         _ observer: O,
         closure: @escaping @Sendable (O, Storage<T>, StorageChange) -> Void
     ) -> ObservationToken {
-        observers.addStorageObserver { [weak self, weak observer] event in
-            guard let self, let observer else { return false }
-            for change in event.storageChanges { closure(observer, self, change) }
-            return true
+        observers.addStorageObserver { [weak self, weak observer] in
+            guard let self, let observer else { return nil }
+            return { event in
+                for change in event.storageChanges { closure(observer, self, change) }
+            }
         }
     }
 
-    /// Calls `closure` after every change to `key`, with values decoded as `T`.
+    /// Calls `closure` after every change to `key`, with values decoded as `T`; delivered as
+    /// ``addStorageObserver(_:closure:)`` describes.
     ///
     /// A write whose bytes do not decode as `T` (made through a view of another type) is not delivered.
     /// - Returns: A token whose ``ObservationToken/cancel()`` stops the observation.
@@ -30,10 +35,11 @@ extension Storage {
         closure: @escaping @Sendable (O, Storage<T>, KeyChange<T>) -> Void
     ) -> ObservationToken {
         let transformer = hybridStorage.diskStorage.transformer
-        return observers.addKeyObserver(forKey: key) { [weak self, weak observer] event in
-            guard let self, let observer else { return false }
-            if let change = event.keyChange(for: key, decode: transformer.decode) { closure(observer, self, change) }
-            return true
+        return observers.addKeyObserver(forKey: key) { [weak self, weak observer] in
+            guard let self, let observer else { return nil }
+            return { event in
+                if let change = event.keyChange(for: key, decode: transformer.decode) { closure(observer, self, change) }
+            }
         }
     }
 
@@ -60,9 +66,8 @@ extension Storage {
     public func changes() -> AsyncStream<StorageChange> {
         let observers = observers
         return AsyncStream { continuation in
-            let token = observers.addStorageObserver(isStream: true) { event in
-                for change in event.storageChanges { continuation.yield(change) }
-                return true
+            let token = observers.addStorageObserver(isStream: true) {
+                { event in for change in event.storageChanges { continuation.yield(change) } }
             }
             continuation.onTermination = { _ in token.cancel() }
         }
@@ -73,9 +78,10 @@ extension Storage {
         let observers = observers
         let transformer = hybridStorage.diskStorage.transformer
         return AsyncStream { continuation in
-            let token = observers.addKeyObserver(forKey: key, isStream: true) { event in
-                if let change = event.keyChange(for: key, decode: transformer.decode) { continuation.yield(change) }
-                return true
+            let token = observers.addKeyObserver(forKey: key, isStream: true) {
+                { event in
+                    if let change = event.keyChange(for: key, decode: transformer.decode) { continuation.yield(change) }
+                }
             }
             continuation.onTermination = { _ in token.cancel() }
         }

@@ -87,10 +87,12 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
-        let data = try diskStorage.transformer.encode(object)
+        try diskStorage.checkWritable()
         let now = now
-        let expiryDate = (expiry ?? diskStorage.config.expiry).resolved(from: now)
         let config = diskStorage.config
+        let expiryDate = try (expiry ?? config.expiry).checkedDate(from: now)
+        try cache.config.validate() // the memory copy's limits and expiry (a plain value: checked here)
+        let data = try diskStorage.transformer.encode(object)
         // The value file is written here, in parallel with other threads; the queue only commits it.
         let staged = engine.stage(key, data, maxSize: config.maxSize, durable: config.durable, storesValuesAsFiles: config.storesValuesAsFiles)
         let (replaced, sync) = try engine.sync { store in
@@ -115,6 +117,8 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         try diskStorage.removeAll()
     }
 
+    /// Removes every expired value; observers hear `.removeExpired` even when nothing had expired
+    /// (as hyperoslo/Cache's do).
     public func removeExpiredObjects() throws {
         try diskStorage.removeExpiredObjects()
     }
@@ -133,8 +137,17 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         HybridStorage<U>(memoryStorage: memoryStorage.transform(), diskStorage: diskStorage.transform(transformer: transformer))
     }
 
+    /// The value of a memory hit of type `T`, without the queue; nil on a miss.
+    /// - Throws: ``StorageError/expired(_:)`` for an expired copy, as ``object(forKey:)`` does.
+    func memoryObject(forKey key: String) throws -> T? {
+        let now = now
+        guard let hit = cache.hit(forKey: key, now: now), ObjectIdentifier(type(of: hit.box)) == boxType else { return nil }
+        if now >= hit.expiry, hit.expiry < .distantFuture { throw StorageError.expired(hit.expiry) }
+        return unsafeDowncast(hit.box, to: ValueBox<T>.self).value
+    }
+
     /// The memory copy of `key` as an entry, if memory has one of type `T`.
-    private func memoryEntry(forKey key: String) -> Entry<T>? {
+    func memoryEntry(forKey key: String) -> Entry<T>? {
         let now = now
         // A copy of another view's type is a miss: the disk bytes decode as `T`.
         guard let item = cache.item(forKey: key, now: now), let object = item.object.value(as: T.self) else { return nil }

@@ -30,13 +30,18 @@ public final class Storage<T: Sendable>: StorageAware, Sendable {
     ///   - now: The clock that expiry is measured against (inject one in tests).
     /// - Throws: ``StorageError/io(operation:path:underlying:)`` when the folder cannot be created or
     ///   read, ``StorageError/inUse(directory:)`` when another process has it open,
-    ///   ``StorageError/invalidName(_:)`` when ``DiskConfig/name`` would leave ``DiskConfig/directory``.
+    ///   ``StorageError/invalidName(_:)`` when ``DiskConfig/name`` would leave ``DiskConfig/directory``,
+    ///   ``StorageError/invalidLimit(name:value:)`` or ``StorageError/invalidExpiry(_:)`` for unusable
+    ///   settings (checked before anything is opened), and
+    ///   ``StorageError/configurationConflict(directory:setting:inForce:requested:)`` when the folder is
+    ///   already open in this process with another ``DiskConfig/maxSize`` or ``DiskConfig/durable``.
     public convenience init(
         diskConfig: DiskConfig,
         memoryConfig: MemoryConfig = MemoryConfig(),
         transformer: Transformer<T>,
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
+        try memoryConfig.validate()
         let disk = try DiskStorage(config: diskConfig, transformer: transformer, now: now)
         let memory = MemoryStorage<T>(config: memoryConfig, now: now)
         self.init(hybridStorage: HybridStorage(memoryStorage: memory, diskStorage: disk))

@@ -14,7 +14,9 @@ public protocol StorageAware<T> {
     var allKeys: [String] { get }
 
     /// The value for `key` with its metadata; expired values are returned too, flagged by ``Entry/isExpired``.
-    /// - Throws: ``StorageError/notFound``, or a decoding, corruption or I/O error (the bad entry is dropped).
+    /// - Throws: ``StorageError/notFound``; ``StorageError/decodingFailed(_:)`` when the bytes do not decode
+    ///   as `T` (the entry is kept); ``StorageError/corrupted(_:)`` for damaged bytes (the entry is dropped);
+    ///   or an I/O error.
     func entry(forKey key: String) throws -> Entry<T>
 
     /// The valid value for `key`.

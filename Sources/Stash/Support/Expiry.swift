@@ -7,9 +7,11 @@ public import Foundation
 public enum Expiry: Sendable, Hashable {
     /// The value never expires.
     case never
-    /// The value expires this many seconds after it is written.
+    /// The value expires this many seconds after it is written (a finite number; NaN and infinity
+    /// are refused with ``StorageError/invalidExpiry(_:)``, use ``never``).
     case seconds(TimeInterval)
-    /// The value expires at this date.
+    /// The value expires at this date: at most `Date.distantFuture` (year 4001), which reads back as
+    /// ``never``; a later or NaN date is refused with ``StorageError/invalidExpiry(_:)``.
     case date(Date)
 
     /// The absolute expiry date for a value written at `now`; `Date.distantFuture` for ``never``.
@@ -48,8 +50,30 @@ public struct Entry<T> {
 extension Entry: Sendable where T: Sendable {}
 
 extension Expiry {
-    /// The stored form of an absolute expiry date: `.never` for the distant future.
+    /// The stored form of an absolute expiry date: `.never` for exactly `Date.distantFuture` (what
+    /// ``never`` resolves to); any other date stays a date (writes refuse dates past it).
     init(storedDate: Date) {
-        self = storedDate >= .distantFuture ? .never : .date(storedDate)
+        self = storedDate == .distantFuture ? .never : .date(storedDate)
+    }
+
+    /// Whether this expiry is a usable time at all: `.seconds` finite, `.date` neither NaN nor past
+    /// `Date.distantFuture` (year 4001, the stored form of ``never``). Negative seconds and past dates
+    /// are valid: the value is simply expired.
+    var isValid: Bool {
+        switch self {
+        case .never: return true
+        case .seconds(let seconds): return seconds.isFinite
+        case .date(let date): return date.timeIntervalSince1970.isFinite && date <= .distantFuture
+        }
+    }
+
+    /// ``resolved(from:)`` for a write at `now`, refusing what cannot be stored faithfully.
+    /// - Throws: ``StorageError/invalidExpiry(_:)`` for NaN or infinite seconds, a NaN date, or a
+    ///   date (given or computed) past `Date.distantFuture`, which would otherwise read back as `.never`.
+    func checkedDate(from now: Date) throws -> Date {
+        guard isValid else { throw StorageError.invalidExpiry(self) }
+        let date = resolved(from: now)
+        guard date.timeIntervalSince1970.isFinite, date <= .distantFuture else { throw StorageError.invalidExpiry(self) }
+        return date
     }
 }

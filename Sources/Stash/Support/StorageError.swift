@@ -10,7 +10,9 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     case typeNotMatch
     /// The transformer could not encode the value.
     case encodingFailed(any Error)
-    /// The stored bytes no longer decode to the type (for example, the model changed). The entry is dropped.
+    /// The stored bytes are intact but do not decode to the type read (for example, the model changed, or
+    /// the key was written through a view of another type); the cause is the transformer's error.
+    /// The entry is kept, so another view or the app's migration code can still read it.
     case decodingFailed(any Error)
     /// A shipped transformer rejected the data: `TransformerFactory.forImage()` reading bytes that are
     /// no image (the cause is an ``ImageDataError``). Errors of your own transformers arrive as
@@ -39,6 +41,16 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     /// The store was opened read-only (``DiskConfig/readOnly``, or a folder this process cannot
     /// write): reads work, writes throw this.
     case readOnly(directory: String)
+    /// An expiry that is no usable time: NaN or infinite seconds, a NaN date, or a date past
+    /// `Date.distantFuture` (year 4001). Nothing is stored or opened.
+    case invalidExpiry(Expiry)
+    /// A size or count limit, or a size asked of ``Storage/trim(toSize:)``, is negative (`name` says which:
+    /// `maxSize`, `countLimit`, `totalCostLimit`, `size`). Nothing is stored, opened or removed.
+    case invalidLimit(name: String, value: Int)
+    /// The store's folder is already open in this process with another ``DiskConfig/maxSize`` or
+    /// ``DiskConfig/durable`` (`setting`): every storage of a folder shares one engine, and the first
+    /// opener's settings hold while it is open. `inForce` and `requested` are the two values.
+    case configurationConflict(directory: String, setting: String, inForce: String, requested: String)
     /// A file-system operation failed; `underlying` is the system's error (for example a `POSIXError`).
     case io(operation: String, path: String, underlying: any Error)
 
@@ -57,13 +69,31 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
             return "The value's \(size) bytes exceed the disk limit of \(maxSize) bytes"
         case .inUse(let directory): return "The store at \(directory) is in use by another process"
         case .invalidName(let name):
-            return "The store name \"\(name)\" must be a relative folder path without \"..\" (it must stay inside the directory)"
+            return "The store name \"\(name)\" must be a non-empty relative folder path without \"..\" or NUL bytes (it must stay inside the directory)"
         case .notAStore(let directory):
             return "\(directory) is not empty and is not a Stash store; nothing in it was changed"
+        case .unsupportedFormat(let directory, let format) where format < 2:
+            return "The store at \(directory) has format \(format); open it once for writing (not read-only) to upgrade it"
         case .unsupportedFormat(let directory, let format):
             return "The store at \(directory) has format \(format), which this version of Stash cannot read"
         case .readOnly(let directory): return "The store at \(directory) is open read-only"
+        case .invalidExpiry(let expiry):
+            return "The expiry \(Self.text(of: expiry)) is no usable time: seconds must be finite, a date neither NaN nor past "
+                + "Date.distantFuture (year 4001)"
+        case .invalidLimit(let name, let value): return "\(name) must be 0 or more, not \(value)"
+        case .configurationConflict(let directory, let setting, let inForce, let requested):
+            return "The store at \(directory) is already open in this process with \(setting) \(inForce), not \(requested)"
+            + " (every storage of a folder shares the first opener's settings)"
         case .io(let operation, let path, let error): return "\(operation) failed for \(path): \(Self.message(of: error))"
+        }
+    }
+
+    /// An expiry in words, without describing a `Date` (Foundation traps on a NaN one).
+    private static func text(of expiry: Expiry) -> String {
+        switch expiry {
+        case .never: return ".never"
+        case .seconds(let seconds): return ".seconds(\(seconds))"
+        case .date(let date): return ".date(\(date.timeIntervalSince1970) s since 1970)"
         }
     }
 

@@ -77,7 +77,8 @@ extension HTTPCache {
         storage.allKeys.count { CacheKey(rawValue: $0)?.kind == .response }
     }
 
-    /// Every stored response with its key; one that no longer reads is skipped (Stash drops it).
+    /// Every stored response with its key; one that no longer reads is skipped (Stash drops a damaged
+    /// one and keeps an undecodable one, which the next write of its URL replaces).
     private func storedResponses() async throws -> [(key: String, response: StoredResponse)] {
         var result: [(key: String, response: StoredResponse)] = []
         for raw in storage.allKeys where CacheKey(rawValue: raw)?.kind == .response {

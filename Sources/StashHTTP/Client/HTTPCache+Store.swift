@@ -74,8 +74,9 @@ extension HTTPCache {
         }
     }
 
-    /// Reads a value; a missing or undecodable one is nil (Stash drops an undecodable entry), other
-    /// failures are reported and read as nil too, so a damaged store costs a network request, not an error.
+    /// Reads a value; a missing one is nil, other failures (an undecodable entry, which Stash keeps until
+    /// the next write replaces it, or a damaged one, which Stash drops) are reported and read as nil
+    /// too, so a damaged store costs a network request, not an error.
     private func read<Value: Sendable>(_ view: Storage<Value>, _ key: String) async -> Value? {
         do {
             return try await view.async.entry(forKey: key).object
