@@ -39,6 +39,15 @@ struct StoreCommands {
         storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
     }
 
+    /// `get` of a store that does not exist: no value for the key (exit 3), and nothing is created.
+    /// Nil for every other case (the store is opened; `ls` and `stats` of a missing folder are errors).
+    static func answerWithoutStore(_ invocation: Invocation) -> Int32? {
+        let path = config(forDirectory: invocation.directory).storeURL.path
+        guard invocation.command == .get, !FileManager.default.fileExists(atPath: path) else { return nil }
+        writeError("stash: no value for key \(quoted(invocation.arguments[0])): there is no store at \(path)")
+        return ExitStatus.notFound
+    }
+
     /// The default `stash-cli` store in the caches folder, or the folder `--dir` names.
     static func config(forDirectory path: String?) -> DiskConfig {
         guard let path else { return DiskConfig(name: "stash-cli") }

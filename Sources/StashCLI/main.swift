@@ -16,6 +16,7 @@ func runStash(_ arguments: [String]) async -> Int32 {
             try await Tour.run()
             return ExitStatus.success
         default:
+            if let status = StoreCommands.answerWithoutStore(invocation) { return status }
             return try StoreCommands(invocation).run()
         }
     } catch let error as UsageError {

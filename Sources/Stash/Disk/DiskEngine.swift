@@ -139,12 +139,14 @@ final class DiskEngine: @unchecked Sendable {
     ///
     /// Off the queue, the changes `body` committed reach their observers before this returns
     /// (``ObservationCenter/deliver(through:)``); inline, the outer operation's caller delivers them.
+    /// An operation that committed none (a read) does not wait for other threads' deliveries.
     func sync<Result>(_ body: (DiskStore) throws -> Result) rethrows -> Result {
         if isOnQueue { return try body(store) }
-        var published: UInt64 = 0
-        defer { observers.deliver(through: published) }
+        var published: (before: UInt64, after: UInt64) = (0, 0)
+        defer { if published.after > published.before { observers.deliver(through: published.after) } }
         return try queue.sync {
-            defer { published = observers.lastPublished }
+            published.before = observers.lastPublished
+            defer { published.after = observers.lastPublished }
             return try body(store)
         }
     }

@@ -19,46 +19,47 @@ extension DiskStore {
             // The snapshot did not match the segments: start again from the segments alone.
             recoveryIssues.append(.corrupted("the index snapshot did not match the segments; they were replayed whole"))
             snapshot = nil
+            withIndex { $0 = LRUIndex() }
+            totalSize = 0
             try replay(files.segments, from: nil)
         }
-        try finishOpening(valueFiles: files.values, snapshotSegment: snapshot?.position.segment)
+        try finishOpening(valueFiles: files.values, snapshotSegment: snapshot?.segment)
     }
 
-    /// The snapshot's position and entries, or nil if there is none or it is damaged.
-    private func loadSnapshot() -> (position: IndexSnapshot.Position, entries: [(String, DiskRecord)])? {
+    /// Loads the snapshot into the index; returns its position, or nil (and an empty index) if there
+    /// is none or it is damaged.
+    private func loadSnapshot() -> IndexSnapshot.Position? {
         let path = directory + "/" + StoreFolder.snapshotName
         guard let bytes = try? FileIO.readWholeFile(path) else { return nil }
         var position: IndexSnapshot.Position?
-        var entries: [(String, DiskRecord)] = []
-        let intact = IndexSnapshot.decode(bytes, begin: { start, count in
-            position = start
-            entries.reserveCapacity(count)
-        }, entry: { entries.append(($0, $1)) })
+        var size = 0
+        let intact = withIndex { index in
+            IndexSnapshot.decode(bytes, begin: { start, count in
+                position = start
+                index.reserveCapacity(count)
+            }, entry: { key, record in
+                index.set(key, record)
+                size += record.size
+            })
+        }
         guard intact, let position else {
+            withIndex { $0 = LRUIndex() }
             recoveryIssues.append(.corrupted("the index snapshot \(path) was damaged; the segments were replayed whole"))
             return nil
         }
-        return (position, entries)
+        totalSize = size
+        return position
     }
 
-    /// Replays `ids` in order over the snapshot's entries; false if the snapshot does not match.
+    /// Replays `ids` in order over the index the snapshot at `snapshot` loaded (an empty index
+    /// without one); false if the snapshot does not match the segments.
     @discardableResult
-    private func replay(_ ids: [UInt32], from snapshot: (position: IndexSnapshot.Position, entries: [(String, DiskRecord)])?) throws -> Bool {
+    private func replay(_ ids: [UInt32], from snapshot: IndexSnapshot.Position?) throws -> Bool {
         segments = [:]
-        totalSize = 0
-        withIndex { index in
-            index.removeAll()
-            guard let snapshot else { return }
-            index.reserveCapacity(snapshot.entries.count)
-            for (key, record) in snapshot.entries {
-                index.set(key, record)
-                totalSize += record.size
-            }
-        }
-        if let snapshot, !ids.contains(snapshot.position.segment) { return false }
+        if let snapshot, !ids.contains(snapshot.segment) { return false }
         var replayer = Replayer()
         for (number, id) in ids.enumerated() {
-            let covered = snapshot.map { id < $0.position.segment } ?? false
+            let covered = snapshot.map { id < $0.segment } ?? false
             let path = directory + "/" + SegmentFile.name(of: id)
             nextSegmentID = max(nextSegmentID, id &+ 1)
             guard let (file, bytes) = try SegmentFile.open(path, writable: !readOnly, wholeFile: !covered), file.id == id else {
@@ -70,7 +71,7 @@ extension DiskStore {
             }
             segments[id] = file
             var start = SegmentFormat.headerLength
-            if let position = snapshot?.position {
+            if let position = snapshot {
                 if covered { continue } // its records are in the snapshot
                 if id == position.segment {
                     guard file.salt == position.salt, bytes.count >= position.offset else { return false }
@@ -101,16 +102,18 @@ extension DiskStore {
         var liveBytes: [UInt32: Int] = [:]
         var referencedFiles = Set<UInt64>()
         var maxFile: UInt64 = 0
+        var earliest = Double.infinity
         withIndex { index in
-            for (_, record) in index.entries {
+            index.forEachValue { record in
                 liveBytes[record.segment, default: 0] += Int(record.length)
-                earliestExpiry = min(earliestExpiry, record.expiry)
-                if let id = record.fileID {
+                earliest = min(earliest, record.expiry)
+                if case .file(let id, _, _) = record.value {
                     if !valueFiles.isEmpty { referencedFiles.insert(id) }
                     maxFile = max(maxFile, id)
                 }
             }
         }
+        earliestExpiry = earliest
         for segment in segments.values {
             segment.deadBytes = max(0, segment.length - SegmentFormat.headerLength - liveBytes[segment.id, default: 0])
         }
@@ -158,7 +161,7 @@ extension DiskStore {
         try flushAccesses()
         guard let active else { return }
         let position = IndexSnapshot.Position(segment: active.id, salt: active.salt, offset: active.length)
-        let bytes = IndexSnapshot.encode(withIndex { $0.entriesOldestFirst }, at: position)
+        let bytes = withIndex { IndexSnapshot.encode($0, at: position) }
         let path = directory + "/" + StoreFolder.snapshotName
         try bytes.withUnsafeBytes { try FileIO.writeFile(path + ".tmp", Data($0), durable: true) }
         try FileIO.rename(path + ".tmp", path)

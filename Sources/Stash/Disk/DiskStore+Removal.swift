@@ -26,20 +26,21 @@ extension DiskStore {
             defer { index = LRUIndex() }
             return index
         }
-        let keys = oldIndex.keys
+        // Listing a million keys takes a while: only for observers, who are told which keys went.
+        let keys = observers?.hasObservers == true ? oldIndex.keys : []
         totalSize = 0
         earliestExpiry = .infinity
         changesSinceSnapshot += 1
         try? FileIO.remove(directory + "/" + StoreFolder.snapshotName) // it names the old segments
         for segment in retired { segments[segment.id] = nil }
         let values = values
-        let files = oldIndex.entries.compactMap { $0.value.fileID }
         let paths = retired.map(\.path)
         let discarded = Discarded(oldIndex)
         DispatchQueue.global(qos: .utility).async {
             for path in paths { try? FileIO.remove(path) }
-            for id in files { values.remove(id) }
-            discarded.release() // a million entries take a while to free: not on the caller's path
+            // A million entries take a while to list and free: not on the caller's path.
+            for id in discarded.fileIDs() { values.remove(id) }
+            discarded.release()
         }
         observers?.publish(.removeAll(keys: keys))
     }
@@ -174,16 +175,21 @@ extension DiskStore {
     }
 }
 
-/// Something to free on another thread.
+/// An index that `removeAll()` emptied, listed and freed on another thread.
 private final class Discarded: @unchecked Sendable {
-    // @unchecked Sendable: the value is handed over once and only released there.
-    private var value: Any?
+    // @unchecked Sendable: the index is handed over once and only touched there.
+    private var index: LRUIndex<DiskRecord>?
 
-    init(_ value: Any) {
-        self.value = value
+    init(_ index: LRUIndex<DiskRecord>) {
+        self.index = index
+    }
+
+    /// The value files its entries named.
+    func fileIDs() -> [UInt64] {
+        index?.entries.compactMap { $0.value.fileID } ?? []
     }
 
     func release() {
-        value = nil
+        index = nil
     }
 }

@@ -178,8 +178,8 @@ final class DiskStore {
         try Self.validate(key: key, size: data.count, maxSize: maxSize)
         applyMemoryHits(now: now)
         try ensureActive()
-        let previous = record(forKey: key)
-        let previousData = observers?.hasKeyObservers(key) == true ? previous.flatMap { try? load(key, $0) } : nil
+        // The previous bytes only for key observers (`KeyChange.edit(before:after:)`).
+        let previousData = observers?.hasKeyObservers(key) == true ? record(forKey: key).flatMap { try? load(key, $0) } : nil
         let value: StoredValue
         if Self.needsFile(size: data.count, storesValuesAsFiles: storesValuesAsFiles) {
             let file = try staged ?? StagedValue(values.write(data, durable: durable), size: data.count)
@@ -205,9 +205,8 @@ final class DiskStore {
         let record = DiskRecord(segment: location.segment, offset: UInt32(location.offset), length: UInt32(location.length),
                                 value: value, expiry: expiry, lastAccess: time)
         invalidateMemory([key]) // before the index: see `sharedIndex`
-        withIndex { index in
-            if let old = index.set(key, record) { forget(old) }
-        }
+        let previous = withIndex { index in index.set(key, record) }
+        if let previous { forget(previous) }
         totalSize += record.size
         earliestExpiry = min(earliestExpiry, expiry)
         changesSinceSnapshot += 1

@@ -22,15 +22,16 @@ enum IndexSnapshot {
         var offset: Int
     }
 
-    static func encode(_ entries: [(key: String, value: DiskRecord)], at position: Position) -> [UInt8] {
+    /// The snapshot of `index` (its entries least recently used first) at `position`.
+    static func encode(_ index: LRUIndex<DiskRecord>, at position: Position) -> [UInt8] {
         var bytes = magic
-        bytes.reserveCapacity(headerLength + entries.count * 48 + 8)
+        bytes.reserveCapacity(headerLength + index.count * 48 + 8)
         SegmentFormat.appendInteger(position.segment, to: &bytes)
         SegmentFormat.appendInteger(position.salt, to: &bytes)
         SegmentFormat.appendInteger(UInt64(position.offset), to: &bytes)
-        SegmentFormat.appendInteger(UInt64(entries.count), to: &bytes)
+        SegmentFormat.appendInteger(UInt64(index.count), to: &bytes)
         let never = Date.distantFuture.timeIntervalSince1970
-        for (key, record) in entries {
+        index.forEachOldestFirst { key, record in
             var flags: UInt8 = record.expiry == never ? 0 : 2
             if case .file = record.value { flags |= 1 }
             bytes.append(flags)
@@ -52,6 +53,7 @@ enum IndexSnapshot {
                 SegmentFormat.appendInteger(UInt64(size), to: &bytes)
                 SegmentFormat.appendInteger(hash, to: &bytes)
             }
+            return true
         }
         SegmentFormat.appendInteger(XXH64.hash(bytes), to: &bytes)
         return bytes

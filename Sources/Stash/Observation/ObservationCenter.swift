@@ -31,6 +31,11 @@ final class ObservationCenter: Sendable {
     private let state = Locked(State())
     private let line = DeliveryLine()
 
+    /// Whether any observer is registered (an event nobody hears need not be built).
+    var hasObservers: Bool {
+        state.withLock { !$0.storageObservers.isEmpty || !$0.keyObservers.isEmpty }
+    }
+
     func hasKeyObservers(_ key: String) -> Bool {
         state.withLock { $0.keyObservers[key] != nil }
     }
@@ -39,6 +44,8 @@ final class ObservationCenter: Sendable {
     /// at the change's commit, so the order of publishing is the commit order).
     func publish(_ event: StoreEvent) {
         let targets: [(id: Int, key: String?, bind: Binding)] = state.withLock { state in
+            // Most stores have no observers: publishing then costs one look under the lock.
+            guard !state.storageObservers.isEmpty || !state.keyObservers.isEmpty else { return [] }
             var targets = state.storageObservers.sorted { $0.key < $1.key }.map { ($0.key, String?.none, $0.value.bind) }
             for key in Set(event.keys) {
                 for (id, registration) in (state.keyObservers[key] ?? [:]).sorted(by: { $0.key < $1.key }) {

@@ -148,10 +148,11 @@ public final class AsyncStorage<T: Sendable>: Sendable {
         let storage = innerStorage
         let engine = storage.engine
         engine.async { _ in
+            let before = engine.observers.lastPublished
             let result = Result { try work(storage) }
             let published = engine.observers.lastPublished
             DispatchQueue.global().async {
-                engine.observers.deliver(through: published)
+                if published > before { engine.observers.deliver(through: published) }
                 completion(result)
             }
         }
@@ -169,15 +170,16 @@ public final class AsyncStorage<T: Sendable>: Sendable {
     }
 
     /// Runs `work` on the queue and returns once observers heard of its changes: straight from the
-    /// queue when there is nothing to deliver, else after delivering on a global queue.
+    /// queue when it made none (or they are delivered already), else after delivering on a global queue.
     private func run<Value: Sendable>(_ work: @escaping @Sendable (HybridStorage<T>) throws -> Value) async throws -> Value {
         let storage = innerStorage
         let engine = storage.engine
         return try await withCheckedThrowingContinuation { continuation in
             engine.async { _ in
+                let before = engine.observers.lastPublished
                 let result = Result { try work(storage) }
                 let published = engine.observers.lastPublished
-                if engine.observers.isDelivered(through: published) {
+                if published == before || engine.observers.isDelivered(through: published) {
                     continuation.resume(with: result)
                 } else {
                     DispatchQueue.global().async {

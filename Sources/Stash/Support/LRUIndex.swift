@@ -140,6 +140,11 @@ struct LRUIndex<Value> {
         return result
     }
 
+    /// Calls `body` for every value, in no particular order, copying no entry out.
+    func forEachValue(_ body: (borrowing Value) -> Void) {
+        for index in nodes.indices { body(nodes[index].value) }
+    }
+
     /// Every key, in no particular order.
     var keys: [String] { nodes.map(\.key) }
 
