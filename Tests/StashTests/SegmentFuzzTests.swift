@@ -180,6 +180,13 @@ struct SegmentFuzzTests {
         }
     }
 
+    /// `entries` as an index, least recently used first.
+    private static func index(_ entries: [(key: String, value: DiskRecord)]) -> LRUIndex<DiskRecord> {
+        var index = LRUIndex<DiskRecord>()
+        for (key, record) in entries { _ = index.set(key, record) }
+        return index
+    }
+
     private static func decode(_ bytes: [UInt8]) -> (intact: Bool, position: IndexSnapshot.Position?, entries: [(String, DiskRecord)]) {
         var position: IndexSnapshot.Position?
         var entries: [(String, DiskRecord)] = []
@@ -193,11 +200,11 @@ struct SegmentFuzzTests {
         for count in [0, 1, 2, 50, 700] {
             let entries = Self.snapshotEntries(&random, count: count)
             let position = IndexSnapshot.Position(segment: 3, salt: random.next(), offset: random.below(1 << 26))
-            let decoded = Self.decode(IndexSnapshot.encode(entries, at: position))
+            let decoded = Self.decode(IndexSnapshot.encode(Self.index(entries), at: position))
             #expect(decoded.intact)
             #expect(decoded.position == position)
-            #expect(decoded.entries.map(\.0) == entries.map(\.key))
-            #expect(decoded.entries.map(\.1) == entries.map(\.value))
+            #expect(decoded.entries.map { $0.0 } == entries.map { $0.key })
+            #expect(decoded.entries.map { $0.1 } == entries.map { $0.value })
         }
     }
 
@@ -205,7 +212,7 @@ struct SegmentFuzzTests {
     @Test("a flipped, cut or extended snapshot is refused before any entry is handed out")
     func damagedSnapshotIsRefused() {
         var random = SeededGenerator(seed: 37)
-        let original = IndexSnapshot.encode(Self.snapshotEntries(&random, count: 40),
+        let original = IndexSnapshot.encode(Self.index(Self.snapshotEntries(&random, count: 40)),
                                             at: IndexSnapshot.Position(segment: 1, salt: 5, offset: 64))
         for index in 0..<original.count {
             var bytes = original
@@ -229,7 +236,7 @@ struct SegmentFuzzTests {
             if round % 2 == 0 {
                 bytes = IndexSnapshot.magic + (0..<random.below(200)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
             } else { // a real snapshot's body, mutated, then sealed again so the structure checks are reached
-                bytes = Array(IndexSnapshot.encode(Self.snapshotEntries(&random, count: random.below(6)),
+                bytes = Array(IndexSnapshot.encode(Self.index(Self.snapshotEntries(&random, count: random.below(6))),
                                                    at: IndexSnapshot.Position(segment: 1, salt: 2, offset: 64)).dropLast(8))
                 for _ in 0..<(random.below(3) + 1) where bytes.count > 8 {
                     bytes[8 + random.below(bytes.count - 8)] = UInt8(truncatingIfNeeded: random.next())
