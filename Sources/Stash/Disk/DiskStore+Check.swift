@@ -66,7 +66,7 @@ extension DiskStore {
         try flushAccesses()
         epoch += 1
         let live = withIndex { index in index.entries.reduce(0) { $0 + Int($1.value.length) } }
-        let outputCount = UInt32(live / Self.segmentLimit + 1)
+        let outputCount = UInt32(live / Self.segmentLimit + 2)
         let firstOutput = nextSegmentID
         nextSegmentID += outputCount
         try roll()

@@ -27,7 +27,7 @@ extension DiskStore {
             total += segment.length - SegmentFormat.headerLength
         }
         guard dead >= Self.compactionMinimum, dead * 2 > total else { return }
-        let outputCount = UInt32((total - dead) / Self.segmentLimit + 1)
+        let outputCount = UInt32((total - dead) / Self.segmentLimit + 2)
         let firstOutput = nextSegmentID
         nextSegmentID += outputCount
         do {
@@ -70,6 +70,11 @@ extension DiskStore {
                     buffer.removeAll(keepingCapacity: true)
                     output = try SegmentFile.create(id: output.id + 1, in: directory, flags: SegmentFormat.compactionFlag, durable: false)
                     result.outputs.append(output)
+                }
+                // Offsets are 32-bit: an output that would pass 4 GiB (more live data than the ids
+                // reserved for it can hold) ends the compaction, which is retried later.
+                guard output.length + buffer.count + bytes.count < Int(UInt32.max) else {
+                    throw StorageError.corrupted("the compaction output would exceed 4 GiB")
                 }
                 let length = bytes.withUnsafeBytes { raw in
                     SegmentFormat.appendSet(key: key, expiry: record.expiry, time: record.lastAccess, value: record.value,

@@ -65,16 +65,21 @@ final class SegmentFile: @unchecked Sendable {
     /// Opens an existing segment and reads it (whole, or only its header when `wholeFile` is false:
     /// then the bytes returned are the header alone); nil if it has no valid segment header.
     static func open(_ path: String, writable: Bool, wholeFile: Bool = true) throws -> (file: SegmentFile, bytes: [UInt8])? {
-        let fd = try FileIO.open(path, writable ? O_RDWR : O_RDONLY)
+        // Non-blocking: a FIFO planted in a segment's place must not block the open (for reading it
+        // would wait for a writer); anything but a regular file is then no segment.
+        let fd = try FileIO.open(path, (writable ? O_RDWR : O_RDONLY) | O_NONBLOCK)
         do {
             var info = stat()
             guard fstat(fd, &info) == 0 else { throw FileIO.error("fstat", path) }
+            guard (info.st_mode & S_IFMT) == S_IFREG else {
+                close(fd)
+                return nil
+            }
             let bytes: [UInt8]?
             if wholeFile {
                 bytes = try FileIO.readAll(fd, path: path)
             } else {
-                let header = try FileIO.read(fd, at: 0, count: SegmentFormat.headerLength, path: path)
-                bytes = (info.st_mode & S_IFMT) == S_IFREG ? header : nil
+                bytes = try FileIO.read(fd, at: 0, count: SegmentFormat.headerLength, path: path)
             }
             let header = bytes.flatMap { bytes in bytes.withUnsafeBytes { SegmentFormat.parseHeader($0) } }
             guard let bytes, let header, header.id <= UInt64(UInt32.max) else {

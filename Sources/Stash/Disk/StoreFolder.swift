@@ -106,7 +106,8 @@ final class StoreFolder {
     private func lock() throws {
         let path = directory + "/" + Self.lockName
         do {
-            lockFD = try FileIO.open(path, readOnly ? O_RDONLY : (O_RDWR | O_CREAT))
+            // Non-blocking: a FIFO in the lock's place must not block the open.
+            lockFD = try FileIO.open(path, (readOnly ? O_RDONLY : (O_RDWR | O_CREAT)) | O_NONBLOCK)
         } catch where readOnly && (FileIO.isErrno(error, .ENOENT) || FileIO.isErrno(error, .EACCES)) {
             return
         }
