@@ -467,7 +467,7 @@ struct FaultInjectionTests {
         try expectSuccess(stashAsNobody(["set", "k2", "v2"], store: store))
     }
 
-    @Test("a FIFO in place of a segment: `stash get` fails with an error instead of blocking forever")
+    @Test("a FIFO in place of a segment: `stash get` reports it instead of blocking forever")
     func journalReplacedByFIFO() throws {
         let directory = TemporaryDirectory()
         let store = directory.storePath()
@@ -479,7 +479,9 @@ struct FaultInjectionTests {
         // A bounded wait for the child (killed at the deadline), not a sleep: a fixed store returns at once.
         let get = try stash(["--dir", store, "get", "k"], deadline: 5)
         #expect(!get.timedOut, "opening a store whose segment is a FIFO blocks forever")
-        #expect(get.status == 1, "stderr: \(get.stderr)")
+        // An error, or (the FIFO is no segment: its records are reported lost) no value, said on stderr.
+        #expect(get.status == 1 || get.status == 3, "stderr: \(get.stderr)")
+        #expect(get.stdout.isEmpty && !get.stderr.isEmpty)
 
         try FileManager.default.removeItem(atPath: journal)
         try FileManager.default.moveItem(atPath: directory.path + "/journal.saved", toPath: journal)
