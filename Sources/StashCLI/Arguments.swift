@@ -4,7 +4,7 @@ import Foundation
 enum Command: String, CaseIterable {
     case set, get, rm, ls, stats, trim
     case purgeExpired = "purge-expired"
-    case clear, tour, help
+    case clear, check, tour, help
 
     /// The one-line usage of this command, shown after a usage error.
     var usage: String {
@@ -14,6 +14,7 @@ enum Command: String, CaseIterable {
         case .rm: return "usage: stash rm KEY [--dir PATH]"
         case .ls: return "usage: stash ls [--json] [--dir PATH]"
         case .trim: return "usage: stash trim --max-size BYTES [--dir PATH]"
+        case .check: return "usage: stash check [--repair] [--dir PATH]"
         case .tour, .help: return "usage: stash \(rawValue)"
         case .stats, .purgeExpired, .clear: return "usage: stash \(rawValue) [--dir PATH]"
         }
@@ -25,7 +26,7 @@ enum Command: String, CaseIterable {
         case .set: return 1...2
         case .get, .rm: return 1...1
         case .help: return 0...Int.max
-        case .ls, .stats, .trim, .purgeExpired, .clear, .tour: return 0...0
+        case .ls, .stats, .trim, .purgeExpired, .clear, .check, .tour: return 0...0
         }
     }
 }
@@ -57,6 +58,8 @@ struct Invocation {
     var durable = false
     /// `--max-size`, in bytes.
     var maxSize: Int?
+    /// `check --repair`: drop what is damaged.
+    var repair = false
 
     /// Parses `stash`'s arguments (without the program name). Options may come before or after
     /// the command; `--name=value` and `--name value` are both accepted; after `--` every argument
@@ -118,6 +121,8 @@ struct Invocation {
             json = try flag()
         case "--durable":
             durable = try flag()
+        case "--repair":
+            repair = try flag()
         case "--dir":
             let path = try value()
             guard !path.isEmpty, storeFolderURL(path).path != "/" else {
@@ -155,6 +160,7 @@ struct Invocation {
         case .set: allowed = ["--dir", "--ttl", "--durable"]
         case .ls: allowed = ["--dir", "--json"]
         case .trim: allowed = ["--dir", "--max-size"]
+        case .check: allowed = ["--dir", "--repair"]
         case .tour, .help: allowed = []
         case .get, .rm, .stats, .purgeExpired, .clear: allowed = ["--dir"]
         }

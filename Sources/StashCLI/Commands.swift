@@ -35,7 +35,7 @@ struct StoreCommands {
         config.durable = invocation.durable
         // Commands that only read open the store read-only: they create and change nothing (a
         // mistyped --dir is an error, not a new folder), and work on a store this user cannot write.
-        config.readOnly = [.get, .ls, .stats].contains(invocation.command)
+        config.readOnly = invocation.opensReadOnly
         storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
     }
 
@@ -69,6 +69,7 @@ struct StoreCommands {
         case .trim: try trim()
         case .purgeExpired: try purgeExpired()
         case .clear: try clear()
+        case .check: return try check()
         case .tour, .help: preconditionFailure("\(invocation.command) needs no store")
         }
         return ExitStatus.success

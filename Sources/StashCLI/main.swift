@@ -52,6 +52,8 @@ let helpText = """
       trim --max-size BYTES  remove expired, then least recently used values, down to BYTES
       purge-expired          remove every expired value
       clear                  remove every value
+      check                  verify every record and value read-only; exit 5 if something is damaged
+          --repair           ...and drop what is damaged (exit 0 once the store is clean)
       tour                   a guided session with a temporary Storage (the README's main job)
       help                   this text
 
@@ -60,7 +62,8 @@ let helpText = """
       -h, --help   this text
       --           end of options: what follows is KEY or VALUE even if it starts with '-'
 
-    exit status: 0 done, 1 storage error, 2 wrong usage, 3 no such key (get), 4 value expired (get)
+    exit status: 0 done, 1 storage error, 2 wrong usage, 3 no such key (get), 4 value expired (get),
+      5 damage found (check)
     One process at a time may open a store: a store in use elsewhere is reported, not shared.
     """
 

@@ -17,6 +17,11 @@ import Darwin
 //       one line per completed operation: `set KEY SEQ SIZE[ trimmed]`, `remove KEY SEQ`,
 //       `get KEY SEQ FOUNDSEQ|missing`. Sequence numbers start after N * 1_000_000, so runs with
 //       growing seeds write growing sequence numbers. `trimmed`: the write evicted other keys.
+//   snapshot DIR --seed N
+//       Writes keys s0…s20499 (small values: enough entries for an index snapshot at close) and prints
+//       `filled FIRSTSEQ COUNT` (key s<i> holds FIRSTSEQ + i), then forever: releases the store (closing
+//       writes its snapshot), prints `closed`, reopens it and overwrites 50 random keys, printing
+//       `set KEY SEQ SIZE` per write, like `write`.
 //   hold DIR
 //       Opens the store, prints `ready`, waits for the end of stdin, exits 0.
 //
@@ -166,6 +171,37 @@ func runFill(_ storage: DiskStorage<Data>, random: inout SplitMix64, sequence st
     }
 }
 
+/// Keys enough for the engine to write an index snapshot when the store closes.
+enum SnapshotRun {
+    static let keys = 20_500
+}
+
+func runSnapshot(_ path: String, seed: UInt64) throws -> Never {
+    var random = SplitMix64(state: seed)
+    var sequence = seed &* 1_000_000
+    do {
+        // One line for the whole fill (a line per write would fill the pipe of a parent that only
+        // reads after the child ended): key s<i> holds sequence FIRST + i.
+        let storage = try openStore(path, maxSize: 0)
+        for index in 0..<SnapshotRun.keys {
+            try storage.setObject(TortureValue.make(key: "s\(index)", sequence: sequence + 1 + UInt64(index), payloadCount: 16),
+                                  forKey: "s\(index)")
+        }
+        emit("filled \(sequence + 1) \(SnapshotRun.keys)")
+        sequence += UInt64(SnapshotRun.keys)
+    }
+    while true {
+        emit("closed")
+        let storage = try openStore(path, maxSize: 0)
+        for _ in 0..<50 {
+            let key = "s\(Int.random(in: 0..<SnapshotRun.keys, using: &random))"
+            sequence += 1
+            try storage.setObject(TortureValue.make(key: key, sequence: sequence, payloadCount: 16), forKey: key)
+            emit("set \(key) \(sequence) 16")
+        }
+    }
+}
+
 func runHold(_ path: String) throws -> Never {
     let storage = try openStore(path, maxSize: 0)
     emit("ready")
@@ -178,7 +214,8 @@ func main(_ arguments: [String]) -> Never {
     func option(_ name: String) -> String? {
         arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     }
-    let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture hold DIR"
+    let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N"
+        + " | StashTorture hold DIR"
     guard arguments.count >= 2 else { fail(usage, status: 2) }
     do {
         switch arguments[0] {
@@ -187,6 +224,9 @@ func main(_ arguments: [String]) -> Never {
                   let maxSize = Int(option("--max-size") ?? "262144"), let keys = Int(option("--keys") ?? "8"), keys > 0
             else { fail(usage, status: 2) }
             try runWrite(arguments[1], seed: seed, maxSize: maxSize, keys: keys, fill: arguments.contains("--fill"))
+        case "snapshot":
+            guard let seed = option("--seed").flatMap(UInt64.init), seed < 1 << 40 else { fail(usage, status: 2) }
+            try runSnapshot(arguments[1], seed: seed)
         case "hold":
             try runHold(arguments[1])
         default:

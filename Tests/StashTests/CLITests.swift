@@ -58,6 +58,7 @@ struct CLITests {
     @Test("get of a missing key exits 3 with a message on stderr and nothing on stdout")
     func getMissingKeyExits3() throws {
         try withScratchFolder { folder in
+            try expectSuccess(stash(["set", "something", "else"], in: folder)) // read commands create no store
             let run = try stash(["get", "nothing-here"], in: folder)
             #expect(run.status == 3)
             #expect(run.stdout.isEmpty)
@@ -220,10 +221,12 @@ struct CLITests {
     func recoveryIssuesOnStderr(arguments: [String]) throws {
         try withScratchFolder { folder in
             try expectSuccess(stash(["set", "a", "x"], in: folder))
-            let journal = try FileHandle(forWritingTo: folder.appendingPathComponent("store/journal"))
-            try journal.seekToEnd()
-            try journal.write(contentsOf: Data([0x10, 0, 0, 0] + Array(repeating: 0xAB, count: 40)))
-            try journal.close()
+            let store = folder.appendingPathComponent("store")
+            let segmentName = try #require(try FileManager.default.contentsOfDirectory(atPath: store.path).first { $0.hasSuffix(".segment") })
+            let segment = try FileHandle(forWritingTo: store.appendingPathComponent(segmentName))
+            try segment.seekToEnd()
+            try segment.write(contentsOf: Data([0x10, 0, 0, 0] + Array(repeating: 0xAB, count: 40)))
+            try segment.close()
 
             let run = try stash(arguments, in: folder)
             #expect(run.status == (arguments == ["get", "missing"] ? 3 : 0), "\(run.stderr)")

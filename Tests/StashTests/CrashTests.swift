@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Stash
+@testable import Stash // the segment header, to tell a compaction's output from its inputs
 @testable import StashTorture // TortureValue: the self-verifying values the child writes
 #if canImport(Glibc)
 import Glibc
@@ -10,12 +10,13 @@ import Darwin
 
 // Contract item 6 (crash-consistent disk), proven with real crashes: a `StashTorture` child writes
 // self-verifying values of 0–192 KiB in a loop and is killed with SIGKILL, at random moments and, through
-// strace, exactly inside journal compaction and inside trimming. After each kill the store is reopened
-// and every key checked: it holds a complete value written for it (the last one the child reported,
-// or the one in flight) or is not found, never a torn, mixed or foreign value; then it must take writes.
-// SIGKILL keeps the page cache, so a write whose `setObject` returned must also be read back.
+// strace, exactly inside segment appends, compaction, index snapshot writes and trimming. After each kill
+// the store is reopened and every key checked: it holds a complete value written for it (the last one
+// the child reported, or the one in flight) or is not found, never a torn, mixed or foreign value; then
+// it must take writes. SIGKILL keeps the page cache, so a write whose `setObject` returned must also be
+// read back.
 
-@Suite("Crash: SIGKILL at random moments, inside compaction and inside trimming", .serialized)
+@Suite("Crash: SIGKILL at random moments, inside appends, compaction, snapshot writes and trimming", .serialized)
 struct CrashTests {
     static let mixedKeys = (0..<8).map { "k\($0)" }
     static let fillLimit = 64 << 10
@@ -45,47 +46,88 @@ struct CrashTests {
         print("crash: 120 kills at random moments, \(checked) values checked")
     }
 
-    @Test("a kill inside journal compaction (before its fsync, before its rename) loses nothing", .enabled(if: Strace.isAvailable),
-          arguments: [("fsync", 3), ("?rename,renameat,renameat2", 2), ("?rename,renameat,renameat2", 3)])
+    @Test("a kill inside a segment append (pwrite call N) loses at most the write in flight",
+          .enabled(if: Strace.isAvailable), arguments: [2, 3, 10, 77, 150, 333])
+    func killInsideSegmentAppend(occurrence: Int) throws {
+        // In a new store the first pwrite is the segment's header; every later one appends records.
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        let child = try ChildProcess(try strace(), Strace.arguments(killAt: "pwrite64", occurrence: occurrence, command:
+            [try torture().path, "write", store, "--seed", "\(occurrence)", "--max-size", "0"]), errorsIn: folder.url)
+        try #require(child.wait(upTo: 120), "the child never reached pwrite #\(occurrence)")
+        #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
+        let lines = child.lines()
+        #expect(lines.count >= occurrence - 2, "each operation before the kill appended at most one record")
+        var known: [String: UInt64] = [:]
+        _ = try checkMixedStore(store, after: lines, seed: UInt64(occurrence), known: &known)
+        print("crash: killed inside segment append #\(occurrence), after \(lines.count) operations")
+    }
+
+    @Test("a kill inside compaction (before the output's fsync, before the folder's, at the unlink of an input) loses nothing",
+          .enabled(if: Strace.isAvailable), arguments: [("fsync", 3), ("fsync", 4), ("?unlink,unlinkat", 2)])
     func killInsideCompaction(syscall: String, occurrence: Int) throws {
-        // In a new store the first rename and the first two fsyncs (the file's, the folder's) make the
-        // journal; every later rename is a compaction's, and so is the third fsync (writes do not fsync).
+        // strace counts calls per thread. Writes do not fsync; compaction runs on a worker thread, where
+        // it fsyncs its output, then the folder (a worker that runs two compactions: #3 and #4 are the
+        // second's); finishing on the queue, it removes the old snapshot (the first unlink, of a file
+        // that is not there), then its inputs, oldest first (unlink #2 onward). Whichever compaction
+        // it is, the kill must leave an output beside the inputs it was made from.
         let folder = TemporaryDirectory()
         let store = folder.storePath()
         let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
             [try torture().path, "write", store, "--seed", "1", "--max-size", "0"]), errorsIn: folder.url)
         try #require(child.wait(upTo: 120), "the child never reached compaction")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
-        #expect(FileManager.default.fileExists(atPath: store + "/journal.compacting"), "the kill was not inside compaction")
+        let segments = try segmentHeaders(store)
+        let output = segments.last { $0.flags & SegmentFormat.compactionFlag != 0 }
+        #expect(output.map { output in segments.contains { $0.id < output.id } } == true,
+                "the kill was not inside compaction (an output and its inputs side by side): \(segments)")
         let lines = child.lines()
-        #expect(lines.count >= 1000, "compaction starts after 1000 journal records")
         var known: [String: UInt64] = [:]
         _ = try checkMixedStore(store, after: lines, seed: 1, known: &known)
-        #expect(!FileManager.default.fileExists(atPath: store + "/journal.compacting"))
         print("crash: killed inside compaction at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), after \(lines.count) operations")
     }
 
-    @Test("12 kills inside trimming, between journaling evictions and unlinking the files", .enabled(if: Strace.isAvailable))
+    @Test("a kill inside an index snapshot write (before its fsync, before its rename) loses nothing",
+          .enabled(if: Strace.isAvailable), arguments: [("fsync", 3), ("?rename,renameat,renameat2", 2), ("?rename,renameat,renameat2", 3)])
+    func killInsideSnapshotWrite(syscall: String, occurrence: Int) throws {
+        // On the main thread (strace counts per thread) the marker of a new store takes two fsyncs and
+        // the first rename; each close of a store this large then writes `index.snapshot.tmp` (its
+        // fsync) and renames it, before the child prints `closed`.
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
+            [try torture().path, "snapshot", store, "--seed", "\(occurrence)"]), errorsIn: folder.url)
+        try #require(child.wait(upTo: 300), "the child never wrote a snapshot")
+        #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
+        #expect(FileManager.default.fileExists(atPath: store + "/index.snapshot.tmp"), "the kill was not inside a snapshot write")
+        let lines = child.lines()
+        #expect(lines.filter { $0 == "closed" }.count == (occurrence == 3 && syscall.contains("rename") ? 1 : 0))
+        let checked = try checkSnapshotStore(store, after: lines)
+        #expect(!FileManager.default.fileExists(atPath: store + "/index.snapshot.tmp"), "the next open removes a torn snapshot")
+        print("crash: killed inside a snapshot write at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), \(checked) values checked")
+    }
+
+    @Test("12 kills inside trimming, between a write's record and its evictions' tombstones", .enabled(if: Strace.isAvailable))
     func killsInsideTrimming() throws {
         let folder = TemporaryDirectory()
         let store = folder.storePath()
         var random = SeededGenerator(seed: 7)
-        var orphans = 0
+        var insideTrim = 0
         for cycle in 1...12 {
-            // Every unlink of a filling store is an eviction, but the first, which clears a leftover journal.compacting.
-            let occurrence = Int.random(in: 2...40, using: &random)
-            let child = try ChildProcess(try strace(), Strace.arguments(killAt: "?unlink,unlinkat", occurrence: occurrence, command:
+            // The store is full from the second cycle on: a write appends its record (an odd pwrite),
+            // then, if it went over the limit (most do), trims, appending the evicted keys' tombstones.
+            let occurrence = 2 * Int.random(in: 2...20, using: &random)
+            let child = try ChildProcess(try strace(), Strace.arguments(killAt: "pwrite64", occurrence: occurrence, command:
                 [try torture().path, "write", store, "--seed", "\(cycle)", "--fill", "--max-size", "\(Self.fillLimit)"]),
                 errorsIn: folder.url)
             try #require(child.wait(upTo: 60), "the child never trimmed")
             #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
-            let files = try valueFiles(in: store)
-            let keys = try checkFillStore(store, after: child.lines(), seed: UInt64(cycle))
-            // A file the journal says is evicted but that is still there: the kill was inside the trim.
-            #expect(files - keys.count > orphans, "the kill was not between an eviction's record and its unlink")
-            orphans = try valueFiles(in: store) - open(store, maxSize: Self.fillLimit).allKeys.count
+            // Over the limit after reopening: the write's record landed, its trim's tombstones did not.
+            if try open(store, maxSize: Self.fillLimit).totalSize > Self.fillLimit { insideTrim += 1 }
+            _ = try checkFillStore(store, after: child.lines(), seed: UInt64(cycle))
         }
-        print("crash: 12 kills inside trimming")
+        #expect(insideTrim >= 3, "only \(insideTrim) of 12 kills landed between a write and its trim")
+        print("crash: 12 kills in a trimming store, \(insideTrim) between a write's record and its trim")
     }
 
     // MARK: Checks
@@ -162,8 +204,47 @@ struct CrashTests {
                                transformer: TransformerFactory.forData())
     }
 
-    private func valueFiles(in path: String) throws -> Int {
-        try FileManager.default.contentsOfDirectory(atPath: path).filter { !$0.hasPrefix("journal") && $0 != "lock" }.count
+    /// Checks a `StashTorture snapshot` store after the child that printed `lines` was killed: every
+    /// key holds what the child last reported for it, but for the one write in flight.
+    /// - Returns: How many values were read and verified.
+    private func checkSnapshotStore(_ path: String, after lines: [Substring]) throws -> Int {
+        var expected: [String: UInt64] = [:]
+        var last: UInt64 = 0
+        for line in lines where line != "closed" {
+            let fields = line.split(separator: " ")
+            if fields.first == "filled", fields.count == 3, let first = UInt64(fields[1]), let count = Int(fields[2]) {
+                for index in 0..<count { expected["s\(index)"] = first + UInt64(index) }
+                last = max(last, first + UInt64(count) - 1)
+                continue
+            }
+            guard fields.count >= 3, let sequence = UInt64(fields[2]) else { Issue.record("bad line \(line)"); continue }
+            expected[String(fields[1])] = sequence
+            last = max(last, sequence)
+        }
+        let storage = try open(path, maxSize: 0)
+        #expect(storage.recoveryIssues.isEmpty || !FileManager.default.fileExists(atPath: path + "/index.snapshot"),
+                "\(storage.recoveryIssues)")
+        var deviations = 0
+        for index in 0..<SnapshotRun.keys {
+            let key = "s\(index)"
+            let actual = try verifiedSequence(storage, key)
+            if actual != expected[key] {
+                deviations += 1
+                #expect(actual == last + 1, "\(key) holds #\(actual ?? 0), the child reported #\(expected[key] ?? 0)")
+            }
+        }
+        #expect(deviations <= 1, "more than the write in flight changed: \(deviations) keys")
+        try storage.setObject(TortureValue.make(key: "s0", sequence: last + 2, payloadCount: 16), forKey: "s0")
+        #expect(try verifiedSequence(storage, "s0") == last + 2)
+        return SnapshotRun.keys
+    }
+
+    /// Each segment of the store by id, with its header's flags (nil-header segments left out).
+    private func segmentHeaders(_ path: String) throws -> [(id: UInt32, flags: UInt32)] {
+        try StoreFiles(path).segments.compactMap { name in
+            let bytes = try Damage.bytes(path + "/" + name)
+            return bytes.withUnsafeBytes { SegmentFormat.parseHeader($0) }.map { (UInt32($0.id), $0.flags) }
+        }.sorted { $0.id < $1.id }
     }
 
     private func torture() throws -> URL {

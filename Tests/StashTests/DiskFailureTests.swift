@@ -10,8 +10,10 @@ import Darwin
 /// Contract items 10 and 11: I/O failures surface and the store recovers; instances share one engine.
 @Suite("Disk failures and sharing")
 struct DiskFailureTests {
-    private func makeDisk(_ directory: TemporaryDirectory, clock: TestClock = TestClock()) throws -> DiskStorage<Data> {
-        try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData(), now: clock.function)
+    private func makeDisk(_ directory: TemporaryDirectory, clock: TestClock = TestClock(), valuesAsFiles: Bool = false) throws -> DiskStorage<Data> {
+        var config = directory.diskConfig()
+        config.storesValuesAsFiles = valuesAsFiles
+        return try DiskStorage(config: config, transformer: TransformerFactory.forData(), now: clock.function)
     }
 
     // Contract 10: a removed directory is recreated on the next write.
@@ -22,11 +24,17 @@ struct DiskFailureTests {
         try storage.setObject(User(name: "a", age: 1), forKey: "a")
         try FileManager.default.removeItem(atPath: directory.storePath())
 
-        #expect(storageError { _ = try storage.transformData().object(forKey: "a") } != nil)
+        // A packed value may still be read from the open (unlinked) segment until the next write
+        // notices the folder is gone (a design decision): either the old value or an error, never another.
+        do {
+            #expect(try storage.object(forKey: "a") == User(name: "a", age: 1))
+        } catch {}
         try storage.setObject(User(name: "b", age: 2), forKey: "b")
         #expect(try storage.object(forKey: "b").name == "b")
         #expect(storage.allKeys == ["b"])
-        #expect(FileManager.default.fileExists(atPath: directory.storePath() + "/journal"))
+        #expect(storageError { _ = try storage.object(forKey: "a") }?.isNotFound == true)
+        #expect(FileManager.default.fileExists(atPath: directory.storePath() + "/" + StoreFolder.markerName))
+        #expect(try !StoreFiles(directory.storePath()).segments.isEmpty)
     }
 
     // Contract 10: an I/O failure is thrown with its cause, and the store works again afterwards.
@@ -35,12 +43,15 @@ struct DiskFailureTests {
         let directory = TemporaryDirectory()
         let disk = try makeDisk(directory)
         try disk.setObject(Data("kept".utf8), forKey: "kept")
-        // Replace the store folder by a file: every create in it fails with ENOTDIR.
+        // Replace the store folder by a file: every create in it fails with ENOTDIR. (A packed value
+        // would still be appended to the open segment, which moved with its folder: a value large
+        // enough for a file of its own needs a create in the folder.)
         let moved = directory.path + "/moved-away"
         try FileManager.default.moveItem(atPath: directory.storePath(), toPath: moved)
         try Data("blocker".utf8).write(to: URL(fileURLWithPath: directory.storePath()))
 
-        let error = storageError { try disk.setObject(Data("new".utf8), forKey: "new") }
+        let large = Data(repeating: 7, count: ValueFiles.threshold)
+        let error = storageError { try disk.setObject(large, forKey: "new") }
         guard case .io(_, _, let underlying as POSIXError)? = error else {
             Issue.record("expected an I/O error with a POSIX cause, got \(String(describing: error))")
             return
@@ -50,8 +61,9 @@ struct DiskFailureTests {
 
         try FileManager.default.removeItem(atPath: directory.storePath())
         try FileManager.default.moveItem(atPath: moved, toPath: directory.storePath())
-        try disk.setObject(Data("new".utf8), forKey: "new")
+        try disk.setObject(large, forKey: "new")
         #expect(try disk.object(forKey: "kept") == Data("kept".utf8))
+        #expect(try disk.object(forKey: "new") == large)
         #expect(Set(disk.allKeys) == ["kept", "new"])
     }
 
@@ -59,7 +71,7 @@ struct DiskFailureTests {
     @Test("a value file replaced by a directory gives an error and other keys still read")
     func unreadableValueFile() throws {
         let directory = TemporaryDirectory()
-        let disk = try makeDisk(directory)
+        let disk = try makeDisk(directory, valuesAsFiles: true)
         try disk.setObject(Data("a".utf8), forKey: "a")
         try disk.setObject(Data("b".utf8), forKey: "b")
         let path = try #require(try disk.entry(forKey: "a").filePath)

@@ -5,11 +5,17 @@ import Testing
 /// Contract items 6–9: crash consistency, bad data, hostile keys, value files as the transformer's bytes.
 @Suite("Disk integrity")
 struct DiskIntegrityTests {
-    private func makeDisk(_ directory: TemporaryDirectory) throws -> DiskStorage<Data> {
-        try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData(), now: TestClock().function)
+    /// With `valuesAsFiles`, every value is a file of its own (the tests that look at value files).
+    private func makeDisk(_ directory: TemporaryDirectory, valuesAsFiles: Bool = false) throws -> DiskStorage<Data> {
+        var config = directory.diskConfig()
+        config.storesValuesAsFiles = valuesAsFiles
+        return try DiskStorage(config: config, transformer: TransformerFactory.forData(), now: TestClock().function)
     }
 
-    private func journalPath(_ directory: TemporaryDirectory) -> String { directory.storePath() + "/journal" }
+    /// The store's last (active) segment.
+    private func segmentPath(_ directory: TemporaryDirectory) throws -> String {
+        directory.storePath() + "/" + (try #require(try StoreFiles(directory.storePath()).segments.last))
+    }
 
     // Contract 6: a value written and returned from setObject is read back by a new instance.
     @Test("a written value is read back after a reopen")
@@ -19,39 +25,38 @@ struct DiskIntegrityTests {
         #expect(try makeDisk(directory).object(forKey: "k") == Data("hello".utf8))
     }
 
-    // Contract 6: a crash after the new value file was written but before its journal record
-    // leaves the old value (the new file is an unreferenced orphan).
-    @Test("a crash between writing a value file and its journal record leaves the old value")
-    func crashBeforeJournalRecordKeepsOldValue() throws {
+    // Contract 6: a crash after the new value file was written but before its record leaves the
+    // old value (the new file is an unreferenced orphan, removed at the next open).
+    @Test("a crash between writing a value file and its record leaves the old value; the orphan is removed")
+    func crashBeforeRecordKeepsOldValue() throws {
         let directory = TemporaryDirectory()
-        var oldPath = ""
         do {
-            let disk = try makeDisk(directory)
+            let disk = try makeDisk(directory, valuesAsFiles: true)
             try disk.setObject(Data("old".utf8), forKey: "k")
-            oldPath = try disk.entry(forKey: "k").filePath ?? ""
         }
-        // What the interrupted write of "new" left: a file with the next generation, no record.
-        let orphan = (oldPath as NSString).deletingPathExtension + ".99"
+        // What the interrupted write of "new" left: a file under the next number, no record.
+        let orphan = directory.storePath() + "/" + ValueFiles.name(of: 99)
         try Data("new, partly writ".utf8).write(to: URL(fileURLWithPath: orphan))
-        let reopened = try makeDisk(directory)
+        let reopened = try makeDisk(directory, valuesAsFiles: true)
         #expect(try reopened.object(forKey: "k") == Data("old".utf8))
+        #expect(!FileManager.default.fileExists(atPath: orphan))
         try reopened.setObject(Data("newer".utf8), forKey: "k")
         #expect(try makeDisk(directory).object(forKey: "k") == Data("newer".utf8))
     }
 
-    // Contract 6: a torn last journal record is tolerated; earlier records are kept.
-    @Test("a torn last journal record is cut off and earlier values remain")
-    func tornJournalTailIsTolerated() throws {
+    // Contract 6: a torn last record is tolerated; earlier records are kept.
+    @Test("a torn last segment record is cut off and earlier values remain")
+    func tornSegmentTailIsTolerated() throws {
         let directory = TemporaryDirectory()
         do {
             let disk = try makeDisk(directory)
             try disk.setObject(Data("a".utf8), forKey: "a")
             try disk.setObject(Data("b".utf8), forKey: "b")
         }
-        let journal = try FileHandle(forUpdating: URL(fileURLWithPath: journalPath(directory)))
-        let length = try journal.seekToEnd()
-        try journal.truncate(atOffset: length - 5) // tear the record of "b"
-        try journal.close()
+        let segment = try FileHandle(forUpdating: URL(fileURLWithPath: try segmentPath(directory)))
+        let length = try segment.seekToEnd()
+        try segment.truncate(atOffset: length - 5) // tear the record of "b"
+        try segment.close()
 
         do {
             let reopened = try makeDisk(directory)
@@ -65,30 +70,30 @@ struct DiskIntegrityTests {
         #expect(again.recoveryIssues.isEmpty)
     }
 
-    // Contract 7: garbage after the journal's valid records drops only what follows it.
-    @Test("garbage appended to the journal is reported and dropped")
-    func garbageAfterJournalIsDropped() throws {
+    // Contract 7: garbage after a segment's valid records is reported and cut off.
+    @Test("garbage appended to the segment is reported and dropped")
+    func garbageAfterSegmentIsDropped() throws {
         let directory = TemporaryDirectory()
         try makeDisk(directory).setObject(Data("a".utf8), forKey: "a")
-        let journal = try FileHandle(forWritingTo: URL(fileURLWithPath: journalPath(directory)))
-        try journal.seekToEnd()
-        try journal.write(contentsOf: Data([0x10, 0, 0, 0] + Array(repeating: 0xAB, count: 40)))
-        try journal.close()
+        let segment = try FileHandle(forWritingTo: URL(fileURLWithPath: try segmentPath(directory)))
+        try segment.seekToEnd()
+        try segment.write(contentsOf: Data([0x10, 0, 0, 0] + Array(repeating: 0xAB, count: 40)))
+        try segment.close()
         let reopened = try makeDisk(directory)
         #expect(reopened.allKeys == ["a"])
         #expect(reopened.recoveryIssues.first?.isCorrupted == true)
     }
 
-    // Contract 7: a journal that is not Stash's at all gives an empty, working store.
-    @Test("a journal with a foreign header gives an empty, working store and removes orphaned values")
-    func foreignJournalHeader() throws {
+    // Contract 7: a segment whose header is not Stash's loses its records, reported; the store works.
+    @Test("a segment with a foreign header gives an empty, working store and removes orphaned values")
+    func foreignSegmentHeader() throws {
         let directory = TemporaryDirectory()
-        try makeDisk(directory).setObject(Data("a".utf8), forKey: "a")
-        try Data("not a journal".utf8).write(to: URL(fileURLWithPath: journalPath(directory)))
+        try makeDisk(directory, valuesAsFiles: true).setObject(Data("a".utf8), forKey: "a")
+        try Data("not a segment".utf8).write(to: URL(fileURLWithPath: try segmentPath(directory)))
         let reopened = try makeDisk(directory)
         #expect(reopened.allKeys.isEmpty)
         #expect(reopened.recoveryIssues.count == 1)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.storePath()).filter(DiskStore.isValueFileName).isEmpty)
+        #expect(try StoreFiles(directory.storePath()).values.isEmpty)
         try reopened.setObject(Data("b".utf8), forKey: "b")
         #expect(try makeDisk(directory).object(forKey: "b") == Data("b".utf8))
     }
@@ -98,7 +103,7 @@ struct DiskIntegrityTests {
           arguments: [0, 3])
     func truncatedValueFile(keptBytes: Int) throws {
         let directory = TemporaryDirectory()
-        let disk = try makeDisk(directory)
+        let disk = try makeDisk(directory, valuesAsFiles: true)
         try disk.setObject(Data("0123456789".utf8), forKey: "bad")
         try disk.setObject(Data("good".utf8), forKey: "good")
         let path = try #require(try disk.entry(forKey: "bad").filePath)
@@ -107,14 +112,14 @@ struct DiskIntegrityTests {
         #expect(storageError { _ = try disk.object(forKey: "bad") }?.isCorrupted == true)
         #expect(storageError { _ = try disk.object(forKey: "bad") }?.isNotFound == true)
         #expect(try disk.object(forKey: "good") == Data("good".utf8))
-        #expect(try makeDisk(directory).allKeys == ["good"]) // the drop was journaled
+        #expect(try makeDisk(directory).allKeys == ["good"]) // the drop was recorded
     }
 
     // Contract 7: a missing value file, or a directory in its place, is a clear error.
     @Test("a missing value file or a directory in its place throws corrupted and drops the entry")
     func missingOrReplacedValueFile() throws {
         let directory = TemporaryDirectory()
-        let disk = try makeDisk(directory)
+        let disk = try makeDisk(directory, valuesAsFiles: true)
         try disk.setObject(Data("x".utf8), forKey: "gone")
         try disk.setObject(Data("y".utf8), forKey: "dir")
         try FileManager.default.removeItem(atPath: try #require(try disk.entry(forKey: "gone").filePath))
@@ -151,10 +156,11 @@ struct DiskIntegrityTests {
     @Test("any key stays inside the store folder and round-trips", arguments: [
         "", "/", "..", "../../etc/passwd", "/absolute/path", "a/b/../c", "\\windows\\path", "ключ 🔑 キー",
         "line\nbreak\ttab", String(repeating: "x", count: 10_240), ".", "~", "$HOME", "*?[]", "CON", "journal", "lock",
+        "stash-store", "index.snapshot", "00000001.segment", "0000000000000001.value",
     ])
     func hostileKeysStayInside(key: String) throws {
         let directory = TemporaryDirectory()
-        let disk = try makeDisk(directory)
+        let disk = try makeDisk(directory, valuesAsFiles: true) // a file per value: its path is checked
         try disk.setObject(Data(key.utf8), forKey: key)
         let path = try #require(try disk.entry(forKey: key).filePath)
         #expect((path as NSString).deletingLastPathComponent == disk.path)
@@ -231,7 +237,7 @@ struct DiskIntegrityTests {
     @Test("the file at filePath holds exactly the transformer's bytes")
     func valueFileIsTransformerBytes() throws {
         let directory = TemporaryDirectory()
-        let storage = try makeUserStorage(in: directory)
+        let storage = try makeUserStorage(in: directory, valuesAsFiles: true)
         let user = User(name: "Ada", age: 36)
         try storage.setObject(user, forKey: "me")
         let path = try #require(try storage.entry(forKey: "me").filePath)
@@ -246,22 +252,26 @@ struct DiskIntegrityTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: #require(storage.transformData().entry(forKey: "raw").filePath))) == bytes)
     }
 
-    // Contract 6: the journal is compacted when it grows, and nothing is lost doing so.
-    @Test("journal compaction keeps every live value and its LRU order")
-    func compactionKeepsValues() throws {
+    // Contract 6: segments are compacted when most of their bytes are dead, and nothing is lost doing so.
+    @Test("compaction keeps every live value and its LRU order", arguments: [false, true])
+    func compactionKeepsValues(valuesAsFiles: Bool) throws {
         let directory = TemporaryDirectory()
-        let disk = try makeDisk(directory)
-        for round in 0..<30 {
-            for key in 0..<40 { try disk.setObject(Data("\(round)-\(key)".utf8), forKey: "k\(key)") }
+        try withEngineThresholds(compactionMinimum: 8 << 10) {
+            let disk = try makeDisk(directory, valuesAsFiles: valuesAsFiles)
+            for round in 0..<30 {
+                for key in 0..<40 { try disk.setObject(Data("\(round)-\(key)".utf8), forKey: "k\(key)") }
+                _ = try disk.object(forKey: "k\(round % 40)") // reads move keys in the LRU order
+            }
+            disk.waitForCompaction()
+            let segmentBytes = try StoreFiles(directory.storePath()).segments
+                .reduce(0) { $0 + (try Damage.size(directory.storePath() + "/" + $1)) }
+            #expect(segmentBytes < 30_000, "1,200 records of 30-70 bytes were written; compaction keeps about 40")
+            let order = disk.entryInfos.map(\.key)
+            let reopened = try makeDisk(directory, valuesAsFiles: valuesAsFiles)
+            #expect(reopened.entryInfos.map(\.key) == order)
+            for key in 0..<40 { #expect(try reopened.object(forKey: "k\(key)") == Data("29-\(key)".utf8)) }
+            #expect(try StoreFiles(directory.storePath()).values.count == (valuesAsFiles ? 40 : 0))
         }
-        let journalSize = try #require(try FileManager.default.attributesOfItem(atPath: journalPath(directory))[.size] as? Int)
-        #expect(journalSize < 20_000) // 1,200 records of ~44 bytes were written; compaction kept ~240
-        let order = disk.entryInfos.map(\.key)
-        let reopened = try makeDisk(directory)
-        #expect(reopened.entryInfos.map(\.key) == order)
-        for key in 0..<40 { #expect(try reopened.object(forKey: "k\(key)") == Data("29-\(key)".utf8)) }
-        let valueFiles = try FileManager.default.contentsOfDirectory(atPath: directory.storePath()).filter(DiskStore.isValueFileName)
-        #expect(valueFiles.count == 40)
     }
 
     // Contract 7 (power-loss style damage): files that are not Stash's, in the store folder, are
@@ -271,7 +281,7 @@ struct DiskIntegrityTests {
         let directory = TemporaryDirectory()
         try makeDisk(directory).setObject(Data("kept".utf8), forKey: "kept")
         let store = directory.storePath()
-        let strangers = ["notes.txt", "journal.bak", "0123.4", ".hidden"]
+        let strangers = ["notes.txt", "journal.bak", "0123.4", ".hidden", "journal", "segment", "1.segment", "index.snapshot.bak"]
         for name in strangers { try Data("not stash's".utf8).write(to: URL(fileURLWithPath: store + "/" + name)) }
         try FileManager.default.createDirectory(atPath: store + "/folder", withIntermediateDirectories: false)
 
@@ -279,7 +289,11 @@ struct DiskIntegrityTests {
         #expect(disk.allKeys == ["kept"])
         #expect(disk.recoveryIssues.isEmpty)
         #expect(try disk.object(forKey: "kept") == Data("kept".utf8))
-        for round in 0..<1100 { try disk.setObject(Data("\(round)".utf8), forKey: "k\(round % 3)") } // compacts and sweeps
+        try withEngineThresholds(compactionMinimum: 4 << 10) {
+            for round in 0..<1100 { try disk.setObject(Data("\(round)".utf8), forKey: "k\(round % 3)") } // compacts and sweeps
+            disk.waitForCompaction()
+            try disk.compactNow()
+        }
         try disk.removeAll()
         let left = Set(try FileManager.default.contentsOfDirectory(atPath: store))
         #expect(left.isSuperset(of: strangers + ["folder"]))

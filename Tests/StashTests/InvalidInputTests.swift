@@ -34,7 +34,7 @@ struct InvalidInputTests {
     func invalidExpiryIsRefused(named: NamedExpiry) async throws {
         let expiry = named.expiry
         let directory = TemporaryDirectory()
-        let storage = try makeUserStorage(in: directory)
+        let storage = try makeUserStorage(in: directory, valuesAsFiles: true) // a file per value: none may be left behind
         try storage.setObject(ann, forKey: "k")
         let disk = try DiskStorage(config: directory.diskConfig("disk"), transformer: TransformerFactory.forData())
         let memory = MemoryStorage<Int>()

@@ -18,13 +18,17 @@ struct ModelBasedTests {
     }
 
     /// Runs `steps` random operations; with `maxSize`, disk eviction may drop keys the model still has.
-    private func run(seed: UInt64, steps: Int, maxSize: Int) throws -> (operations: Int, reopens: Int, evictions: Int) {
+    /// With `compaction`, some steps compact the segments on the spot (the engine's thresholds are
+    /// lowered by the caller, so background compactions and snapshots happen too).
+    private func run(seed: UInt64, steps: Int, maxSize: Int, compaction: Bool = false)
+        throws -> (operations: Int, reopens: Int, evictions: Int, compactions: Int) {
         let directory = TemporaryDirectory()
         let clock = TestClock()
         var random = SeededGenerator(seed: seed)
         var model: [String: ModelEntry] = [:]
         var reopens = 0
         var evictions = 0
+        var compactions = 0
         func open() throws -> Storage<Data> {
             try Storage<Data>(diskConfig: directory.diskConfig(maxSize: maxSize), memoryConfig: MemoryConfig(countLimit: 5),
                               transformer: TransformerFactory.forData(), now: clock.function)
@@ -64,6 +68,9 @@ struct ModelBasedTests {
             case 88..<92:
                 try target.removeExpiredObjects()
                 model = model.filter { clock.now < $0.value.expiry }
+            case 92..<94 where compaction:
+                try target.hybridStorage.engine.sync { try $0.compactNow() }
+                compactions += 1
             case 92..<96:
                 second = second == nil ? try open() : nil
             default: // reopen: every instance released, the engine closes, a new one replays the journal
@@ -80,7 +87,7 @@ struct ModelBasedTests {
                 #expect(keys == Set(model.keys), "seed \(seed) step \(step)")
             }
         }
-        return (steps, reopens, evictions)
+        return (steps, reopens, evictions, compactions)
     }
 
     @Test("Storage agrees with a dictionary model over random operations, reopens and clock moves",
@@ -97,5 +104,27 @@ struct ModelBasedTests {
         let result = try run(seed: seed, steps: 1500, maxSize: 400)
         #expect(result.evictions > 0)
         print("model: seed \(seed) with maxSize 400, \(result.operations) operations, \(result.reopens) reopens, \(result.evictions) evictions")
+    }
+
+    // Issue #16: the model-based test with reopen and compaction. Thresholds lowered: compaction starts
+    // after 2 KiB of dead records and every reopen of 8 or more entries goes through a snapshot.
+    @Test("with compaction and snapshots at tiny thresholds, Storage agrees with the model across reopens",
+          arguments: [31, 32, 33] as [UInt64])
+    func agreesWithModelThroughCompaction(seed: UInt64) throws {
+        let result = try withEngineThresholds(compactionMinimum: 2 << 10, snapshotMinimum: 8) {
+            try run(seed: seed, steps: 1500, maxSize: 0, compaction: true)
+        }
+        #expect(result.reopens > 10)
+        #expect(result.compactions > 10)
+        print("model: seed \(seed) with compaction, \(result.operations) operations, \(result.reopens) reopens, \(result.compactions) forced compactions")
+    }
+
+    @Test("with a disk limit, compaction and snapshots, Storage agrees with the model except for allowed evictions",
+          arguments: [41] as [UInt64])
+    func agreesWithModelUnderLimitThroughCompaction(seed: UInt64) throws {
+        let result = try withEngineThresholds(compactionMinimum: 2 << 10, snapshotMinimum: 8) {
+            try run(seed: seed, steps: 1500, maxSize: 400, compaction: true)
+        }
+        #expect(result.evictions > 0)
     }
 }

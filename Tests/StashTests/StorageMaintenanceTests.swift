@@ -7,8 +7,10 @@ import Testing
 @Suite("Storage maintenance")
 struct StorageMaintenanceTests {
     /// A `Storage<Data>` in `directory`, on `clock`.
-    private func makeStorage(_ directory: TemporaryDirectory, clock: TestClock) throws -> Storage<Data> {
-        try Storage<Data>(diskConfig: directory.diskConfig(), transformer: TransformerFactory.forData(), now: clock.function)
+    private func makeStorage(_ directory: TemporaryDirectory, clock: TestClock, valuesAsFiles: Bool = false) throws -> Storage<Data> {
+        var config = directory.diskConfig()
+        config.storesValuesAsFiles = valuesAsFiles
+        return try Storage<Data>(diskConfig: config, transformer: TransformerFactory.forData(), now: clock.function)
     }
 
     /// Writes `a`, `b`, `c` (10 bytes each, one second apart), an expired `old`, then reads `a` from memory.
@@ -42,11 +44,13 @@ struct StorageMaintenanceTests {
         #expect((storageError { _ = try storage.object(forKey: "a") })?.isNotFound == true)
     }
 
-    @Test("entryInfos lists every value least recently used first, with size, expiry, last access and its file")
-    func entryInfosDescribeTheStore() throws {
+    // Contract 9: a value in a file of its own has its path; a packed one has none.
+    @Test("entryInfos lists every value least recently used first, with size, expiry, last access and its file",
+          arguments: [true, false])
+    func entryInfosDescribeTheStore(valuesAsFiles: Bool) throws {
         let directory = TemporaryDirectory()
         let clock = TestClock()
-        let storage = try makeStorage(directory, clock: clock)
+        let storage = try makeStorage(directory, clock: clock, valuesAsFiles: valuesAsFiles)
         let start = clock.now
         try fill(storage, clock: clock)
 
@@ -59,7 +63,11 @@ struct StorageMaintenanceTests {
         #expect(infos.dropFirst().allSatisfy { !$0.isExpired(at: clock.now) })
         #expect(infos.last?.lastAccess == clock.now) // the memory hit
         for info in infos {
-            #expect(FileManager.default.contents(atPath: try #require(info.filePath)) == (try storage.entry(forKey: info.key).object))
+            if valuesAsFiles {
+                #expect(FileManager.default.contents(atPath: try #require(info.filePath)) == (try storage.entry(forKey: info.key).object))
+            } else {
+                #expect(info.filePath == nil, "a packed value has no file")
+            }
         }
     }
 

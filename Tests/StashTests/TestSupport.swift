@@ -82,17 +82,20 @@ final class TemporaryDirectory {
     }
 }
 
-/// A `Storage<User>` in `directory`, on `clock`.
+/// A `Storage<User>` in `directory`, on `clock`; with `valuesAsFiles`, every value in a file of its own.
 func makeUserStorage(
     in directory: TemporaryDirectory,
     name: String = "store",
     expiry: Expiry = .never,
     maxSize: Int = 0,
     memory: MemoryConfig = MemoryConfig(),
-    clock: TestClock = TestClock()
+    clock: TestClock = TestClock(),
+    valuesAsFiles: Bool = false
 ) throws -> Storage<User> {
-    try Storage<User>(
-        diskConfig: directory.diskConfig(name, expiry: expiry, maxSize: maxSize),
+    var config = directory.diskConfig(name, expiry: expiry, maxSize: maxSize)
+    config.storesValuesAsFiles = valuesAsFiles
+    return try Storage<User>(
+        diskConfig: config,
         memoryConfig: memory,
         transformer: TransformerFactory.forCodable(ofType: User.self),
         now: clock.function

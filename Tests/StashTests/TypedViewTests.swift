@@ -132,7 +132,7 @@ struct TypedViewTests {
     @Test("reading a key through a view that cannot decode it throws decodingFailed and keeps the entry")
     func undecodableThroughViewIsKept() throws {
         let directory = TemporaryDirectory()
-        let storage = try makeUserStorage(in: directory)
+        let storage = try makeUserStorage(in: directory, valuesAsFiles: true) // the file is checked to stay
         let data = storage.transformData()
         try data.setObject(Data("not json".utf8), forKey: "bad")
         try storage.setObject(ann, forKey: "good")
@@ -178,7 +178,9 @@ struct TypedViewTests {
     @Test("a custom Transformer<String> from init(toData:fromData:) stores its bytes and reads them back")
     func customTransformer() throws {
         let directory = TemporaryDirectory()
-        let strings = try Storage<String>(diskConfig: directory.diskConfig(), transformer: Self.prefixedUTF8)
+        var config = directory.diskConfig()
+        config.storesValuesAsFiles = true // the file holds exactly the transformer's bytes
+        let strings = try Storage<String>(diskConfig: config, transformer: Self.prefixedUTF8)
         try strings.setObject("héllo ✓", forKey: "k")
         #expect(try strings.object(forKey: "k") == "héllo ✓")
 
@@ -257,7 +259,7 @@ struct TypedViewTests {
           arguments: [(1, 1), (640, 480), (4096, 1)] as [(UInt32, UInt32)])
     func imageBytesUnchanged(width: UInt32, height: UInt32) throws {
         let directory = TemporaryDirectory()
-        let storage = try makeUserStorage(in: directory)
+        let storage = try makeUserStorage(in: directory, valuesAsFiles: true)
         let images = storage.transformImage()
         let png = Self.pngHeader(width: width, height: height)
         try images.setObject(ImageData(data: png), forKey: "logo")
@@ -271,7 +273,7 @@ struct TypedViewTests {
         #expect(try storage.transformData().object(forKey: "logo") == png)
 
         // Cold, from disk: the same bytes and format.
-        let cold = try makeUserStorage(in: directory).transformImage()
+        let cold = try makeUserStorage(in: directory, valuesAsFiles: true).transformImage()
         let coldImage = try cold.object(forKey: "logo")
         #expect(coldImage.data == png)
         #expect(coldImage.format == .png)

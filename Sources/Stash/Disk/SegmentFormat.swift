@@ -56,8 +56,10 @@ enum SegmentFormat {
     static let headerLength = 64
     private static let headerCopyLength = 32
     static let recordHeaderLength = 8
-    /// No record is longer: keys are at most 1 MiB and larger values go to files of their own.
-    static let maxBodyLength = 1 << 26
+    /// No record is longer: keys are at most 1 MiB, and values of ``ValueFiles/threshold`` or more go
+    /// to files of their own. Also what bounds the work of a resync after damage: a candidate
+    /// position is hashed over at most this many bytes.
+    static let maxBodyLength = DiskStore.maxKeyLength + ValueFiles.threshold + 64
     /// Header flag: the segment was written by compaction (a torn tail there is a crash's, not damage).
     static let compactionFlag: UInt32 = 1
 

@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+@testable import Stash
+
+// Helpers of the version-2 disk tests: opening a store folder, damaging its files, lowering the
+// engine's thresholds so compaction and snapshots happen in small tests.
+
+/// Serializes the tests that lower the engine's thresholds (static vars of ``DiskStore``).
+private let thresholdLock = NSLock()
+
+/// Runs `body` with ``DiskStore/compactionMinimum`` and ``DiskStore/snapshotMinimum`` lowered, then
+/// restores them. Tests that call this run one at a time; other tests running meanwhile only compact
+/// or write snapshots earlier, which they must survive anyway.
+func withEngineThresholds<Result>(compactionMinimum: Int? = nil, snapshotMinimum: Int? = nil,
+                                  _ body: () throws -> Result) rethrows -> Result {
+    thresholdLock.lock()
+    let saved = (DiskStore.compactionMinimum, DiskStore.snapshotMinimum)
+    if let compactionMinimum { DiskStore.compactionMinimum = compactionMinimum }
+    if let snapshotMinimum { DiskStore.snapshotMinimum = snapshotMinimum }
+    defer {
+        (DiskStore.compactionMinimum, DiskStore.snapshotMinimum) = saved
+        thresholdLock.unlock()
+    }
+    return try body()
+}
+
+/// A `DiskStorage<Data>` on the store folder `path`.
+func openDataStore(_ path: String, maxSize: Int = 0, readOnly: Bool = false, valuesAsFiles: Bool = false,
+                   now: @escaping @Sendable () -> Date = { Date() }) throws -> DiskStorage<Data> {
+    let url = URL(fileURLWithPath: path)
+    return try DiskStorage(config: DiskConfig(name: url.lastPathComponent, maxSize: maxSize, directory: url.deletingLastPathComponent(),
+                                              readOnly: readOnly, storesValuesAsFiles: valuesAsFiles),
+                           transformer: TransformerFactory.forData(), now: now)
+}
+
+/// The store's files by kind, sorted by name.
+struct StoreFiles {
+    var segments: [String] = []
+    var values: [String] = []
+    var others: [String] = []
+
+    init(_ path: String) throws {
+        for name in try FileManager.default.contentsOfDirectory(atPath: path).sorted() {
+            if SegmentFile.id(ofName: name) != nil {
+                segments.append(name)
+            } else if DiskStore.isValueFileName(name) {
+                values.append(name)
+            } else {
+                others.append(name)
+            }
+        }
+    }
+
+    var all: [String] { (segments + values + others).sorted() }
+}
+
+/// Byte-level damage to a file, as a crash, a power cut or a bad disk leaves it.
+enum Damage {
+    static func bytes(_ path: String) throws -> [UInt8] { try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))) }
+
+    static func write(_ bytes: [UInt8], to path: String) throws { try Data(bytes).write(to: URL(fileURLWithPath: path)) }
+
+    /// Flips bits of the byte at `offset` (never to the same value).
+    static func flip(_ path: String, at offset: Int, with mask: UInt8 = 0x5A) throws {
+        var bytes = try bytes(path)
+        bytes[offset] ^= mask == 0 ? 1 : mask
+        try write(bytes, to: path)
+    }
+
+    /// Cuts the last `count` bytes off.
+    static func cut(_ path: String, last count: Int) throws {
+        let bytes = try bytes(path)
+        try write(Array(bytes.dropLast(count)), to: path)
+    }
+
+    static func append(_ tail: [UInt8], to path: String) throws {
+        try write(try bytes(path) + tail, to: path)
+    }
+
+    /// Overwrites `count` bytes ending `fromEnd` bytes before the end with zeros (the size stays).
+    static func zero(_ path: String, last count: Int) throws {
+        var bytes = try bytes(path)
+        for index in max(0, bytes.count - count)..<bytes.count { bytes[index] = 0 }
+        try write(bytes, to: path)
+    }
+
+    static func size(_ path: String) throws -> Int {
+        try (FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    }
+}
+
+/// Every file's name and bytes under `path` (recursively), to prove a folder was left untouched.
+func folderContents(_ path: String) throws -> [String: Data] {
+    var result: [String: Data] = [:]
+    guard let walker = FileManager.default.enumerator(atPath: path) else { return result }
+    while let name = walker.nextObject() as? String {
+        var isDirectory: ObjCBool = false
+        _ = FileManager.default.fileExists(atPath: path + "/" + name, isDirectory: &isDirectory)
+        result[name] = isDirectory.boolValue ? Data("<folder>".utf8) : try Data(contentsOf: URL(fileURLWithPath: path + "/" + name))
+    }
+    return result
+}
+
+extension DiskStorage {
+    /// Compacts every segment now, on the engine's queue (deterministic, unlike the background one).
+    func compactNow() throws {
+        try engine.sync { try $0.compactNow() }
+    }
+
+    /// Whether a background compaction is under way.
+    var isCompacting: Bool { engine.sync { $0.isCompacting } }
+
+    /// Waits until the background compaction under way (if any) has finished on the queue.
+    func waitForCompaction() {
+        while isCompacting { usleep(1_000) } // a background job, not time: bounded by its work
+    }
+}
