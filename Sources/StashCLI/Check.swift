@@ -74,3 +74,25 @@ final class TerminalProgress: Sendable {
         if isTerminal { try? FileHandle.standardError.write(contentsOf: Data("\r\u{1B}[K".utf8)) }
     }
 }
+
+extension TerminalProgress {
+    /// Runs `work` (one long call into the library, which reports no steps of its own), showing on a
+    /// terminal how long it has been running (`trimming… 3 s`) from the first second on; silent when
+    /// stderr is not a terminal.
+    static func during<Result>(_ verb: String, _ work: () throws -> Result) rethrows -> Result {
+        guard isatty(STDERR_FILENO) == 1 else { return try work() }
+        let started = DispatchTime.now()
+        let timer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+        timer.schedule(deadline: .now() + 1, repeating: 0.5)
+        timer.setEventHandler {
+            let seconds = (DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000_000
+            try? FileHandle.standardError.write(contentsOf: Data("\r\(verb)… \(seconds) s\u{1B}[K".utf8))
+        }
+        timer.resume()
+        defer {
+            timer.cancel()
+            try? FileHandle.standardError.write(contentsOf: Data("\r\u{1B}[K".utf8))
+        }
+        return try work()
+    }
+}

@@ -109,7 +109,9 @@ struct StoreCommands {
     /// `ls [--json]`: one entry per line (or a JSON array), sorted by key; no value is read.
     private func list() throws {
         let now = Date()
-        let entries = storage.entryInfos.sorted { $0.key < $1.key }.map { ListedEntry($0, now: now) }
+        let entries = TerminalProgress.during("listing") {
+            storage.entryInfos.sorted { $0.key < $1.key }.map { ListedEntry($0, now: now) }
+        }
         if invocation.json {
             print(try ListedEntry.json(entries))
         } else {
@@ -137,7 +139,7 @@ struct StoreCommands {
     private func trim() throws {
         let maxSize = invocation.maxSize ?? 0
         let (countBefore, bytesBefore) = (storage.allKeys.count, storage.totalSize)
-        try storage.trim(toSize: maxSize)
+        try TerminalProgress.during("trimming") { try storage.trim(toSize: maxSize) }
         let (countAfter, bytesAfter) = (storage.allKeys.count, storage.totalSize)
         print("removed \(plural(countBefore - countAfter, "entry", "entries")) (\(plural(bytesBefore - bytesAfter, "byte"))); "
             + "\(plural(countAfter, "entry", "entries")) (\(plural(bytesAfter, "byte"))) remain, limit \(plural(maxSize, "byte"))")
@@ -146,14 +148,14 @@ struct StoreCommands {
     /// `purge-expired`: removes every expired value and says how many.
     private func purgeExpired() throws {
         let before = storage.allKeys.count
-        try storage.removeExpiredObjects()
+        try TerminalProgress.during("removing expired entries") { try storage.removeExpiredObjects() }
         print("removed \(plural(before - storage.allKeys.count, "expired entry", "expired entries"))")
     }
 
     /// `clear`: removes every value.
     private func clear() throws {
         let before = storage.allKeys.count
-        try storage.removeAll()
+        try TerminalProgress.during("clearing") { try storage.removeAll() }
         print("removed \(plural(before, "entry", "entries"))")
     }
 }
