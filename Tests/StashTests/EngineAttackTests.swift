@@ -175,6 +175,92 @@ struct EngineAttackTests {
         #expect(reopened.recoveryIssues.isEmpty, "nothing was lost, yet: \(reopened.recoveryIssues)")
     }
 
+    // MARK: The folder removed underneath
+
+    @Test("a large value staged before its folder was removed is not lost: the write that returned reads back",
+          .disabled("engine bug 5: the staged value file went with the old folder, the record in the new folder names a missing file"))
+    func stagedValueFileAndFolderRemoval() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let store = try DiskStore(directory: path, readOnly: false)
+        try Self.set(store, "old", Data("old".utf8))
+        let data = Data(repeating: 9, count: ValueFiles.threshold)
+        // `DiskEngine.stage` writes the value file on the caller's thread, before the write enters the queue...
+        let staged = try StagedValue(store.values.write(data, durable: false), size: data.count)
+        // ...and the folder is removed in between (iOS purges Caches folders of running apps).
+        try FileManager.default.removeItem(atPath: path)
+        let result = try store.write("big", data, staged: staged, expiry: .distantFuture, now: Self.now, maxSize: 0, durable: false)
+        #expect(result.path.map { FileManager.default.fileExists(atPath: $0) } == true, "the write returned, its file is gone")
+        #expect(try Self.get(store, "big") == data)
+    }
+
+    @Test("a folder removed and replaced by a user's own folder is not made a store by the next write",
+          .disabled("engine bug 6: starting over writes the marker, lock and segments into whatever folder now has the path"))
+    func startOverIntoForeignFolder() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let store = try DiskStore(directory: path, readOnly: false)
+        try Self.set(store, "k", Data("v".utf8))
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        try Data("the user's own file".utf8).write(to: URL(fileURLWithPath: path + "/notes.txt"))
+        // A non-empty folder without the marker is refused at open (DESIGN item 13); a write of a
+        // store that is already open should refuse it just the same.
+        let error = storageError { try Self.set(store, "k2", Data("v2".utf8)) }
+        #expect(error.map { if case .notAStore = $0 { true } else { false } } == true, "\(String(describing: error))")
+        #expect(Self.fileNames(path) == ["notes.txt"], "files were created in the user's folder")
+    }
+
+    // MARK: The version-1 upgrade
+
+    /// Writes a version-1 store: its journal and one file per value.
+    static func writeVersion1Store(at path: String, _ values: [(key: String, data: Data, lastAccess: Double)]) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        var journal = JournalFormat.magic
+        for (index, value) in values.enumerated() {
+            let generation = UInt64(index + 1)
+            let info = V1Record(generation: generation, size: value.data.count,
+                                expiry: Date.distantFuture.timeIntervalSince1970, lastAccess: value.lastAccess)
+            JournalFormat.append(.set(key: value.key, info), to: &journal)
+            try value.data.write(to: URL(fileURLWithPath: path + "/" + DiskStore.version1FileName(forKey: value.key, generation: generation)))
+        }
+        try Data(journal).write(to: URL(fileURLWithPath: path + "/" + StoreFolder.v1JournalName))
+    }
+
+    @Test("an upgrade that a crash cut short after the marker was written: the version-1 files are removed at the next open",
+          .disabled("engine bug 7: once the marker exists the folder is a version-2 store and the journal and old value files stay forever"))
+    func upgradeInterruptedAfterMarker() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let values = [(key: "a", data: Data("alpha".utf8), lastAccess: 1_800_000_000.0),
+                      (key: "", data: Data(repeating: 3, count: ValueFiles.threshold), lastAccess: 1_800_000_001.0)]
+        try Self.writeVersion1Store(at: path, values)
+        do {
+            let store = try DiskStore(directory: path, readOnly: false)
+            #expect(try Self.get(store, "a") == Data("alpha".utf8))
+            #expect(try Self.get(store, "") == values[1].data)
+            #expect(!Self.fileNames(path).contains(StoreFolder.v1JournalName))
+        }
+        // The state a crash leaves between `writeMarker()` and the removal of the old files.
+        try Self.writeVersion1Store(at: path, values)
+        let reopened = try DiskStore(directory: path, readOnly: false)
+        #expect(try Self.get(reopened, "a") == Data("alpha".utf8))
+        let leftovers = Self.fileNames(path).filter { $0 == StoreFolder.v1JournalName || DiskStore.isVersion1FileName($0) }
+        #expect(leftovers.isEmpty, "version-1 files left behind for good: \(leftovers)")
+    }
+
+    @Test("a version-1 value whose last access is NaN is carried over, not dropped as damage",
+          .disabled("engine bug 8: the upgrade writes the NaN into a set record, which replay then rejects as damaged"))
+    func upgradeWithNaNLastAccess() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try Self.writeVersion1Store(at: path, [(key: "a", data: Data("alpha".utf8), lastAccess: .nan),
+                                               (key: "b", data: Data("beta".utf8), lastAccess: 1_800_000_000)])
+        let store = try DiskStore(directory: path, readOnly: false)
+        #expect(try Self.get(store, "b") == Data("beta".utf8))
+        #expect(try Self.get(store, "a") == Data("alpha".utf8), "\(store.recoveryIssues)")
+    }
+
     // MARK: Compaction racing with writes (these hold)
 
     @Test("writes, overwrites and removals of value files while a compaction copies: right values, no orphan, no loss")
