@@ -178,7 +178,7 @@ struct EngineAttackTests {
     // MARK: The folder removed underneath
 
     @Test("a large value staged before its folder was removed is not lost: the write that returned reads back",
-          .disabled("engine bug 5: the staged value file went with the old folder, the record in the new folder names a missing file"))
+          .disabled("engine bug 4: the staged value file went with the old folder, the record in the new folder names a missing file"))
     func stagedValueFileAndFolderRemoval() throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
@@ -195,7 +195,7 @@ struct EngineAttackTests {
     }
 
     @Test("a folder removed and replaced by a user's own folder is not made a store by the next write",
-          .disabled("engine bug 6: starting over writes the marker, lock and segments into whatever folder now has the path"))
+          .disabled("engine bug 5: starting over writes the marker, lock and segments into whatever folder now has the path"))
     func startOverIntoForeignFolder() throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
@@ -436,7 +436,7 @@ struct EngineAttackTests {
     }
 
     @Test("access records of reads made while a compaction copied keep the LRU order across a restart",
-          .disabled("engine bug 4: an access record names the record's old position; once compaction moved it, replay drops the access"))
+          .disabled("engine bug 6: an access record names the record's old position; once compaction moved it, replay drops the access"))
     func accessDuringCompactionSurvivesRestart() throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
