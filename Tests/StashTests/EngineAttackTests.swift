@@ -5,7 +5,7 @@ import Testing
 /// Attacks on the version-2 disk engine: races of the background compaction with a store that is
 /// closed and opened again, with the folder's removal, and with writes; format edge cases (key and
 /// value lengths at the LEB128 and value-file boundaries, the segment limit); snapshots that went
-/// stale. Tests marked `.disabled("engine bug: …")` reproduce bugs listed in ENGINE-BUGS.md.
+/// stale. Each test named after an engine bug reproduced it before its fix.
 ///
 /// Most tests drive ``DiskStore`` directly, so a compaction can be held between its copy (off the
 /// queue) and its finish (on the queue) and the race is deterministic instead of timing-dependent.
@@ -99,8 +99,7 @@ struct EngineAttackTests {
 
     // MARK: Compaction racing with a close and a new open
 
-    @Test("a compaction still copying when its store is closed cannot bring a key removed later back",
-          .disabled("engine bug 1: a closed store's compaction thread writes its output after another store opened the folder"))
+    @Test("a compaction still copying when its store is closed cannot bring a key removed later back")
     func closedStoresCompactionResurrectsRemovedKey() throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
@@ -132,8 +131,7 @@ struct EngineAttackTests {
         #expect(try Self.get(reopened, "k2") == Data("value 2".utf8))
     }
 
-    @Test("a compaction in flight when the folder is removed writes none of the old data into the new folder",
-          .disabled("engine bug 2: the compaction thread creates its output by path, in whatever folder is there now"))
+    @Test("a compaction in flight when the folder is removed writes none of the old data into the new folder")
     func compactionAfterFolderRemovalLeaksOldDataIntoNewFolder() throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
@@ -156,8 +154,7 @@ struct EngineAttackTests {
         #expect(try Self.get(reopened, "fresh") == Data("new".utf8))
     }
 
-    @Test("a crash in the middle of a compaction is no damage: the inputs hold every record",
-          .disabled("engine bug 3: the compaction flag is never read, a torn compaction output is reported as damage"))
+    @Test("a crash in the middle of a compaction is no damage: the inputs hold every record")
     func tornCompactionOutputIsNotDamage() throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
@@ -177,8 +174,7 @@ struct EngineAttackTests {
 
     // MARK: The folder removed underneath
 
-    @Test("a large value staged before its folder was removed is not lost: the write that returned reads back",
-          .disabled("engine bug 4: the staged value file went with the old folder, the record in the new folder names a missing file"))
+    @Test("a large value staged before its folder was removed is not lost: the write that returned reads back")
     func stagedValueFileAndFolderRemoval() throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
@@ -194,8 +190,7 @@ struct EngineAttackTests {
         #expect(try Self.get(store, "big") == data)
     }
 
-    @Test("a folder removed and replaced by a user's own folder is not made a store by the next write",
-          .disabled("engine bug 5: starting over writes the marker, lock and segments into whatever folder now has the path"))
+    @Test("a folder removed and replaced by a user's own folder is not made a store by the next write")
     func startOverIntoForeignFolder() throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
@@ -227,8 +222,7 @@ struct EngineAttackTests {
         try Data(journal).write(to: URL(fileURLWithPath: path + "/" + StoreFolder.v1JournalName))
     }
 
-    @Test("an upgrade that a crash cut short after the marker was written: the version-1 files are removed at the next open",
-          .disabled("engine bug 7: once the marker exists the folder is a version-2 store and the journal and old value files stay forever"))
+    @Test("an upgrade that a crash cut short after the marker was written: the version-1 files are removed at the next open")
     func upgradeInterruptedAfterMarker() throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
@@ -249,8 +243,7 @@ struct EngineAttackTests {
         #expect(leftovers.isEmpty, "version-1 files left behind for good: \(leftovers)")
     }
 
-    @Test("a version-1 value whose last access is NaN is carried over, not dropped as damage",
-          .disabled("engine bug 8: the upgrade writes the NaN into a set record, which replay then rejects as damaged"))
+    @Test("a version-1 value whose last access is NaN is carried over, not dropped as damage")
     func upgradeWithNaNLastAccess() throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
@@ -435,8 +428,7 @@ struct EngineAttackTests {
         for index in stride(from: 0, to: count, by: 3) { #expect(try Self.get(reopened, "k\(index)") == value(index)) }
     }
 
-    @Test("access records of reads made while a compaction copied keep the LRU order across a restart",
-          .disabled("engine bug 6: an access record names the record's old position; once compaction moved it, replay drops the access"))
+    @Test("access records of reads made while a compaction copied keep the LRU order across a restart")
     func accessDuringCompactionSurvivesRestart() throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()

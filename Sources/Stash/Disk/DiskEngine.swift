@@ -41,7 +41,7 @@ final class DiskEngine: @unchecked Sendable {
         self.readOnly = readOnly
         self.maxSize = maxSize
         self.durable = durable
-        store = try DiskStore(directory: directory, readOnly: readOnly)
+        store = try DiskStore(directory: directory, readOnly: readOnly, durable: durable)
         index = store.sharedIndex
         values = store.values
         groupCommit = store.groupCommit

@@ -55,7 +55,8 @@ extension DiskStore {
         var result = CompactionResult()
         let byID = Dictionary(uniqueKeysWithValues: victims.map { ($0.id, $0) })
         do {
-            var output = try SegmentFile.create(id: first, in: directory, flags: SegmentFormat.compactionFlag, durable: false)
+            var output = try SegmentFile.create(id: first, in: directory, flags: SegmentFormat.compactionFlag, durable: false,
+                                                unpublished: true)
             result.outputs.append(output)
             var buffer: [UInt8] = []
             for (key, record) in entries {
@@ -68,7 +69,8 @@ extension DiskStore {
                 if output.length + buffer.count + bytes.count > segmentLimit, output.id + 1 < first + count, !buffer.isEmpty || output.length > SegmentFormat.headerLength {
                     try output.append(buffer)
                     buffer.removeAll(keepingCapacity: true)
-                    output = try SegmentFile.create(id: output.id + 1, in: directory, flags: SegmentFormat.compactionFlag, durable: false)
+                    output = try SegmentFile.create(id: output.id + 1, in: directory, flags: SegmentFormat.compactionFlag,
+                                                    durable: false, unpublished: true)
                     result.outputs.append(output)
                 }
                 // Offsets are 32-bit: an output that would pass 4 GiB (more live data than the ids
@@ -93,7 +95,6 @@ extension DiskStore {
             }
             try output.append(buffer)
             for file in result.outputs { try file.sync() }
-            try FileIO.syncDirectory(directory)
         } catch {
             result.failure = error
         }
@@ -105,23 +106,41 @@ extension DiskStore {
     /// the inputs), then removes the inputs, oldest first.
     func finishCompaction(_ result: CompactionResult, victims: [SegmentFile], epoch: Int) {
         isCompacting = false
-        guard epoch == self.epoch, result.failure == nil else {
+        // The outputs are published (renamed to segment names, the folder flushed) only here, on the
+        // queue of the store that started the compaction and only if nothing made them stale: a store
+        // closed meanwhile, a removeAll or a folder made anew leaves unpublished files no replay reads.
+        do {
+            guard epoch == self.epoch else { throw CancellationError() }
+            if let failure = result.failure { throw failure }
+            for output in result.outputs { try output.publish() }
+            try FileIO.syncDirectory(directory)
+        } catch {
             for file in result.outputs { try? FileIO.remove(file.path) }
             return
         }
         for output in result.outputs { segments[output.id] = output }
+        // Reads during the compaction were recorded against the originals' positions, which replay
+        // no longer knows: such entries get an access record for their copy.
+        var usedMeanwhile: [DiskRecord] = []
         withIndex { index in
             for (key, from, to) in result.moved {
                 let current = index.peek(key)
-                if current?.segment == from.segment, current?.offset == from.offset {
+                if let current, current.segment == from.segment, current.offset == from.offset {
                     _ = index.update(key) { record in
                         (record.segment, record.offset, record.length) = (to.segment, to.offset, to.length)
+                    }
+                    if current.lastAccess != from.lastAccess {
+                        var moved = to
+                        moved.lastAccess = current.lastAccess
+                        usedMeanwhile.append(moved)
                     }
                 } else {
                     segments[to.segment]?.deadBytes += Int(to.length)
                 }
             }
         }
+        pendingAccesses.removeAll { access in victims.contains { $0.id == access.segment } }
+        for record in usedMeanwhile { noteAccess(record, time: record.lastAccess) }
         for (key, from) in result.damaged {
             let current = record(forKey: key)
             if current?.segment == from.segment, current?.offset == from.offset { drop(key) }

@@ -9,6 +9,9 @@ extension DiskStore {
         if folder.kind == .v1 {
             if readOnly { throw StorageError.unsupportedFormat(directory: directory, format: 1) }
             try upgradeFromVersion1()
+        } else if !readOnly, FileManager.default.fileExists(atPath: directory + "/" + StoreFolder.v1JournalName),
+                  StoreFolder.isV1Journal(directory + "/" + StoreFolder.v1JournalName) {
+            try removeVersion1Files() // an upgrade a crash cut short after its marker
         }
         let files = try folder.files()
         if !readOnly {
@@ -142,6 +145,12 @@ extension DiskStore {
     /// The store's folder was removed underneath: start over, empty, in a new folder.
     func startOver() throws {
         try FileIO.createDirectory(directory)
+        // Whatever now has the path may be a folder of the user's: never write into it.
+        let names = try FileIO.listDirectory(directory)
+        guard names.contains(StoreFolder.markerName)
+                || names.allSatisfy({ $0 == StoreFolder.lockName || $0 == ".DS_Store" }) else {
+            throw StorageError.notAStore(directory: directory)
+        }
         try folder.relock()
         try folder.writeMarker()
         epoch += 1

@@ -20,6 +20,10 @@ extension DiskStore {
         let retired = Array(segments.values)
         try roll()
         try append { buffer, salt in SegmentFormat.appendClear(salt: salt, to: &buffer) }
+        // The clear record (and the new segment's name) must be on stable storage before old
+        // segments go: a power cut could otherwise keep a mix of old segments without it.
+        try active?.sync()
+        try FileIO.syncDirectory(directory)
         epoch += 1 // a compaction under way is discarded
         invalidateMemory(nil) // before the index: see `sharedIndex`
         let oldIndex = withIndex { index in

@@ -34,11 +34,16 @@ extension DiskStore {
             }
             var value = StoredValue.inline(size: data.count)
             if Self.needsFile(size: data.count, storesValuesAsFiles: false) {
-                let file = try values.write(data, durable: false)
+                // Flushed: the version-1 files are deleted once the marker is written.
+                let file = try values.write(data, durable: true)
                 value = .file(id: file.id, size: data.count, hash: file.hash)
             }
+            // A version-1 journal could hold NaN times (refused since): a NaN expiry counts as
+            // expired (shown flagged, never as valid), a NaN last use as the oldest.
+            let expiry = info.expiry.isNaN ? 0 : info.expiry
+            let time = info.lastAccess.isNaN ? 0 : info.lastAccess
             data.withUnsafeBytes { raw in
-                _ = SegmentFormat.appendSet(key: key, expiry: info.expiry, time: info.lastAccess, value: value,
+                _ = SegmentFormat.appendSet(key: key, expiry: expiry, time: time, value: value,
                                             inlineBytes: raw, salt: segment.salt, to: &buffer)
             }
             if buffer.count >= 1 << 20 {
@@ -53,11 +58,17 @@ extension DiskStore {
         if lost > 0 {
             recoveryIssues.append(.corrupted("\(lost) values of the version-1 store were missing or damaged and were not carried over"))
         }
+        try removeVersion1Files()
+    }
+
+    /// Removes the journal and value files of a version-1 store once its upgrade is complete (also
+    /// when a crash cut the upgrade short after the marker was written).
+    func removeVersion1Files() throws {
         for name in try FileIO.listDirectory(directory) where Self.isVersion1FileName(name) {
             try? FileIO.remove(directory + "/" + name)
         }
         try? FileIO.remove(directory + "/journal.compacting")
-        try FileIO.remove(journalPath)
+        try FileIO.remove(directory + "/" + StoreFolder.v1JournalName)
     }
 
     /// `<32 hex digits of the key's SHA-256>.<hex generation>`: a version-1 value file's name.

@@ -31,6 +31,9 @@ struct DiskRecord: Equatable {
 final class DiskStore {
     let directory: String
     let readOnly: Bool
+    /// Whether the store's writes are durable (``DiskConfig/durable``): a new segment's name is then
+    /// flushed with the folder before a durable record in it counts as written.
+    let durable: Bool
     var observers: ObservationCenter?
     /// The index, behind a lock of its own: besides this store (on the queue), only
     /// ``DiskEngine/record(forKey:)`` reads it, from any thread, to answer `existsObject` without
@@ -77,9 +80,10 @@ final class DiskStore {
     /// The longest key, in UTF-8 bytes.
     static let maxKeyLength = 1 << 20
 
-    init(directory: String, readOnly: Bool) throws {
+    init(directory: String, readOnly: Bool, durable: Bool = false) throws {
         self.directory = directory
         self.readOnly = readOnly
+        self.durable = durable
         values = ValueFiles(directory: directory)
         folder = try StoreFolder(directory: directory, readOnly: readOnly)
         recoveryIssues += folder.issues
@@ -177,7 +181,14 @@ final class DiskStore {
         try checkWritable()
         try Self.validate(key: key, size: data.count, maxSize: maxSize)
         applyMemoryHits(now: now)
-        try ensureActive()
+        if try ensureActive(), let file = staged {
+            // The folder was made anew: a value file staged before that went with the old folder.
+            values.remove(file.id)
+            staged = nil
+        }
+        if let file = staged, !FileManager.default.fileExists(atPath: values.path(of: file.id)) {
+            staged = nil // removed underneath meanwhile: written again below
+        }
         // The previous bytes only for key observers (`KeyChange.edit(before:after:)`).
         let previousData = observers?.hasKeyObservers(key) == true ? record(forKey: key).flatMap { try? load(key, $0) } : nil
         let value: StoredValue
@@ -271,21 +282,27 @@ final class DiskStore {
     /// Makes sure records can be appended. The folder may have been removed underneath: then the
     /// store starts over, empty, in a new folder. If only the active segment was deleted, a new one
     /// is started and the entries it held fail their reads (``StorageError/corrupted(_:)``).
-    func ensureActive() throws {
+    /// - Returns: Whether the store started over (files written for it before are gone).
+    @discardableResult
+    func ensureActive() throws -> Bool {
         try checkWritable()
-        guard let active else { return try startOver() }
-        guard active.isDetached else { return }
+        guard let active else {
+            try startOver()
+            return true
+        }
+        guard active.isDetached else { return false }
         if FileManager.default.fileExists(atPath: directory + "/" + StoreFolder.markerName) {
             segments[active.id] = nil
             try roll()
-        } else {
-            try startOver()
+            return false
         }
+        try startOver()
+        return true
     }
 
     /// Seals the active segment and starts a new one.
     func roll() throws {
-        let next = try SegmentFile.create(id: nextSegmentID, in: directory, durable: false)
+        let next = try SegmentFile.create(id: nextSegmentID, in: directory, durable: durable)
         try groupCommit.switchFile(to: next)
         nextSegmentID += 1
         segments[next.id] = next

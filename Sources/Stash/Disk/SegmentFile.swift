@@ -10,12 +10,13 @@ import Musl
 /// One open segment file: read with `pread` from any thread, appended to (the active one) on the
 /// store's queue. Records are only ever appended; a sealed segment never changes again.
 final class SegmentFile: @unchecked Sendable {
-    // @unchecked Sendable: `length` and `deadBytes` change on the store's queue only; `fd`, `id`,
-    // `salt` and `flags` are immutable, and `pread` on one descriptor is safe from several threads.
+    // @unchecked Sendable: `length`, `deadBytes` and `path` change on the store's queue only (or on the
+    // compaction thread before it hands the file over); `fd`, `id`, `salt` and `flags` are immutable,
+    // and `pread` on one descriptor is safe from several threads.
     let id: UInt32
     let salt: UInt64
     let flags: UInt32
-    let path: String
+    private(set) var path: String
     let fd: Int32
     /// Where the next record goes (the valid length of the file).
     var length: Int
@@ -44,9 +45,14 @@ final class SegmentFile: @unchecked Sendable {
         return UInt32(Substring(digits), radix: 16)
     }
 
-    /// Creates segment `id` in `directory` (which must not have it yet) and writes its header.
-    static func create(id: UInt32, in directory: String, flags: UInt32 = 0, durable: Bool) throws -> SegmentFile {
-        let path = directory + "/" + name(of: id)
+    /// The suffix of a compaction output until the compaction is committed (``publish()``): a crash,
+    /// or a store closed meanwhile, leaves a file that no replay reads and the next open removes.
+    static let unpublishedSuffix = ".compacting"
+
+    /// Creates segment `id` in `directory` (which must not have it yet) and writes its header; with
+    /// `unpublished`, under a name replay ignores until ``publish()``.
+    static func create(id: UInt32, in directory: String, flags: UInt32 = 0, durable: Bool, unpublished: Bool = false) throws -> SegmentFile {
+        let path = directory + "/" + name(of: id) + (unpublished ? unpublishedSuffix : "")
         let salt = UInt64.random(in: 1...UInt64.max)
         let fd = try FileIO.open(path, O_RDWR | O_CREAT | O_EXCL)
         let file = SegmentFile(id: id, salt: salt, flags: flags, path: path, fd: fd, length: 0)
@@ -107,6 +113,14 @@ final class SegmentFile: @unchecked Sendable {
             throw error
         }
         length += bytes.count
+    }
+
+    /// Gives an unpublished compaction output its segment name (the caller then flushes the folder).
+    func publish() throws {
+        guard path.hasSuffix(Self.unpublishedSuffix) else { return }
+        let published = String(path.dropLast(Self.unpublishedSuffix.count))
+        try FileIO.rename(path, published)
+        path = published
     }
 
     /// Cuts the file to `newLength` (a torn or damaged tail found at open).

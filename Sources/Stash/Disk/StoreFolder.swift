@@ -72,7 +72,7 @@ final class StoreFolder {
     }
 
     /// Whether `path` starts with the version-1 journal's magic.
-    private static func isV1Journal(_ path: String) -> Bool {
+    static func isV1Journal(_ path: String) -> Bool {
         guard let bytes = try? FileIO.readWholeFile(path) else { return false }
         return bytes.starts(with: JournalFormat.magic)
     }
@@ -131,7 +131,9 @@ final class StoreFolder {
                 result.segments.append(id)
             } else if let id = ValueFiles.id(ofName: name) {
                 result.values.append(id)
-            } else if name == Self.snapshotName + ".tmp" || name == Self.markerName + ".tmp" {
+            } else if name == Self.snapshotName + ".tmp" || name == Self.markerName + ".tmp"
+                        || (name.hasSuffix(SegmentFile.unpublishedSuffix)
+                            && SegmentFile.id(ofName: String(name.dropLast(SegmentFile.unpublishedSuffix.count))) != nil) {
                 result.temporary.append(name)
             }
         }
