@@ -190,6 +190,26 @@ struct EngineAttackTests {
         #expect(try Self.get(store, "big") == data)
     }
 
+    // Contract 6: a removeAll whose process ended before its old segments were deleted leaves them
+    // dead behind its clear record; the next open removes them and the store stays empty.
+    @Test("segments before a clear record that removeAll had no time to delete are removed at the next open")
+    func segmentsBeforeClearAreRemovedAtOpen() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
+        try Self.set(store!, "a", Data("alpha".utf8))
+        // What removeAll writes, without its background deletion of the old segment.
+        try store!.roll()
+        try store!.append { buffer, salt in SegmentFormat.appendClear(salt: salt, to: &buffer) }
+        store = nil
+        #expect(Self.fileNames(path).filter { $0.hasSuffix(".segment") }.count == 2)
+        let reopened = try DiskStore(directory: path, readOnly: false)
+        #expect(Self.isNotFound(reopened, "a"))
+        #expect(Self.fileNames(path).filter { $0.hasSuffix(".segment") } == [SegmentFile.name(of: 2)])
+        try Self.set(reopened, "b", Data("beta".utf8))
+        #expect(try Self.get(reopened, "b") == Data("beta".utf8))
+    }
+
     @Test("a folder removed and replaced by a user's own folder is not made a store by the next write")
     func startOverIntoForeignFolder() throws {
         let directory = TemporaryDirectory()

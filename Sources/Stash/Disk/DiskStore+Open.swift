@@ -97,6 +97,14 @@ extension DiskStore {
                 if readOnly { file.length = scan.validEnd } else { try file.truncate(to: scan.validEnd) }
             }
         }
+        // Segments before the last `clear` hold nothing (a removeAll whose process ended before it
+        // had deleted them): a writer deletes them now, in any order, since the clear stays.
+        if !readOnly, let cleared = replayer.lastClearSegment {
+            for (id, segment) in segments where id < cleared {
+                segments[id] = nil
+                try? FileIO.remove(segment.path)
+            }
+        }
         return true
     }
 
@@ -183,6 +191,8 @@ extension DiskStore {
 /// position, so the replayer maps positions to keys, built only once one is met.
 struct Replayer {
     private var keysByPosition: [UInt64: String]?
+    /// The segment of the last `clear` record replayed: every segment before it is dead.
+    private(set) var lastClearSegment: UInt32?
 
     private static func position(_ segment: UInt32, _ offset: UInt32) -> UInt64 {
         UInt64(segment) << 32 | UInt64(offset)
@@ -209,6 +219,7 @@ struct Replayer {
             index.removeAll()
             store.totalSize = 0
             keysByPosition = keysByPosition == nil ? nil : [:]
+            lastClearSegment = segment
         case .access(let target, let targetOffset, let time):
             if keysByPosition == nil {
                 var map: [UInt64: String] = [:]
