@@ -153,10 +153,13 @@ extension DiskStore {
     /// The store's folder was removed underneath: start over, empty, in a new folder.
     func startOver() throws {
         try FileIO.createDirectory(directory)
-        // Whatever now has the path may be a folder of the user's: never write into it.
+        // Whatever now has the path may be a folder of the user's: never write into it. Files named
+        // as the store names its own may be there (a value file a write staged meanwhile).
         let names = try FileIO.listDirectory(directory)
-        guard names.contains(StoreFolder.markerName)
-                || names.allSatisfy({ $0 == StoreFolder.lockName || $0 == ".DS_Store" }) else {
+        guard names.contains(StoreFolder.markerName) || names.allSatisfy({ name in
+            name == StoreFolder.lockName || name == ".DS_Store" || ValueFiles.id(ofName: name) != nil
+                || SegmentFile.id(ofName: name) != nil
+        }) else {
             throw StorageError.notAStore(directory: directory)
         }
         try folder.relock()
