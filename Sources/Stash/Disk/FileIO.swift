@@ -130,20 +130,6 @@ enum FileIO {
         }
     }
 
-    /// Writes a value file like ``writeFile(_:_:durable:)``; if `durable`, then also flushes its
-    /// `directory`, since `fsync` of a new file does not make its name durable (fsync(2)). The journal
-    /// record naming the file is appended after this returns, so it never reaches stable storage first.
-    static func writeValueFile(_ path: String, in directory: String, _ data: Data, durable: Bool) throws {
-        try writeFile(path, data, durable: durable)
-        guard durable else { return }
-        do {
-            try syncDirectory(directory)
-        } catch {
-            unlink(path)
-            throw error
-        }
-    }
-
     /// The whole content of the file at `path`, checked to be `expectedSize` bytes.
     /// - Throws: ``StorageError/corrupted(_:)`` for a link, a non-regular file or a wrong size.
     static func readFile(_ path: String, expectedSize: Int) throws -> Data {

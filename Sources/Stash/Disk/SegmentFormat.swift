@@ -60,7 +60,8 @@ enum SegmentFormat {
     /// to files of their own. Also what bounds the work of a resync after damage: a candidate
     /// position is hashed over at most this many bytes.
     static let maxBodyLength = DiskStore.maxKeyLength + ValueFiles.threshold + 64
-    /// Header flag: the segment was written by compaction (a torn tail there is a crash's, not damage).
+    /// Header flag: the segment was written by compaction (for `stash check` and forensics; replay
+    /// never sees an unfinished one, which keeps its temporary name until the compaction commits).
     static let compactionFlag: UInt32 = 1
 
     private enum Kind: UInt8 { case setInline = 1, setFile = 2, remove = 3, clear = 4, access = 5 }
