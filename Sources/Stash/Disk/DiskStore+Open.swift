@@ -27,6 +27,8 @@ extension DiskStore {
             try replay(files.segments, from: nil)
         }
         try finishOpening(valueFiles: files.values, snapshotSegment: snapshot?.segment)
+        // Without a usable snapshot, a large store writes one when it closes, even if nothing changed.
+        if snapshot == nil { changesSinceSnapshot = 1 }
     }
 
     /// Loads the snapshot into the index; returns its position, or nil (and an empty index) if there
