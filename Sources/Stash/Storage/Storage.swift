@@ -71,7 +71,7 @@ public final class Storage<T: Sendable>: StorageAware, Sendable {
     /// Removes expired values, then least recently used ones, until at most `size` bytes of values
     /// remain on disk (say, when the system reports low storage). ``DiskConfig/maxSize`` already
     /// holds after every write; this shrinks the store further on demand.
-    /// - Throws: ``StorageError/io(operation:path:underlying:)`` when a removal cannot be journaled.
+    /// - Throws: ``StorageError/io(operation:path:underlying:)`` when a removal cannot be recorded.
     public func trim(toSize size: Int) throws {
         try hybridStorage.trim(toSize: size)
     }

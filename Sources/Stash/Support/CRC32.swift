@@ -1,7 +1,7 @@
-/// CRC-32 (IEEE 802.3, as in zlib), which guards each journal record against torn or garbage bytes.
+/// CRC-32 (IEEE 802.3, as in zlib), which guarded each record of the version-1 journal: kept to read
+/// such journals when a store is upgraded (version 2 uses ``XXH64``).
 ///
-/// Slicing-by-8 (eight 256-entry tables, 8 bytes per step): opening a store checks every record
-/// of its journal, so this is on the path of opening.
+/// Slicing-by-8 (eight 256-entry tables, 8 bytes per step).
 enum CRC32 {
     /// `tables[k * 256 + n]`: the CRC of byte `n` followed by `k` zero bytes.
     private static let tables: [UInt32] = {

@@ -75,7 +75,7 @@ struct LRUIndex<Value> {
         return nil
     }
 
-    /// Room for `count` entries without growing (opening a store reserves what its journal lists).
+    /// Room for `count` entries without growing (opening a store reserves what its snapshot lists).
     mutating func reserveCapacity(_ count: Int) {
         positions.reserveCapacity(count)
         nodes.reserveCapacity(count)
