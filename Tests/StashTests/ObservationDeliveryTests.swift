@@ -248,9 +248,18 @@ struct ObservationDeliveryTests {
 
         let writers = DispatchGroup()
         let user = user
-        DispatchQueue.global().async(group: writers) { try? storage.setObject(user, forKey: "first") }
+        // Threads of their own, not the global queue: the first writer stays blocked in its delivery,
+        // and under load (ThreadSanitizer, parallel suites) the global queue may have no thread left.
+        func write(_ key: String) {
+            writers.enter()
+            Thread {
+                try? storage.setObject(user, forKey: key)
+                writers.leave()
+            }.start()
+        }
+        write("first")
         try waitUntil { observers.lastPublished >= 1 }
-        DispatchQueue.global().async(group: writers) { try? storage.setObject(user, forKey: "second") }
+        write("second")
         try waitUntil { observers.lastPublished >= 2 }
         observer = nil // both changes are committed: they must still arrive
         gate.signal()
