@@ -23,11 +23,11 @@ struct MemoryHitTests {
         defer { release.signal() }
         let answered = DispatchSemaphore(value: 0)
         let result = Locked<User?>(nil)
-        DispatchQueue.global().async {
+        Thread { // a thread of its own: under load the global queue may have none left
             let user = try? storage.object(forKey: "k")
             result.withLock { $0 = user }
             answered.signal()
-        }
+        }.start()
         // The queue stays blocked until the test ends: a read that waited for it would time out here.
         #expect(answered.wait(timeout: .now() + 10) == .success)
         #expect(result.withLock { $0 } == User(name: "a", age: 1))

@@ -234,9 +234,18 @@ struct ObservationTests {
         let token = storage.addStorageObserver(recorder) { recorder, _, change in recorder.append(change) }
         let writers = DispatchGroup()
         let (ann, bob) = (ann, bob)
-        DispatchQueue.global().async(group: writers) { try? storage.setObject(ann, forKey: "first") }
+        // Threads of their own, not the global queue: the first writer stays blocked in its delivery,
+        // and under load (ThreadSanitizer, parallel suites) the global queue may have no thread left.
+        func write(_ user: User, _ key: String) {
+            writers.enter()
+            Thread {
+                try? storage.setObject(user, forKey: key)
+                writers.leave()
+            }.start()
+        }
+        write(ann, "first")
         try waitUntil { observers.lastPublished >= 1 }
-        DispatchQueue.global().async(group: writers) { try? storage.setObject(bob, forKey: "second") }
+        write(bob, "second")
         try waitUntil { observers.lastPublished >= 2 }
         token.cancel()
         gate.signal()
