@@ -716,7 +716,7 @@ private func makeNobodyStore(in directory: TemporaryDirectory) throws -> String 
 }
 
 /// Whether every folder from `/` to `path` lets other users through (and `path` itself read and run).
-private func isReachableByOthers(_ path: String) -> Bool {
+func isReachableByOthers(_ path: String) -> Bool {
     var url = URL(fileURLWithPath: path).resolvingSymlinksInPath()
     var info = stat()
     guard stat(url.path, &info) == 0, info.st_mode & 0o005 == 0o005 else { return false }

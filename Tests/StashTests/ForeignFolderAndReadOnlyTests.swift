@@ -135,7 +135,7 @@ struct ForeignFolderAndReadOnlyTests {
         // Root's store: nobody may read but not write it.
         try #require(chmod(store, 0o755) == 0)
         for name in try FileManager.default.contentsOfDirectory(atPath: store) { _ = chmod(store + "/" + name, 0o644) }
-        try #require(ReadOnlyHost.isReachableByOthers(store), "nobody cannot reach \(store)")
+        try #require(isReachableByOthers(store), "nobody cannot reach \(store)")
         let before = try folderContents(store)
         var run = try ReadOnlyHost.stashAsNobody(["get", "k"], store: store)
         #expect(run.status == 0, "stderr: \(run.stderr)")
@@ -215,17 +215,5 @@ enum ReadOnlyHost {
         done.wait()
         process.waitUntilExit()
         return Run(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self))
-    }
-
-    /// Whether every folder from `/` to `path` lets other users through (and `path` itself read and run).
-    static func isReachableByOthers(_ path: String) -> Bool {
-        var url = URL(fileURLWithPath: path).resolvingSymlinksInPath()
-        var info = stat()
-        guard stat(url.path, &info) == 0, info.st_mode & 0o005 == 0o005 else { return false }
-        while url.path != "/" {
-            url.deleteLastPathComponent()
-            guard stat(url.path, &info) == 0, info.st_mode & 0o001 != 0 else { return false }
-        }
-        return true
     }
 }

@@ -66,18 +66,14 @@ extension DiskStore {
         try flushAccesses()
         epoch += 1
         let live = withIndex { index in index.entries.reduce(0) { $0 + Int($1.value.length) } }
-        let outputCount = UInt32(live / Self.segmentLimit + 2)
-        let firstOutput = nextSegmentID
-        nextSegmentID += outputCount
-        try roll()
-        let victims = segments.values.filter { $0.id < firstOutput }.sorted { $0.id < $1.id }
-        let result = Self.compact(withIndex { $0.entriesOldestFirst }, victims: victims, into: firstOutput, count: outputCount,
+        let plan = try beginCompaction(liveBytes: live)
+        let result = Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
                                   directory: directory)
         if let failure = result.failure {
             for file in result.outputs { try? FileIO.remove(file.path) }
             throw failure
         }
-        finishCompaction(result, victims: victims, epoch: epoch)
+        finishCompaction(result, victims: plan.victims, epoch: epoch)
     }
 }
 

@@ -27,25 +27,42 @@ extension DiskStore {
             total += segment.length - SegmentFormat.headerLength
         }
         guard dead >= Self.compactionMinimum, dead * 2 > total else { return }
-        let outputCount = UInt32((total - dead) / Self.segmentLimit + 2)
+        guard let plan = try? beginCompaction(liveBytes: total - dead) else { return }
+        isCompacting = true
+        let epoch = epoch
+        let directory = directory
+        let schedule = schedule
+        DispatchQueue.global(qos: .utility).async {
+            let result = Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
+                                      directory: directory)
+            schedule { $0.finishCompaction(result, victims: plan.victims, epoch: epoch) }
+        }
+    }
+
+    /// What a compaction copies, from where, and into which ids.
+    struct CompactionPlan: @unchecked Sendable {
+        // @unchecked Sendable: built on the queue, then only read by the compaction thread.
+        var entries: [(key: String, value: DiskRecord)]
+        var victims: [SegmentFile]
+        var firstOutput: UInt32
+        var outputCount: UInt32
+    }
+
+    /// Seals the active segment and reserves ids for the output below the new active one's (room
+    /// for `liveBytes` and one spare); every segment before is an input.
+    func beginCompaction(liveBytes: Int) throws -> CompactionPlan {
+        let outputCount = UInt32(liveBytes / Self.segmentLimit + 2)
         let firstOutput = nextSegmentID
         nextSegmentID += outputCount
         do {
             try roll()
         } catch {
             nextSegmentID = firstOutput
-            return
+            throw error
         }
         let victims = segments.values.filter { $0.id < firstOutput }.sorted { $0.id < $1.id }
-        let entries = withIndex { $0.entriesOldestFirst }
-        isCompacting = true
-        let epoch = epoch
-        let directory = directory
-        let schedule = schedule
-        DispatchQueue.global(qos: .utility).async {
-            let result = Self.compact(entries, victims: victims, into: firstOutput, count: outputCount, directory: directory)
-            schedule { $0.finishCompaction(result, victims: victims, epoch: epoch) }
-        }
+        return CompactionPlan(entries: withIndex { $0.entriesOldestFirst }, victims: victims, firstOutput: firstOutput,
+                              outputCount: outputCount)
     }
 
     /// Copies `entries`' records out of `victims` into new segments `first`, `first + 1`, …, flushed.
