@@ -256,7 +256,7 @@ struct ConfinedDamageTests {
         if id == 1 {
             // A new store: the marker is written, the first segment created empty.
             try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
-            try Damage.write(Array(StoreFolder.markerText.utf8), to: store + "/" + StoreFolder.markerName)
+            try Damage.write(Array(StoreFolder.markerText(storeID: 42).utf8), to: store + "/" + StoreFolder.markerName)
         } else {
             try openDataStore(store).setObject(Data("kept".utf8), forKey: "kept")
         }

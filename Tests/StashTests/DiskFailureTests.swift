@@ -43,28 +43,46 @@ struct DiskFailureTests {
         let directory = TemporaryDirectory()
         let disk = try makeDisk(directory)
         try disk.setObject(Data("kept".utf8), forKey: "kept")
-        // Replace the store folder by a file: every create in it fails with ENOTDIR. (A packed value
-        // would still be appended to the open segment, which moved with its folder: a value large
-        // enough for a file of its own needs a create in the folder.)
-        let moved = directory.path + "/moved-away"
-        try FileManager.default.moveItem(atPath: directory.storePath(), toPath: moved)
+        // The store folder is removed and a file takes its path: the store cannot open its path anew.
+        try FileManager.default.removeItem(atPath: directory.storePath())
         try Data("blocker".utf8).write(to: URL(fileURLWithPath: directory.storePath()))
 
-        let large = Data(repeating: 7, count: ValueFiles.threshold)
-        let error = storageError { try disk.setObject(large, forKey: "new") }
+        let error = storageError { try disk.setObject(Data("new".utf8), forKey: "new") }
         guard case .io(_, _, let underlying as POSIXError)? = error else {
             Issue.record("expected an I/O error with a POSIX cause, got \(String(describing: error))")
             return
         }
         #expect([.ENOTDIR, .EEXIST].contains(underlying.code))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory.storePath())) == Data("blocker".utf8), "the blocker was touched")
         #expect(disk.allKeys == ["kept"]) // nothing recorded for the failed write
 
         try FileManager.default.removeItem(atPath: directory.storePath())
-        try FileManager.default.moveItem(atPath: moved, toPath: directory.storePath())
+        try disk.setObject(Data("new".utf8), forKey: "new")
+        #expect(try disk.object(forKey: "new") == Data("new".utf8))
+        #expect(disk.allKeys == ["new"]) // a new store: "kept" went with the removed folder
+    }
+
+    // Contract 13: a store writes only through its own folder; one moved away keeps being written
+    // there, and whatever takes its path is left alone.
+    @Test("a folder moved away under an open store keeps its writes, and what takes its path is untouched")
+    func movedFolderKeepsWrites() throws {
+        let directory = TemporaryDirectory()
+        let disk = try makeDisk(directory)
+        try disk.setObject(Data("kept".utf8), forKey: "kept")
+        let moved = directory.path + "/moved-away"
+        try FileManager.default.moveItem(atPath: directory.storePath(), toPath: moved)
+        try Data("blocker".utf8).write(to: URL(fileURLWithPath: directory.storePath()))
+
+        let large = Data(repeating: 7, count: ValueFiles.threshold)
         try disk.setObject(large, forKey: "new")
-        #expect(try disk.object(forKey: "kept") == Data("kept".utf8))
+        try disk.setObject(Data("small".utf8), forKey: "small")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory.storePath())) == Data("blocker".utf8))
         #expect(try disk.object(forKey: "new") == large)
-        #expect(Set(disk.allKeys) == ["kept", "new"])
+
+        try FileManager.default.removeItem(atPath: directory.storePath())
+        try FileManager.default.moveItem(atPath: moved, toPath: directory.storePath())
+        #expect(try disk.object(forKey: "kept") == Data("kept".utf8))
+        #expect(Set(disk.allKeys) == ["kept", "new", "small"])
     }
 
     // Contract 10: a value file that cannot be read gives an error without losing other values.
@@ -122,9 +140,10 @@ struct DiskFailureTests {
     @Test("a store locked by another open file description throws inUse, and opens once released")
     func lockedStoreThrowsInUse() throws {
         let directory = TemporaryDirectory()
-        do { _ = try makeDisk(directory) } // creates the folder and its lock file, then closes
-        // flock locks belong to an open file description: this one stands for another process.
-        let fd = open(directory.storePath() + "/lock", O_RDWR)
+        do { _ = try makeDisk(directory) } // creates the folder, then closes
+        // The lock is an flock on the folder. flock locks belong to an open file description: this
+        // one stands for another process.
+        let fd = open(directory.storePath(), O_RDONLY | O_DIRECTORY)
         #expect(fd >= 0)
         #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
         let error = storageError { _ = try makeDisk(directory) }
@@ -151,7 +170,7 @@ struct DiskFailureTests {
             _ = storage.addStorageObserver(Observer()) { _, _, _ in }
         }
         #expect(engine == nil)
-        let fd = open(directory.storePath() + "/lock", O_RDWR)
+        let fd = open(directory.storePath(), O_RDONLY | O_DIRECTORY)
         #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
         close(fd)
     }

@@ -18,7 +18,7 @@ struct EngineAttackTests {
     static func set(_ store: DiskStore, _ key: String, _ data: Data, asFile: Bool = false, at time: Date = now) throws {
         let result = try store.write(key, data, expiry: .distantFuture, now: time, maxSize: 0, durable: false,
                                      storesValuesAsFiles: asFile)
-        if let replaced = result.replaced { store.values.remove(replaced) } // what the engine does off the queue
+        result.replaced?.remove() // what the engine does off the queue
     }
 
     static func get(_ store: DiskStore, _ key: String) throws -> Data {
@@ -39,14 +39,14 @@ struct EngineAttackTests {
     /// What ``DiskStore/startCompactionIfNeeded()`` captures before it copies off the queue, taken by
     /// hand: the copy can then run at a moment the test chooses (a thread that was delayed).
     static func beginCompactionByHand(_ store: DiskStore) throws
-        -> (entries: [(key: String, value: DiskRecord)], victims: [SegmentFile], first: UInt32) {
+        -> (entries: [(key: String, value: DiskRecord)], victims: [SegmentFile], first: UInt32, folder: FolderHandle, store: UInt64) {
         let first = store.nextSegmentID
         store.nextSegmentID += 1
         try store.roll()
         let victims = store.segments.values.filter { $0.id < first }.sorted { $0.id < $1.id }
         let entries = store.withIndex { $0.entriesOldestFirst }
         store.isCompacting = true
-        return (entries, victims, first)
+        return (entries, victims, first, store.folder.handle, store.folder.storeID)
     }
 
     /// Catches `store`'s compactions between their copy (off the queue) and their finish, which the
@@ -114,7 +114,7 @@ struct EngineAttackTests {
         var second: DiskStore? = try DiskStore(directory: path, readOnly: false)
         #expect(second!.segments[copy.first] == nil)
         // Now the old thread runs: it writes its output (every key as of its start) into the folder.
-        let result = DiskStore.compact(copy.entries, victims: copy.victims, into: copy.first, count: 1, directory: path)
+        let result = DiskStore.compact(copy.entries, victims: copy.victims, into: copy.first, count: 1, folder: copy.folder, store: copy.store)
         #expect(result.failure == nil)
         // The new store removes two keys and compacts: tombstones are not copied, the inputs go.
         try second!.remove("k0")
@@ -144,7 +144,7 @@ struct EngineAttackTests {
         #expect(Self.isNotFound(store!, "secret"))
         // The compaction thread (it read the deleted segments through its open descriptors) now
         // creates its output: by path, so in the new folder.
-        let result = DiskStore.compact(copy.entries, victims: copy.victims, into: copy.first, count: 1, directory: path)
+        let result = DiskStore.compact(copy.entries, victims: copy.victims, into: copy.first, count: 1, folder: copy.folder, store: copy.store)
         // The store is closed (or the process dies) before the discarded compaction's finish removed it.
         _ = result
         store!.close()
@@ -161,11 +161,12 @@ struct EngineAttackTests {
         var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
         for index in 0..<20 { try Self.set(store!, "k\(index)", Data(repeating: UInt8(index), count: 1000)) }
         let copy = try Self.beginCompactionByHand(store!)
-        let result = DiskStore.compact(copy.entries, victims: copy.victims, into: copy.first, count: 1, directory: path)
+        let result = DiskStore.compact(copy.entries, victims: copy.victims, into: copy.first, count: 1, folder: copy.folder, store: copy.store)
         #expect(result.failure == nil)
         // The crash came while the output was being written: only part of its last write made it.
         let output = try #require(result.outputs.first)
         #expect(truncate(output.path, off_t(output.length - 500)) == 0)
+        store!.folder.handle.unlock() // a crashed process holds no lock
         store = nil // no finish, no close: as after a crash
         let reopened = try DiskStore(directory: path, readOnly: false)
         for index in 0..<20 { #expect(try Self.get(reopened, "k\(index)") == Data(repeating: UInt8(index), count: 1000)) }
@@ -182,7 +183,7 @@ struct EngineAttackTests {
         try Self.set(store, "old", Data("old".utf8))
         let data = Data(repeating: 9, count: ValueFiles.threshold)
         // `DiskEngine.stage` writes the value file on the caller's thread, before the write enters the queue...
-        let staged = try StagedValue(store.values.write(data, durable: false), size: data.count)
+        let staged = try StagedValue(store.values.write(data, durable: false), folder: store.values.handle, size: data.count)
         // ...and the folder is removed in between (iOS purges Caches folders of running apps).
         try FileManager.default.removeItem(atPath: path)
         let result = try store.write("big", data, staged: staged, expiry: .distantFuture, now: Self.now, maxSize: 0, durable: false)

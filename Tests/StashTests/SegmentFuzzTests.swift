@@ -17,7 +17,7 @@ struct SegmentFuzzTests {
 
     private static func sample(_ random: inout SeededGenerator, count: Int) -> Sample {
         let salt = random.next() | 1
-        var sample = Sample(bytes: SegmentFormat.header(id: 7, salt: salt, flags: 0), salt: salt)
+        var sample = Sample(bytes: SegmentFormat.header(.init(id: 7, salt: salt, flags: 0, store: 1, floor: 0)), salt: salt)
         for index in 0..<count {
             let key = index % 5 == 0 ? "ключ/\(index)\n\0caf\u{E9}" : "k\(random.below(40))"
             let start = sample.bytes.count
@@ -153,17 +153,17 @@ struct SegmentFuzzTests {
 
     @Test("either header copy alone is enough; both damaged is no header")
     func headerCopies() {
-        let header = SegmentFormat.header(id: 9, salt: 77, flags: SegmentFormat.compactionFlag)
+        let header = SegmentFormat.header(.init(id: 9, salt: 77, flags: SegmentFormat.compactionFlag, store: 1, floor: 0))
         for index in 0..<header.count {
             var bytes = header
             bytes[index] ^= 0x40
             let parsed = bytes.withUnsafeBytes { SegmentFormat.parseHeader($0) }
             #expect(parsed?.id == 9 && parsed?.salt == 77 && parsed?.flags == SegmentFormat.compactionFlag, "byte \(index)")
-            bytes[(index + 32) % 64] ^= 0x40
-            #expect(bytes.withUnsafeBytes { SegmentFormat.parseHeader($0) } == nil, "bytes \(index) and \((index + 32) % 64)")
+            bytes[(index + 40) % 80] ^= 0x40
+            #expect(bytes.withUnsafeBytes { SegmentFormat.parseHeader($0) } == nil, "bytes \(index) and \((index + 40) % 80)")
         }
         #expect(Array(header.prefix(40)).withUnsafeBytes { SegmentFormat.parseHeader($0) }?.id == 9)
-        #expect(Array(header.prefix(31)).withUnsafeBytes { SegmentFormat.parseHeader($0) } == nil)
+        #expect(Array(header.prefix(39)).withUnsafeBytes { SegmentFormat.parseHeader($0) } == nil)
     }
 
     // MARK: Snapshot

@@ -159,7 +159,7 @@ struct V1UpgradeTests {
         let path = directory.storePath()
         _ = try buildStore(path)
         // What a crash in the middle of an upgrade leaves: a half-written segment and value file.
-        try Damage.write(SegmentFormat.header(id: 1, salt: 99, flags: 0) + [1, 2, 3], to: path + "/" + SegmentFile.name(of: 1))
+        try Damage.write(SegmentFormat.header(.init(id: 1, salt: 99, flags: 0, store: 1, floor: 0)) + [1, 2, 3], to: path + "/" + SegmentFile.name(of: 1))
         try Damage.write([9, 9, 9], to: path + "/" + ValueFiles.name(of: 1))
         let disk = try openDataStore(path)
         try expectUpgraded(disk)

@@ -30,14 +30,14 @@ final class DiskEngine: @unchecked Sendable {
 
     private static let queueKey = DispatchSpecificKey<Int>()
     private static let nextQueueID = Locked(0)
-    private static let registry = Locked<[String: WeakEngine]>([:])
+    private static let registry = Registry()
 
-    private struct WeakEngine {
-        weak var engine: DiskEngine?
-    }
+    /// The folder identity the engine is registered under (see ``Registry``).
+    private let registeredIdentity: Locked<FolderIdentity>
 
-    private init(directory: String, readOnly: Bool, maxSize: Int, durable: Bool) throws {
+    private init(directory: String, identity: FolderIdentity, readOnly: Bool, maxSize: Int, durable: Bool) throws {
         self.directory = directory
+        registeredIdentity = Locked(identity)
         self.readOnly = readOnly
         self.maxSize = maxSize
         self.durable = durable
@@ -53,18 +53,31 @@ final class DiskEngine: @unchecked Sendable {
         queue.setSpecific(key: Self.queueKey, value: queueID)
         store.observers = observers
         store.schedule = { [weak self] work in self?.async(work) }
+        // A folder made anew at the path has another identity: openers of the path find this engine.
+        store.didReopen = { [weak self] identity in
+            guard let self, let identity else { return }
+            let old = registeredIdentity.withLock { old in
+                defer { old = identity }
+                return old
+            }
+            Self.registry.move(self, from: old, to: identity)
+        }
     }
 
     deinit {
-        // No other reference exists, so touching `store` off the queue is safe here.
+        // No other reference exists, so touching `store` off the queue is safe here. The lock goes
+        // with the store (closed here), before an opener of this folder waiting in the registry goes on.
         store.close()
-        Self.registry.withLock { registry in
-            if registry[directory]?.engine == nil { registry[directory] = nil }
-        }
+        Self.registry.closed(registeredIdentity.withLock { $0 })
     }
 
     /// The engine for `url`, shared with every other open storage of that folder; creates the folder
     /// unless `readOnly`.
+    ///
+    /// A folder is known by what it is (its device and inode), not by how it was named: a symbolic
+    /// link, a bind mount, or another spelling on a case- or normalization-insensitive file system
+    /// reaches the same engine. An engine of the folder that is being closed (its last storage
+    /// released on another thread) is waited for, so opening never races a close into ``StorageError/inUse(directory:)``.
     ///
     /// The first opener's `maxSize` and `durable` hold while the engine is open: two storages with
     /// different limits on one folder would evict each other's data by their own rule, so a second
@@ -76,16 +89,21 @@ final class DiskEngine: @unchecked Sendable {
         let path = url.standardizedFileURL.path
         if !readOnly { try FileIO.createDirectory(path) }
         let canonical = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-        return try registry.withLock { registry in
-            if let engine = registry[canonical]?.engine {
-                if engine.readOnly, !readOnly { throw StorageError.readOnly(directory: canonical) }
-                if !readOnly { try engine.checkSettings(maxSize: maxSize, durable: durable) }
-                return engine
-            }
-            let engine = try DiskEngine(directory: canonical, readOnly: readOnly, maxSize: maxSize, durable: durable)
-            registry[canonical] = WeakEngine(engine: engine)
-            return engine
+        guard let identity = FolderIdentity(path: canonical) else { throw FileIO.error("open", canonical, code: ENOENT) }
+        let engine = try registry.engine(for: identity, directory: canonical) {
+            try DiskEngine(directory: canonical, identity: identity, readOnly: readOnly, maxSize: maxSize, durable: durable)
         }
+        if engine.readOnly, !readOnly { throw StorageError.readOnly(directory: engine.directory) }
+        if !readOnly { try engine.checkSettings(maxSize: maxSize, durable: durable) }
+        if !readOnly, !engine.isRegistered(as: identity) {
+            // The engine's folder was removed and this open made the path anew: it takes the new folder now.
+            _ = try engine.sync { try $0.ensureActive() }
+        }
+        return engine
+    }
+
+    private func isRegistered(as identity: FolderIdentity) -> Bool {
+        registeredIdentity.withLock { $0 == identity }
     }
 
     /// Throws when a second opener asks for other settings than this engine's.
@@ -109,27 +127,48 @@ final class DiskEngine: @unchecked Sendable {
         index.withLock { $0.peek(key) }
     }
 
+    /// Stores `data` for `key`: the one write path of every layer (``DiskStorage`` and ``HybridStorage``).
+    ///
+    /// The steps, in this order: a value kept in a file of its own is written on the calling thread,
+    /// in parallel with other writers (staged); the queue commits the record that names it, and runs
+    /// `onCommit` there (a memory layer remembers the value); off the queue, a durable write waits
+    /// until its record is on stable storage; only then does the value file it replaced go, so a
+    /// power cut never leaves a durable write's key without a value.
+    /// - Throws: The write's error; or, once committed, a failed `fsync` or a trim that could not
+    ///   hold `maxSize`.
+    func write(_ key: String, _ data: Data, expiry: Date, now: Date, config: DiskConfig,
+               onCommit: (DiskStore, _ path: String?) -> Void = { _, _ in }) throws {
+        let staged = stage(key, data, config: config)
+        let outcome = try sync { store in
+            let outcome = try store.write(key, data, staged: staged, expiry: expiry, now: now, maxSize: config.maxSize,
+                                          durable: config.durable, storesValuesAsFiles: config.storesValuesAsFiles)
+            onCommit(store, outcome.path)
+            return outcome
+        }
+        // A failed fsync keeps the replaced file: the old record may be what a power cut leaves, and
+        // the next open removes whichever file no record names.
+        if let position = outcome.syncPosition { try groupCommit.waitUntilSynced(position) }
+        outcome.replaced?.remove()
+        if let trimError = outcome.trimError { throw trimError }
+    }
+
     /// Writes `data` as a new value file on the calling thread, before its write enters the queue,
     /// when the value is kept in a file of its own; nil otherwise (it is packed into a record on the
-    /// queue), or when the write will fail anyway. Pass the result to that very write
-    /// (``DiskStore/write(_:_:staged:expiry:now:maxSize:durable:storesValuesAsFiles:)``), which ends it.
-    func stage(_ key: String, _ data: Data, maxSize: Int, durable: Bool, storesValuesAsFiles: Bool) -> StagedValue? {
-        guard !readOnly, DiskStore.needsFile(size: data.count, storesValuesAsFiles: storesValuesAsFiles),
-              (try? DiskStore.validate(key: key, size: data.count, maxSize: maxSize)) != nil,
-              let file = try? values.write(data, durable: durable) else { return nil }
-        return StagedValue(file, size: data.count)
+    /// queue), or when the write will fail anyway (the queue then writes it, or reports why).
+    private func stage(_ key: String, _ data: Data, config: DiskConfig) -> StagedValue? {
+        guard !readOnly, DiskStore.needsFile(size: data.count, storesValuesAsFiles: config.storesValuesAsFiles),
+              (try? DiskStore.validate(key: key, size: data.count, maxSize: config.maxSize)) != nil else { return nil }
+        let folder = values.handle
+        guard let file = try? values.write(data, durable: config.durable) else { return nil }
+        return StagedValue(file, folder: folder, size: data.count)
     }
 
-    /// Deletes the value file a write replaced, off the queue (nothing names it any more). A file
-    /// that cannot be deleted is an orphan that the next open removes.
-    func removeReplaced(_ id: UInt64?) {
-        if let id { values.remove(id) }
-    }
-
-    /// Returns once a durable write's record (appended up to `position`) is on stable storage,
-    /// sharing `fsync`s with concurrent durable writers (``GroupCommit``).
-    func waitUntilDurable(_ position: UInt64?) throws {
-        if let position { try groupCommit.waitUntilSynced(position) }
+    /// Removes `key`; a durable removal returns once its tombstone is on stable storage, and only
+    /// then is the value file it named removed.
+    func remove(_ key: String, durable: Bool) throws {
+        let (position, files) = try sync { try $0.remove(key, durable: durable) }
+        if let position, durable { try groupCommit.waitUntilSynced(position) }
+        for file in files { file.remove() }
     }
 
     /// Whether the caller runs on this engine's queue (then work runs inline: no deadlock).
@@ -154,5 +193,95 @@ final class DiskEngine: @unchecked Sendable {
     /// Runs `body` on the serial queue, after every operation submitted before it.
     func async(_ body: @escaping @Sendable (DiskStore) -> Void) {
         queue.async { body(self.store) }
+    }
+}
+
+extension DiskEngine {
+    /// The engines open in this process, by folder identity. A folder has at most one engine; while
+    /// one is being opened or closed, other openers of that folder wait (not openers of other folders).
+    private final class Registry: @unchecked Sendable {
+        // @unchecked Sendable: `slots` is only touched while `condition` is locked.
+        private enum Slot {
+            case opening
+            /// Open; the engine is nil once its last storage let go, until its deinit has closed it.
+            case open(Weak)
+        }
+
+        private struct Weak {
+            weak var engine: DiskEngine?
+        }
+
+        private let condition = NSCondition()
+        private var slots: [FolderIdentity: Slot] = [:]
+
+        /// The open engine of `identity`, or of `directory` if that engine's folder was removed
+        /// underneath (the path now names a new folder, which it takes over), or a new one from `make`.
+        func engine(for identity: FolderIdentity, directory: String, make: () throws -> DiskEngine) throws -> DiskEngine {
+            condition.lock()
+            while true {
+                switch slots[identity] {
+                case nil:
+                    if let orphan = engine(of: directory, notAt: identity) {
+                        condition.unlock()
+                        return orphan
+                    }
+                    slots[identity] = .opening
+                    condition.unlock()
+                    let engine: DiskEngine
+                    do {
+                        engine = try make()
+                    } catch {
+                        condition.lock()
+                        slots[identity] = nil
+                        condition.broadcast()
+                        condition.unlock()
+                        throw error
+                    }
+                    condition.lock()
+                    slots[identity] = .open(Weak(engine: engine))
+                    condition.broadcast()
+                    condition.unlock()
+                    return engine
+                case .open(let weak):
+                    if let engine = weak.engine {
+                        condition.unlock()
+                        return engine
+                    }
+                    condition.wait() // being closed: its deinit frees the slot
+                case .opening:
+                    condition.wait()
+                }
+            }
+        }
+
+        /// An open engine of `directory` that is registered under another identity: its folder was
+        /// removed (or replaced) underneath it.
+        private func engine(of directory: String, notAt identity: FolderIdentity) -> DiskEngine? {
+            for slot in slots.values {
+                if case .open(let weak) = slot, let engine = weak.engine, engine.directory == directory,
+                   !engine.isRegistered(as: identity) {
+                    return engine
+                }
+            }
+            return nil
+        }
+
+        /// Called by a closed engine's deinit: frees its slot unless a new engine holds it.
+        func closed(_ identity: FolderIdentity) {
+            condition.lock()
+            defer { condition.unlock() }
+            if case .open(let weak) = slots[identity], weak.engine == nil { slots[identity] = nil }
+            condition.broadcast()
+        }
+
+        /// Registers `engine` under the identity of the folder it opened anew (unless another engine
+        /// has that folder already).
+        func move(_ engine: DiskEngine, from old: FolderIdentity, to new: FolderIdentity) {
+            condition.lock()
+            defer { condition.unlock() }
+            if case .open(let weak) = slots[old], weak.engine === engine { slots[old] = nil }
+            if slots[new] == nil { slots[new] = .open(Weak(engine: engine)) }
+            condition.broadcast()
+        }
     }
 }

@@ -100,19 +100,12 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         let now = now()
         let expiryDate = try (expiry ?? config.expiry).checkedDate(from: now)
         let data = try transformer.encode(object)
-        let staged = engine.stage(key, data, maxSize: config.maxSize, durable: config.durable, storesValuesAsFiles: config.storesValuesAsFiles)
-        let (_, replaced, sync) = try engine.sync {
-            try $0.write(key, data, staged: staged, expiry: expiryDate, now: now, maxSize: config.maxSize, durable: config.durable,
-                         storesValuesAsFiles: config.storesValuesAsFiles)
-        }
-        engine.removeReplaced(replaced)
-        try engine.waitUntilDurable(sync)
+        try engine.write(key, data, expiry: expiryDate, now: now, config: config)
     }
 
     public func removeObject(forKey key: String) throws {
         try checkWritable()
-        let sync = try engine.sync { [config] in try $0.remove(key, durable: config.durable) }
-        if config.durable { try engine.waitUntilDurable(sync) }
+        try engine.remove(key, durable: config.durable)
     }
 
     public func removeAll() throws {

@@ -29,7 +29,7 @@ extension DiskStore {
             report.segments += 1
             let scan = bytes.withUnsafeBytes { raw in
                 SegmentFormat.scan(UnsafeRawBufferPointer(rebasing: raw[0..<min(raw.count, segment.length)]),
-                                   salt: segment.salt, from: SegmentFormat.headerLength) { _, _, _ in report.records += 1 }
+                                   salt: segment.salt, from: segment.recordsStart) { _, _, _ in report.records += 1 }
             }
             for range in scan.damaged {
                 report.problems.append("bytes \(range.lowerBound)..<\(range.upperBound) of \(segment.path) are damaged")
@@ -68,9 +68,9 @@ extension DiskStore {
         let live = withIndex { index in index.entries.reduce(0) { $0 + Int($1.value.length) } }
         let plan = try beginCompaction(liveBytes: live)
         let result = Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
-                                  directory: directory)
+                                  folder: folder.handle, store: folder.storeID)
         if let failure = result.failure {
-            for file in result.outputs { try? FileIO.remove(file.path) }
+            for file in result.outputs { file.remove() }
             throw failure
         }
         finishCompaction(result, victims: plan.victims, epoch: epoch)

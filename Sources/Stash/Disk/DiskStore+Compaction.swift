@@ -24,17 +24,17 @@ extension DiskStore {
         var (dead, total) = (0, 0)
         for segment in segments.values {
             dead += segment.deadBytes
-            total += segment.length - SegmentFormat.headerLength
+            total += segment.recordBytes
         }
         guard dead >= Self.compactionMinimum, dead * 2 > total else { return }
         guard let plan = try? beginCompaction(liveBytes: total - dead) else { return }
         isCompacting = true
         let epoch = epoch
-        let directory = directory
+        let (folder, store) = (folder.handle, folder.storeID)
         let schedule = schedule
         DispatchQueue.global(qos: .utility).async {
             let result = Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
-                                      directory: directory)
+                                      folder: folder, store: store)
             schedule { $0.finishCompaction(result, victims: plan.victims, epoch: epoch) }
         }
     }
@@ -67,13 +67,14 @@ extension DiskStore {
 
     /// Copies `entries`' records out of `victims` into new segments `first`, `first + 1`, …, flushed.
     /// Runs off the queue: it touches no state of the store.
+    /// Each output's header names the first output as its floor: once published, it supersedes the inputs.
     static func compact(_ entries: [(key: String, value: DiskRecord)], victims: [SegmentFile], into first: UInt32,
-                        count: UInt32, directory: String) -> CompactionResult {
+                        count: UInt32, folder: FolderHandle, store: UInt64) -> CompactionResult {
         var result = CompactionResult()
         let byID = Dictionary(uniqueKeysWithValues: victims.map { ($0.id, $0) })
         do {
-            var output = try SegmentFile.create(id: first, in: directory, flags: SegmentFormat.compactionFlag, durable: false,
-                                                unpublished: true)
+            var output = try SegmentFile.create(id: first, in: folder, store: store, floor: first, flags: SegmentFormat.compactionFlag,
+                                                durable: false, unpublished: true)
             result.outputs.append(output)
             var buffer: [UInt8] = []
             for (key, record) in entries {
@@ -83,11 +84,11 @@ extension DiskStore {
                     result.damaged.append((key, record))
                     continue
                 }
-                if output.length + buffer.count + bytes.count > segmentLimit, output.id + 1 < first + count, !buffer.isEmpty || output.length > SegmentFormat.headerLength {
+                if output.length + buffer.count + bytes.count > segmentLimit, output.id + 1 < first + count, !buffer.isEmpty || output.recordBytes > 0 {
                     try output.append(buffer)
                     buffer.removeAll(keepingCapacity: true)
-                    output = try SegmentFile.create(id: output.id + 1, in: directory, flags: SegmentFormat.compactionFlag,
-                                                    durable: false, unpublished: true)
+                    output = try SegmentFile.create(id: output.id + 1, in: folder, store: store, floor: first,
+                                                    flags: SegmentFormat.compactionFlag, durable: false, unpublished: true)
                     result.outputs.append(output)
                 }
                 // Offsets are 32-bit: an output that would pass 4 GiB (more live data than the ids
@@ -129,13 +130,16 @@ extension DiskStore {
         do {
             guard epoch == self.epoch else { throw CancellationError() }
             if let failure = result.failure { throw failure }
+            guard result.outputs.first?.folder === folder.handle else { throw CancellationError() }
             for output in result.outputs { try output.publish() }
-            try FileIO.syncDirectory(directory)
+            try folder.handle.sync()
         } catch {
-            for file in result.outputs { try? FileIO.remove(file.path) }
+            for file in result.outputs { file.remove() }
             return
         }
         for output in result.outputs { segments[output.id] = output }
+        // Published: the outputs supersede the inputs; segments started from now on say so too.
+        if let first = result.outputs.first { floor = max(floor, first.floor) }
         // Reads during the compaction were recorded against the originals' positions, which replay
         // no longer knows: such entries get an access record for their copy.
         var usedMeanwhile: [DiskRecord] = []
@@ -166,8 +170,8 @@ extension DiskStore {
             if withIndex({ $0.count }) >= Self.snapshotMinimum {
                 try writeSnapshot()
             } else {
-                try FileIO.remove(directory + "/" + StoreFolder.snapshotName)
-                try FileIO.syncDirectory(directory)
+                try folder.handle.remove(StoreFolder.snapshotName)
+                try folder.handle.sync()
             }
         } catch {
             // The inputs stay until a later compaction: an old snapshot may still name them.
@@ -175,7 +179,7 @@ extension DiskStore {
         }
         for victim in victims {
             segments[victim.id] = nil
-            try? FileIO.remove(victim.path)
+            victim.remove()
         }
     }
 }

@@ -15,39 +15,103 @@ extension DiskStore {
         }
         let files = try folder.files()
         if !readOnly {
-            for name in files.temporary { try? FileIO.remove(directory + "/" + name) }
+            for name in files.temporary { try? folder.handle.remove(name) }
         }
-        var snapshot = loadSnapshot()
-        if try !replay(files.segments, from: snapshot) {
+        let own = try ownSegments(files.segments)
+        var snapshot = loadSnapshot(segments: own)
+        if try !replay(own, from: snapshot) {
             // The snapshot did not match the segments: start again from the segments alone.
             recoveryIssues.append(.corrupted("the index snapshot did not match the segments; they were replayed whole"))
             snapshot = nil
             withIndex { $0 = LRUIndex() }
             totalSize = 0
-            try replay(files.segments, from: nil)
+            try replay(own, from: nil)
         }
         try finishOpening(valueFiles: files.values, snapshotSegment: snapshot?.segment)
         // Without a usable snapshot, a large store writes one when it closes, even if nothing changed.
         if snapshot == nil { changesSinceSnapshot = 1 }
     }
 
+    /// The segments that are this store's and current, oldest first, each opened (header read).
+    ///
+    /// A segment of another store (its header names another identity, or it has a version-2 header
+    /// where the store has none) is reported and left alone. A segment numbered below the floor of a
+    /// later one (merged by a compaction, emptied by a `removeAll`: a backup restored beside newer
+    /// files, or inputs a crash kept from being deleted) is superseded: reported, never replayed,
+    /// and removed by a writer. One without a valid header is reported and removed by a writer.
+    private func ownSegments(_ ids: [UInt32]) throws -> [SegmentFile] {
+        var opened: [SegmentFile] = []
+        for id in ids {
+            nextSegmentID = max(nextSegmentID, id &+ 1) // also past files that are not the store's: never reused
+            let name = SegmentFile.name(of: id)
+            let segment: SegmentFile?
+            do {
+                segment = try SegmentFile.open(id, in: folder.handle, writable: !readOnly, wholeFile: false)?.file
+            } catch where FileIO.isErrno(error, .ENOENT) {
+                continue // deleted since the listing (old segments a removeAll of this process deletes in the background)
+            }
+            guard let segment else {
+                // Both header copies damaged, or a crash right after the file was created: without
+                // its salt no record in it can be verified. A writer removes it (it is the store's).
+                recoveryIssues.append(.corrupted("segment \(name) has no valid header; its records were dropped"))
+                if !readOnly { try? folder.handle.remove(name) }
+                continue
+            }
+            opened.append(segment)
+        }
+        if folder.needsIdentity {
+            // The marker was damaged: the store is the one most of its segments name (the newest on a tie).
+            // Its version-2 segments, if it was upgraded from format 2, stay its own.
+            var counts: [UInt64: (count: Int, newest: UInt32)] = [:]
+            for segment in opened {
+                guard let store = segment.store else { continue }
+                counts[store, default: (0, 0)].count += 1
+                counts[store]?.newest = segment.id
+            }
+            let store = counts.max { ($0.value.count, $0.value.newest) < ($1.value.count, $1.value.newest) }?.key
+            let legacy = opened.filter { $0.store == nil }.map(\.id).max().map { $0 &+ 1 } ?? 0
+            try folder.adoptIdentity(store, legacyBelow: legacy)
+        }
+        var own: [SegmentFile] = []
+        for segment in opened {
+            let isOwn = segment.store.map { $0 == folder.storeID } ?? (segment.id < folder.legacyBelow || folder.needsLegacy)
+            if isOwn {
+                own.append(segment)
+            } else {
+                recoveryIssues.append(.corrupted("segment \(SegmentFile.name(of: segment.id)) belongs to another store; it was ignored and left alone"))
+            }
+        }
+        floor = own.map(\.floor).max() ?? 0
+        let superseded = own.filter { $0.id < floor }
+        for segment in superseded {
+            recoveryIssues.append(.corrupted("segment \(SegmentFile.name(of: segment.id)) is superseded (merged by a compaction or emptied by removeAll); it was ignored\(readOnly ? "" : " and removed")"))
+            if !readOnly { segment.remove() }
+        }
+        return own.filter { $0.id >= floor }
+    }
+
     /// Loads the snapshot into the index; returns its position, or nil (and an empty index) if there
     /// is none or it is damaged.
-    private func loadSnapshot() -> IndexSnapshot.Position? {
+    private func loadSnapshot(segments: [SegmentFile]) -> IndexSnapshot.Position? {
         let path = directory + "/" + StoreFolder.snapshotName
         guard let bytes = try? FileIO.readWholeFile(path) else { return nil }
         var position: IndexSnapshot.Position?
         var size = 0
+        // Every entry must name a segment the store has now: a snapshot restored from a backup, or
+        // one that names segments since merged away, is not trusted.
+        let current = Set(segments.map(\.id))
+        var namesCurrentSegments = true
         let intact = withIndex { index in
             IndexSnapshot.decode(bytes, begin: { start, count in
                 position = start
                 index.reserveCapacity(count)
             }, entry: { key, record in
+                if !current.contains(record.segment) { namesCurrentSegments = false }
                 index.set(key, record)
                 size += record.size
             })
         }
-        guard intact, let position else {
+        guard intact, namesCurrentSegments, let position else {
             withIndex { $0 = LRUIndex() }
             recoveryIssues.append(.corrupted("the index snapshot \(path) was damaged; the segments were replayed whole"))
             return nil
@@ -56,39 +120,31 @@ extension DiskStore {
         return position
     }
 
-    /// Replays `ids` in order over the index the snapshot at `snapshot` loaded (an empty index
+    /// Replays `own` in order over the index the snapshot at `snapshot` loaded (an empty index
     /// without one); false if the snapshot does not match the segments.
     @discardableResult
-    private func replay(_ ids: [UInt32], from snapshot: IndexSnapshot.Position?) throws -> Bool {
+    private func replay(_ own: [SegmentFile], from snapshot: IndexSnapshot.Position?) throws -> Bool {
         segments = [:]
-        if let snapshot, !ids.contains(snapshot.segment) { return false }
+        if let snapshot, !own.contains(where: { $0.id == snapshot.segment }) { return false }
         var replayer = Replayer()
-        for (number, id) in ids.enumerated() {
-            let covered = snapshot.map { id < $0.segment } ?? false
-            let path = directory + "/" + SegmentFile.name(of: id)
-            nextSegmentID = max(nextSegmentID, id &+ 1)
-            guard let (file, bytes) = try SegmentFile.open(path, writable: !readOnly, wholeFile: !covered), file.id == id else {
-                // Both header copies damaged, or a crash right after the file was created: without
-                // its salt no record in it can be verified. A writer removes it (it is the store's).
-                recoveryIssues.append(.corrupted("segment \(SegmentFile.name(of: id)) has no valid header; its records were dropped"))
-                if !readOnly { try? FileIO.remove(path) }
-                continue
-            }
+        for (number, file) in own.enumerated() {
+            let id = file.id
             segments[id] = file
-            var start = SegmentFormat.headerLength
-            if let position = snapshot {
-                if covered { continue } // its records are in the snapshot
-                if id == position.segment {
-                    guard file.salt == position.salt, bytes.count >= position.offset else { return false }
-                    start = position.offset
-                }
+            let covered = snapshot.map { id < $0.segment } ?? false
+            if covered { continue } // its records are in the snapshot
+            guard let bytes = try FileIO.readAll(file.fd, path: file.path) else { continue }
+            var start = file.recordsStart
+            if let position = snapshot, id == position.segment {
+                guard file.salt == position.salt, bytes.count >= position.offset else { return false }
+                start = position.offset
             }
+            file.length = bytes.count
             let scan = bytes.withUnsafeBytes { raw in
                 SegmentFormat.scan(raw, salt: file.salt, from: start) { record, offset, length in
                     withIndex { replayer.apply(record, segment: id, offset: offset, length: length, store: self, index: &$0) }
                 }
             }
-            let isLast = number == ids.count - 1
+            let isLast = number == own.count - 1
             for range in scan.damaged {
                 let torn = range.upperBound == bytes.count
                 recoveryIssues.append(.corrupted(torn
@@ -104,7 +160,7 @@ extension DiskStore {
         if !readOnly, let cleared = replayer.lastClearSegment {
             for (id, segment) in segments where id < cleared {
                 segments[id] = nil
-                try? FileIO.remove(segment.path)
+                segment.remove()
             }
         }
         return true
@@ -128,7 +184,7 @@ extension DiskStore {
         }
         earliestExpiry = earliest
         for segment in segments.values {
-            segment.deadBytes = max(0, segment.length - SegmentFormat.headerLength - liveBytes[segment.id, default: 0])
+            segment.deadBytes = max(0, segment.recordBytes - liveBytes[segment.id, default: 0])
         }
         values.raise(above: max(maxFile, valueFiles.max() ?? 0))
         guard !readOnly else { return }
@@ -139,7 +195,7 @@ extension DiskStore {
             for id in segments.keys.sorted() {
                 guard id < snapshotSegment, liveBytes[id] == nil, let segment = segments[id] else { break }
                 segments[id] = nil
-                try? FileIO.remove(segment.path)
+                segment.remove()
             }
         }
         // Value files no record names: written by a write that a crash cut short before its record.
@@ -152,29 +208,29 @@ extension DiskStore {
         }
     }
 
-    /// The store's folder was removed underneath: start over, empty, in a new folder.
-    func startOver() throws {
-        try FileIO.createDirectory(directory)
-        // Whatever now has the path may be a folder of the user's: never write into it. Files named
-        // as the store names its own may be there (a value file a write staged meanwhile).
-        let names = try FileIO.listDirectory(directory)
-        guard names.contains(StoreFolder.markerName) || names.allSatisfy({ name in
-            name == StoreFolder.lockName || name == ".DS_Store" || ValueFiles.id(ofName: name) != nil
-                || SegmentFile.id(ofName: name) != nil
-        }) else {
-            throw StorageError.notAStore(directory: directory)
-        }
-        try folder.relock()
-        try folder.writeMarker()
-        epoch += 1
+    /// The store's folder was removed underneath (and maybe made anew, by this process or another):
+    /// opens whatever stands at the path now, anew — creating a new, empty store if nothing does,
+    /// taking the lock, reading the marker and the identity, replaying its segments — as if the
+    /// store had just been opened. A folder of the user's, or a store another process has open, is
+    /// refused (``StorageError/notAStore(directory:)``, ``StorageError/inUse(directory:)``), and
+    /// nothing is written to it.
+    func reopen() throws {
+        let fresh = try StoreFolder(directory: directory, readOnly: false)
+        folder = fresh
+        values.handle = fresh.handle
+        epoch += 1 // a compaction under way is discarded
         invalidateMemory(nil) // before the index: see `sharedIndex`
         withIndex { $0.removeAll() }
         totalSize = 0
+        earliestExpiry = .infinity
         segments = [:]
         pendingAccesses.removeAll()
         active = nil
         nextSegmentID = 1
-        try roll()
+        floor = 0
+        recoveryIssues += fresh.issues
+        try open()
+        didReopen(fresh.handle.identity)
     }
 
     /// Writes the index as of now, so that the next open reads it instead of replaying every record.
@@ -184,10 +240,7 @@ extension DiskStore {
         guard let active else { return }
         let position = IndexSnapshot.Position(segment: active.id, salt: active.salt, offset: active.length)
         let bytes = withIndex { IndexSnapshot.encode($0, at: position) }
-        let path = directory + "/" + StoreFolder.snapshotName
-        try bytes.withUnsafeBytes { try FileIO.writeFile(path + ".tmp", Data($0), durable: true) }
-        try FileIO.rename(path + ".tmp", path)
-        try FileIO.syncDirectory(directory)
+        try bytes.withUnsafeBytes { try folder.handle.replaceFile(StoreFolder.snapshotName, Data($0), durable: true) }
         changesSinceSnapshot = 0
     }
 }

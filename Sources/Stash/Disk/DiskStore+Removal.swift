@@ -1,52 +1,95 @@
 import Foundation
 
 extension DiskStore {
-    /// Removes `key`'s value, if any; returns the group commit position a durable caller waits for.
+    /// Removes `key`'s value, if any; returns the group commit position a durable caller waits for,
+    /// and (for a durable removal) the value file to remove once it has.
     @discardableResult
-    func remove(_ key: String, durable: Bool = false) throws -> UInt64? {
+    func remove(_ key: String, durable: Bool = false) throws -> (position: UInt64?, files: [ValueFileRef]) {
         try checkWritable()
-        guard record(forKey: key) != nil else { return nil }
-        let end = try removeKeys([key], durable: durable)
+        guard record(forKey: key) != nil else { return (nil, []) }
+        let removed = try removeKeys([key], durable: durable)
         observers?.publish(.remove(keys: [key], reason: .removed))
-        return end
+        return removed
     }
 
-    /// Empties the store at once: a `clear` record starts a new segment, the index is swapped for an
-    /// empty one, and the old segments and value files are deleted off the queue (space is reclaimed
-    /// after the call returns; a crash meanwhile leaves files that the next open removes).
+    /// Empties the store at once: a new segment whose header supersedes every older one (its
+    /// `floor`), with a `clear` record; the index is swapped for an empty one, and the old segments
+    /// and value files are deleted off the queue (space is reclaimed after the call returns; a crash
+    /// meanwhile leaves files that the next open removes). When no new segment can be written (a
+    /// full disk), the old files are deleted first instead (``deleteEverything()``).
     func removeAll() throws {
         try checkWritable()
         try ensureActive()
-        let retired = Array(segments.values)
-        try roll()
-        try append { buffer, salt in SegmentFormat.appendClear(salt: salt, to: &buffer) }
-        // The clear record (and the new segment's name) must be on stable storage before old
-        // segments go: a power cut could otherwise keep a mix of old segments without it.
-        try active?.sync()
-        try FileIO.syncDirectory(directory)
+        let retired = segments.values.sorted { $0.id < $1.id }
+        do {
+            try roll(floor: nextSegmentID)
+        } catch where FileIO.isErrno(error, .ENOSPC) || FileIO.isErrno(error, .EDQUOT) {
+            let keys = observers?.hasObservers == true ? keys : []
+            try deleteEverything()
+            observers?.publish(.removeAll(keys: keys))
+            return
+        }
+        // From here the new segment's header supersedes the old ones: the store is empty, whatever fails.
+        var failure: (any Error)?
+        do {
+            try append { buffer, salt in SegmentFormat.appendClear(salt: salt, to: &buffer) }
+            // The new segment (and its name) must be on stable storage before old segments go.
+            try active?.sync()
+            try folder.handle.sync()
+        } catch {
+            failure = error
+        }
+        let oldIndex = emptyIndex()
+        // Listing a million keys takes a while: only for observers, who are told which keys went.
+        let keys = observers?.hasObservers == true ? oldIndex.keys : []
+        try? folder.handle.remove(StoreFolder.snapshotName) // it names the old segments
+        for segment in retired { segments[segment.id] = nil }
+        let folder = folder.handle // not the folder the store may have opened anew by then
+        let discarded = Discarded(oldIndex)
+        DispatchQueue.global(qos: .utility).async {
+            // Oldest first: should the new segment be lost (a power cut before it was flushed), what
+            // remains is a later part of the history, where each key has its newest value or none.
+            for segment in retired { segment.remove() }
+            // A million entries take a while to list and free: not on the caller's path.
+            for id in discarded.fileIDs() { try? folder.remove(ValueFiles.name(of: id)) }
+            discarded.release()
+        }
+        observers?.publish(.removeAll(keys: keys))
+        if let failure { throw failure }
+    }
+
+    /// Swaps the index for an empty one; returns the old one.
+    private func emptyIndex() -> LRUIndex<DiskRecord> {
         epoch += 1 // a compaction under way is discarded
         invalidateMemory(nil) // before the index: see `sharedIndex`
         let oldIndex = withIndex { index in
             defer { index = LRUIndex() }
             return index
         }
-        // Listing a million keys takes a while: only for observers, who are told which keys went.
-        let keys = observers?.hasObservers == true ? oldIndex.keys : []
         totalSize = 0
         earliestExpiry = .infinity
         changesSinceSnapshot += 1
-        try? FileIO.remove(directory + "/" + StoreFolder.snapshotName) // it names the old segments
-        for segment in retired { segments[segment.id] = nil }
-        let values = values
-        let paths = retired.map(\.path)
-        let discarded = Discarded(oldIndex)
-        DispatchQueue.global(qos: .utility).async {
-            for path in paths { try? FileIO.remove(path) }
-            // A million entries take a while to list and free: not on the caller's path.
-            for id in discarded.fileIDs() { values.remove(id) }
-            discarded.release()
+        pendingAccesses.removeAll()
+        return oldIndex
+    }
+
+    /// Empties the store by deleting its files, writing nothing first, so that it works on a full
+    /// disk: the snapshot, then the segments oldest first (what a crash partway leaves is a later
+    /// part of the history: each key has its newest value or none, never an older one), then the
+    /// value files; then a new segment, in the room just freed. If even that cannot be written, the
+    /// next write starts it.
+    func deleteEverything() throws {
+        let oldIndex = emptyIndex()
+        try? folder.handle.remove(StoreFolder.snapshotName)
+        for segment in segments.values.sorted(by: { $0.id < $1.id }) {
+            segment.remove()
+            segments[segment.id] = nil
         }
-        observers?.publish(.removeAll(keys: keys))
+        active = nil
+        try? groupCommit.switchFile(to: nil)
+        for record in oldIndex.entries { if let id = record.value.fileID { values.remove(id) } }
+        if durable { try folder.handle.sync() }
+        try? roll(floor: nextSegmentID)
     }
 
     /// Removes every value that expired at or before `now`; returns their keys.
@@ -111,12 +154,15 @@ extension DiskStore {
 
     /// Removes `keys` with one append of their tombstones, then from memory and the index (in one
     /// hold of its lock: a reader off the queue sees all of them removed or none), then deletes
-    /// their value files. Returns the group commit position after the tombstones.
+    /// their value files — at once, or, for a `durable` removal, once its tombstones are on stable
+    /// storage (returned to the caller, who waits for the group commit position returned). A store
+    /// emptied this way deletes its segments (``deleteEverything()``): a full disk is freed without
+    /// waiting for a compaction, which would need room to write.
     @discardableResult
-    func removeKeys(_ keys: [String], durable: Bool = false) throws -> UInt64? {
+    func removeKeys(_ keys: [String], durable: Bool = false) throws -> (position: UInt64?, files: [ValueFileRef]) {
         try ensureActive()
         let records = withIndex { index in keys.compactMap { key in index.peek(key).map { (key, $0) } } }
-        guard !records.isEmpty else { return nil }
+        guard !records.isEmpty else { return (nil, []) }
         var tombstoneBytes = 0
         let end = try append(durable: durable) { buffer, salt in
             var last = 0
@@ -128,17 +174,22 @@ extension DiskStore {
         }.end
         active?.deadBytes += tombstoneBytes
         invalidateMemory(keys) // before the index: see `sharedIndex`
-        withIndex { index in
+        let isEmpty = withIndex { index in
             for (key, _) in records {
                 if let old = index.remove(key) { forget(old) }
             }
+            return index.count == 0
         }
         changesSinceSnapshot += 1
-        for (_, record) in records {
-            if let id = record.fileID { values.remove(id) } // an orphan if this fails: the next open removes it
+        let files = records.compactMap { $0.1.fileID.map(values.ref) }
+        if isEmpty, segments.values.reduce(0, { $0 + $1.recordBytes }) >= Self.emptyStoreResetMinimum {
+            try? deleteEverything()
+        } else {
+            startCompactionIfNeeded()
         }
-        startCompactionIfNeeded()
-        return end
+        guard !durable else { return (end, files) }
+        for file in files { file.remove() } // an orphan if this fails: the next open removes it
+        return (end, [])
     }
 
     // MARK: Memory layers

@@ -21,9 +21,10 @@ extension DiskStore {
         if let damage { recoveryIssues.append(.corrupted("version-1 journal: \(damage); the records after it were dropped")) }
         // Leftovers of an upgrade a crash cut short.
         let leftovers = try folder.files()
-        for id in leftovers.segments { try FileIO.remove(directory + "/" + SegmentFile.name(of: id)) }
+        for id in leftovers.segments { try folder.handle.remove(SegmentFile.name(of: id)) }
         for id in leftovers.values { values.remove(id) }
-        let segment = try SegmentFile.create(id: 1, in: directory, durable: false)
+        let storeID = StoreFolder.newStoreID()
+        let segment = try SegmentFile.create(id: 1, in: folder.handle, store: storeID, durable: false)
         var lost = 0
         var buffer: [UInt8] = []
         for (key, info) in entries.entriesOldestFirst {
@@ -53,8 +54,8 @@ extension DiskStore {
         }
         try segment.append(buffer)
         try segment.sync()
-        try FileIO.syncDirectory(directory)
-        try folder.writeMarker()
+        try folder.handle.sync()
+        try folder.writeMarker(storeID: storeID)
         if lost > 0 {
             recoveryIssues.append(.corrupted("\(lost) values of the version-1 store were missing or damaged and were not carried over"))
         }
@@ -65,10 +66,10 @@ extension DiskStore {
     /// when a crash cut the upgrade short after the marker was written).
     func removeVersion1Files() throws {
         for name in try FileIO.listDirectory(directory) where Self.isVersion1FileName(name) {
-            try? FileIO.remove(directory + "/" + name)
+            try? folder.handle.remove(name)
         }
-        try? FileIO.remove(directory + "/journal.compacting")
-        try FileIO.remove(directory + "/" + StoreFolder.v1JournalName)
+        try? folder.handle.remove("journal.compacting")
+        try folder.handle.remove(StoreFolder.v1JournalName)
     }
 
     /// `<32 hex digits of the key's SHA-256>.<hex generation>`: a version-1 value file's name.

@@ -46,9 +46,14 @@ final class DiskStore {
     var recoveryIssues: [StorageError] = []
     let values: ValueFiles
     let groupCommit = GroupCommit()
+    /// Told the new folder's identity when the store opened its path anew (``reopen()``).
+    var didReopen: (FolderIdentity?) -> Void = { _ in }
     /// Runs work on the engine's queue later (compaction hands its results back through it).
     var schedule: @Sendable (@escaping @Sendable (DiskStore) -> Void) -> Void = { _ in }
-    let folder: StoreFolder
+    /// The folder: replaced when the store opens its path anew after the folder was removed (``reopen()``).
+    var folder: StoreFolder
+    /// Segments numbered below this are superseded (``SegmentFormat``'s `floor`); new segments carry it.
+    var floor: UInt32 = 0
     /// Every segment of the store by id; the active one is the highest.
     var segments: [UInt32: SegmentFile] = [:]
     /// Where records are appended; nil for a read-only store.
@@ -77,6 +82,8 @@ final class DiskStore {
     nonisolated(unsafe) static var compactionMinimum = 4 << 20
     /// A store with this many entries writes a snapshot when it closes (a smaller one replays fast).
     nonisolated(unsafe) static var snapshotMinimum = 20_000
+    /// A store emptied by removals deletes its segments once they hold this many bytes (``removeKeys(_:durable:)``).
+    static let emptyStoreResetMinimum = 64 << 10
     /// The longest key, in UTF-8 bytes.
     static let maxKeyLength = 1 << 20
 
@@ -84,14 +91,15 @@ final class DiskStore {
         self.directory = directory
         self.readOnly = readOnly
         self.durable = durable
-        values = ValueFiles(directory: directory)
         folder = try StoreFolder(directory: directory, readOnly: readOnly)
+        values = ValueFiles(folder: folder.handle)
         recoveryIssues += folder.issues
         try open()
     }
 
     /// Records pending accesses, writes a snapshot of a large store and closes the files.
     func close() {
+        defer { folder.handle.unlock() }
         guard !readOnly else { return }
         try? flushAccesses()
         if changesSinceSnapshot > 0, withIndex({ $0.count }) >= Self.snapshotMinimum { try? writeSnapshot() }
@@ -168,34 +176,43 @@ final class DiskStore {
         if readOnly { throw StorageError.readOnly(directory: directory) }
     }
 
+    /// What a committed write leaves to its caller, off the queue (``DiskEngine/write(_:_:expiry:now:config:onCommit:)``).
+    struct WriteOutcome {
+        /// The value's file (nil when packed).
+        var path: String?
+        /// The value file the write replaced: removed once the write is durable.
+        var replaced: ValueFileRef?
+        /// The group commit position a durable write waits for.
+        var syncPosition: UInt64?
+        /// Trimming to `maxSize` failed after the write was committed: the limit could not be held.
+        var trimError: (any Error)?
+    }
+
     /// Stores `data` for `key`, then trims to `maxSize`.
     /// - Parameter staged: The value file already written off the queue for this very write
-    ///   (``DiskEngine/stage(_:_:maxSize:durable:storesValuesAsFiles:)``), if any; this call ends it
-    ///   (names it in a record, or removes it).
-    /// - Returns: The value's file path (nil when packed), the value file the write replaced (to be
-    ///   removed off the queue), and the position a durable write waits for.
+    ///   (``DiskEngine/stage(_:_:config:)``), if any; this call ends it (names it in a record, or
+    ///   removes it).
     func write(_ key: String, _ data: Data, staged: StagedValue? = nil, expiry: Date, now: Date, maxSize: Int,
-               durable: Bool, storesValuesAsFiles: Bool = false) throws -> (path: String?, replaced: UInt64?, sync: UInt64?) {
+               durable: Bool, storesValuesAsFiles: Bool = false) throws -> WriteOutcome {
         var staged = staged
-        defer { if let staged { values.remove(staged.id) } } // not used: no record names it
+        defer { staged?.file.remove() } // not used: no record names it
         try checkWritable()
         try Self.validate(key: key, size: data.count, maxSize: maxSize)
         applyMemoryHits(now: now)
-        if try ensureActive(), let file = staged {
-            // The folder was made anew: a value file staged before that went with the old folder.
-            values.remove(file.id)
+        try ensureActive()
+        // Staged in a folder that is no longer the store's (removed and made anew meanwhile), or
+        // removed underneath: written again below, in the folder the store has now.
+        if let file = staged?.file, file.folder !== values.handle || !file.exists {
+            file.remove()
             staged = nil
-        }
-        if let file = staged, !FileManager.default.fileExists(atPath: values.path(of: file.id)) {
-            staged = nil // removed underneath meanwhile: written again below
         }
         // The previous bytes only for key observers (`KeyChange.edit(before:after:)`).
         let previousData = observers?.hasKeyObservers(key) == true ? record(forKey: key).flatMap { try? load(key, $0) } : nil
         let value: StoredValue
         if Self.needsFile(size: data.count, storesValuesAsFiles: storesValuesAsFiles) {
-            let file = try staged ?? StagedValue(values.write(data, durable: durable), size: data.count)
+            let file = try staged ?? StagedValue(values.write(data, durable: durable), folder: values.handle, size: data.count)
             staged = nil
-            value = .file(id: file.id, size: data.count, hash: file.hash)
+            value = .file(id: file.file.id, size: data.count, hash: file.hash)
         } else {
             value = .inline(size: data.count)
         }
@@ -222,19 +239,15 @@ final class DiskStore {
         earliestExpiry = min(earliestExpiry, expiry)
         changesSinceSnapshot += 1
         observers?.publish(.set(key: key, value: data, previous: previousData))
-        let replaced = previous?.fileID
-        // The write is committed: a failing trim still throws (the limit could not be held),
-        // a failing compaction does not (it is only housekeeping; a later write retries it).
+        var outcome = WriteOutcome(path: filePath(of: record), replaced: previous?.fileID.map(values.ref),
+                                   syncPosition: durable ? location.end : nil)
+        // The write is committed: a failing trim is reported (the limit could not be held), a
+        // failing compaction is not (it is only housekeeping; a later write retries it).
         if maxSize > 0, totalSize > maxSize {
-            do {
-                try trim(toSize: maxSize, now: now)
-            } catch {
-                if let replaced { values.remove(replaced) }
-                throw error
-            }
+            do { try trim(toSize: maxSize, now: now) } catch { outcome.trimError = error }
         }
         startCompactionIfNeeded()
-        return (filePath(of: record), replaced, durable ? location.end : nil)
+        return outcome
     }
 
     /// Appends pending access records and the records `encode` writes (with the active segment's
@@ -279,30 +292,29 @@ final class DiskStore {
         segments[old.segment]?.deadBytes += Int(old.length)
     }
 
-    /// Makes sure records can be appended. The folder may have been removed underneath: then the
-    /// store starts over, empty, in a new folder. If only the active segment was deleted, a new one
-    /// is started and the entries it held fail their reads (``StorageError/corrupted(_:)``).
-    /// - Returns: Whether the store started over (files written for it before are gone).
+    /// Makes sure records can be appended. The folder may have been removed underneath, and maybe
+    /// made anew by this or another process: then the store opens whatever stands at its path now,
+    /// anew (``reopen()``), and never writes into it otherwise. If only the active segment was
+    /// deleted, a new one is started and the entries it held fail their reads (``StorageError/corrupted(_:)``).
+    /// - Returns: Whether the store was opened anew (files written for it before are gone).
     @discardableResult
     func ensureActive() throws -> Bool {
         try checkWritable()
-        guard let active else {
-            try startOver()
+        if let active, !active.isDetached { return false }
+        guard !folder.handle.isRemoved, folder.handle.isAtPath else {
+            try reopen()
             return true
         }
-        guard active.isDetached else { return false }
-        if FileManager.default.fileExists(atPath: directory + "/" + StoreFolder.markerName) {
-            segments[active.id] = nil
-            try roll()
-            return false
-        }
-        try startOver()
-        return true
+        if let active { segments[active.id] = nil }
+        try roll()
+        return false
     }
 
     /// Seals the active segment and starts a new one.
-    func roll() throws {
-        let next = try SegmentFile.create(id: nextSegmentID, in: directory, durable: durable)
+    func roll(floor newFloor: UInt32? = nil) throws {
+        let next = try SegmentFile.create(id: nextSegmentID, in: folder.handle, store: folder.storeID, floor: newFloor ?? floor,
+                                          durable: durable)
+        if let newFloor { floor = newFloor }
         try groupCommit.switchFile(to: next)
         nextSegmentID += 1
         segments[next.id] = next
@@ -312,11 +324,12 @@ final class DiskStore {
 
 /// A value file written off the queue, before the record that will name it.
 struct StagedValue: Sendable {
-    var id: UInt64
+    var file: ValueFileRef
     var hash: UInt64
     var size: Int
 
-    init(_ file: (id: UInt64, hash: UInt64), size: Int) {
-        (id, hash, self.size) = (file.id, file.hash, size)
+    init(_ written: (id: UInt64, hash: UInt64), folder: FolderHandle, size: Int) {
+        file = ValueFileRef(folder: folder, id: written.id)
+        (hash, self.size) = (written.hash, size)
     }
 }

@@ -25,9 +25,9 @@ enum FileIO {
 
     /// Opens a file of the store. Never follows a symbolic link: a link planted in the folder must
     /// not make the store read or write a file outside it.
-    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
+    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644, followLinks: Bool = false) throws -> Int32 {
         while true {
-            let fd = path.withCString { systemOpen($0, flags | O_CLOEXEC | O_NOFOLLOW, mode) }
+            let fd = path.withCString { systemOpen($0, flags | O_CLOEXEC | (followLinks ? 0 : O_NOFOLLOW), mode) }
             if fd >= 0 { return fd }
             if errno != EINTR { throw error("open", path) }
         }
@@ -117,7 +117,7 @@ enum FileIO {
         }
         do {
             try data.withUnsafeBytes { try writeAll(fd, $0, path: path) }
-            if durable, fsync(fd) != 0 { throw error("fsync", path) }
+            if durable { try flush(fd, path: path) }
         } catch {
             close(fd)
             unlink(path)
@@ -133,9 +133,18 @@ enum FileIO {
     /// The whole content of the file at `path`, checked to be `expectedSize` bytes.
     /// - Throws: ``StorageError/corrupted(_:)`` for a link, a non-regular file or a wrong size.
     static func readFile(_ path: String, expectedSize: Int) throws -> Data {
+        try readFile(path, expectedSize: expectedSize) { try open(path, $0) }
+    }
+
+    /// ``readFile(_:expectedSize:)`` of the file `name` in `folder`.
+    static func readFile(_ name: String, in folder: FolderHandle, expectedSize: Int) throws -> Data {
+        try readFile(folder.filePath(name), expectedSize: expectedSize) { try folder.open(name, $0) }
+    }
+
+    private static func readFile(_ path: String, expectedSize: Int, opening: (Int32) throws -> Int32) throws -> Data {
         let fd: Int32
         do {
-            fd = try open(path, O_RDONLY | O_NONBLOCK) // a FIFO planted here must not block the store
+            fd = try opening(O_RDONLY | O_NONBLOCK) // a FIFO planted here must not block the store
         } catch where isErrno(error, .ELOOP) {
             throw StorageError.corrupted("\(path) is a symbolic link, not a value file")
         }
@@ -212,6 +221,11 @@ enum FileIO {
         return info
     }
 
+    /// Flushes the open file `fd` to stable storage: the one place a file's bytes are made durable.
+    static func flush(_ fd: Int32, path: String) throws {
+        if fsync(fd) != 0 { throw error("fsync", path) }
+    }
+
     /// Whether the file open at `fd` has been unlinked (its folder removed underneath, say).
     static func isUnlinked(_ fd: Int32) -> Bool {
         var info = stat()
@@ -241,11 +255,22 @@ enum FileIO {
     }
 
     /// Creates `path` and its parents if missing.
+    /// - Throws: The POSIX cause (`EEXIST` when a file that is no folder has the path, `ENOTDIR`, `EACCES`, …).
     static func createDirectory(_ path: String) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw StorageError.io(operation: "mkdir", path: path, underlying: error)
+        if mkdir(path, 0o755) == 0 { return }
+        switch errno {
+        case EEXIST:
+            var info = stat()
+            if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return }
+            throw error("mkdir", path, code: EEXIST)
+        case ENOENT:
+            let parent = (path as NSString).deletingLastPathComponent
+            guard !parent.isEmpty, parent != path else { throw error("mkdir", path) }
+            try createDirectory(parent)
+            if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
+            throw error("mkdir", path)
+        default:
+            throw error("mkdir", path)
         }
     }
 

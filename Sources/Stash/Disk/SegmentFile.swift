@@ -16,6 +16,14 @@ final class SegmentFile: @unchecked Sendable {
     let id: UInt32
     let salt: UInt64
     let flags: UInt32
+    /// The identity of the store that wrote it (nil: a version-2 segment, which carries none).
+    let store: UInt64?
+    /// Every segment numbered below this one is superseded by it (0: none).
+    let floor: UInt32
+    /// Where its records start (the header's length).
+    let recordsStart: Int
+    /// The folder it is in: renames go through it, never through a path.
+    let folder: FolderHandle
     private(set) var path: String
     let fd: Int32
     /// Where the next record goes (the valid length of the file).
@@ -23,9 +31,13 @@ final class SegmentFile: @unchecked Sendable {
     /// Bytes of records that no longer matter (overwritten, removed, access records).
     var deadBytes = 0
 
-    private init(id: UInt32, salt: UInt64, flags: UInt32, path: String, fd: Int32, length: Int) {
-        (self.id, self.salt, self.flags, self.path, self.fd, self.length) = (id, salt, flags, path, fd, length)
+    private init(header: SegmentFormat.Header, folder: FolderHandle, name: String, fd: Int32, length: Int) {
+        (id, salt, flags, store, floor, recordsStart) = (header.id, header.salt, header.flags, header.store, header.floor, header.length)
+        (self.folder, self.path, self.fd, self.length) = (folder, folder.filePath(name), fd, length)
     }
+
+    /// The bytes of its records, live and dead.
+    var recordBytes: Int { length - recordsStart }
 
     deinit {
         close(fd)
@@ -49,31 +61,34 @@ final class SegmentFile: @unchecked Sendable {
     /// or a store closed meanwhile, leaves a file that no replay reads and the next open removes.
     static let unpublishedSuffix = ".compacting"
 
-    /// Creates segment `id` in `directory` (which must not have it yet) and writes its header; with
-    /// `unpublished`, under a name replay ignores until ``publish()``.
-    static func create(id: UInt32, in directory: String, flags: UInt32 = 0, durable: Bool, unpublished: Bool = false) throws -> SegmentFile {
-        let path = directory + "/" + name(of: id) + (unpublished ? unpublishedSuffix : "")
-        let salt = UInt64.random(in: 1...UInt64.max)
-        let fd = try FileIO.open(path, O_RDWR | O_CREAT | O_EXCL)
-        let file = SegmentFile(id: id, salt: salt, flags: flags, path: path, fd: fd, length: 0)
+    /// Creates segment `id` of store `store` in `folder` (which must not have it yet) and writes its
+    /// header; with `unpublished`, under a name replay ignores until ``publish()``.
+    static func create(id: UInt32, in folder: FolderHandle, store: UInt64, floor: UInt32 = 0, flags: UInt32 = 0,
+                       durable: Bool, unpublished: Bool = false) throws -> SegmentFile {
+        let name = name(of: id) + (unpublished ? unpublishedSuffix : "")
+        let header = SegmentFormat.Header(id: id, salt: UInt64.random(in: 1...UInt64.max), flags: flags, store: store, floor: floor)
+        let fd = try folder.open(name, O_RDWR | O_CREAT | O_EXCL)
+        let file = SegmentFile(header: header, folder: folder, name: name, fd: fd, length: 0)
         do {
-            try file.append(SegmentFormat.header(id: UInt64(id), salt: salt, flags: flags))
+            try file.append(SegmentFormat.header(header))
             if durable { try file.sync() }
             // The new name must be on stable storage before a durable record in it counts as written.
-            if durable { try FileIO.syncDirectory(directory) }
+            if durable { try folder.sync() }
         } catch {
-            unlink(path)
+            try? folder.remove(name)
             throw error
         }
         return file
     }
 
-    /// Opens an existing segment and reads it (whole, or only its header when `wholeFile` is false:
-    /// then the bytes returned are the header alone); nil if it has no valid segment header.
-    static func open(_ path: String, writable: Bool, wholeFile: Bool = true) throws -> (file: SegmentFile, bytes: [UInt8])? {
+    /// Opens segment `id` of `folder` and reads it (whole, or only its header when `wholeFile` is
+    /// false: then the bytes returned are the header alone); nil if it has no valid segment header.
+    static func open(_ id: UInt32, in folder: FolderHandle, writable: Bool, wholeFile: Bool = true) throws -> (file: SegmentFile, bytes: [UInt8])? {
+        let name = name(of: id)
+        let path = folder.filePath(name)
         // Non-blocking: a FIFO planted in a segment's place must not block the open (for reading it
         // would wait for a writer); anything but a regular file is then no segment.
-        let fd = try FileIO.open(path, (writable ? O_RDWR : O_RDONLY) | O_NONBLOCK)
+        let fd = try folder.open(name, (writable ? O_RDWR : O_RDONLY) | O_NONBLOCK)
         do {
             var info = stat()
             guard fstat(fd, &info) == 0 else { throw FileIO.error("fstat", path) }
@@ -88,12 +103,12 @@ final class SegmentFile: @unchecked Sendable {
                 bytes = try FileIO.read(fd, at: 0, count: SegmentFormat.headerLength, path: path)
             }
             let header = bytes.flatMap { bytes in bytes.withUnsafeBytes { SegmentFormat.parseHeader($0) } }
-            guard let bytes, let header, header.id <= UInt64(UInt32.max) else {
+            guard let bytes, let header, header.id == id else {
                 close(fd)
                 return nil
             }
             let length = wholeFile ? bytes.count : Int(info.st_size)
-            return (SegmentFile(id: UInt32(header.id), salt: header.salt, flags: header.flags, path: path, fd: fd, length: length), bytes)
+            return (SegmentFile(header: header, folder: folder, name: name, fd: fd, length: length), bytes)
         } catch {
             close(fd)
             throw error
@@ -118,9 +133,8 @@ final class SegmentFile: @unchecked Sendable {
     /// Gives an unpublished compaction output its segment name (the caller then flushes the folder).
     func publish() throws {
         guard path.hasSuffix(Self.unpublishedSuffix) else { return }
-        let published = String(path.dropLast(Self.unpublishedSuffix.count))
-        try FileIO.rename(path, published)
-        path = published
+        try folder.rename(Self.name(of: id) + Self.unpublishedSuffix, Self.name(of: id))
+        path = folder.filePath(Self.name(of: id))
     }
 
     /// Cuts the file to `newLength` (a torn or damaged tail found at open).
@@ -130,7 +144,7 @@ final class SegmentFile: @unchecked Sendable {
     }
 
     func sync() throws {
-        if fsync(fd) != 0 { throw FileIO.error("fsync", path) }
+        try FileIO.flush(fd, path: path)
     }
 
     /// The `length` bytes at `offset` (fewer at the end of the file).
@@ -151,4 +165,9 @@ final class SegmentFile: @unchecked Sendable {
 
     /// Whether the file was unlinked underneath (its folder removed, maybe made anew).
     var isDetached: Bool { FileIO.isUnlinked(fd) }
+
+    /// Removes the file from its folder (through the folder, never by path).
+    func remove() {
+        try? folder.remove((path as NSString).lastPathComponent)
+    }
 }

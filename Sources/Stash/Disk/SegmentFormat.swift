@@ -39,9 +39,16 @@ enum SegmentRecord: Equatable {
 
 /// The segment files' binary format (see Docs/Architecture.md, "Disk format").
 ///
-/// A segment starts with a 64-byte header: two identical 32-byte copies of
-/// `magic "STASHSG2" | id u64 | salt u64 | flags u32 | checksum u32` (one flipped byte leaves the
-/// other copy). Records follow, each `checksum u32 | body length u32 | body`, where the checksum is
+/// A segment starts with an 80-byte header: two identical 40-byte copies of
+/// `magic "STASHSG3" | id u32 | floor u32 | salt u64 | store u64 | flags u32 | checksum u32` (one
+/// flipped byte leaves the other copy), where `store` is the identity of the store that wrote it (its
+/// marker's `id`), and `floor` says that every segment of the store numbered below it is superseded
+/// (merged into this one by a compaction, or emptied by a `removeAll`) and must not be replayed.
+/// Version-2 segments, of stores upgraded from format 2, have a 64-byte header of two 32-byte copies
+/// of `magic "STASHSG2" | id u64 | salt u64 | flags u32 | checksum u32` and no identity.
+/// The checksum is the low 32 bits of XXH64 of the bytes before it in the copy.
+///
+/// Records follow, each `checksum u32 | body length u32 | body`, where the checksum is
 /// the low 32 bits of XXH64(length and body, seed: the segment's salt). A record copied into a value
 /// from elsewhere (another segment, a hostile value) so never verifies here, and replay can resync
 /// after damage by looking for the next position where a record verifies.
@@ -52,9 +59,13 @@ enum SegmentRecord: Equatable {
 /// - remove (3): `key`; clear (4): nothing; access (5): `segment u32 | offset u32 | time f64`.
 /// All integers and floats are little-endian; keys are UTF-8.
 enum SegmentFormat {
-    static let magic = Array("STASHSG2".utf8)
-    static let headerLength = 64
-    private static let headerCopyLength = 32
+    static let magic = Array("STASHSG3".utf8)
+    static let version2Magic = Array("STASHSG2".utf8)
+    /// The length of a (version-3) segment header; records start here.
+    static let headerLength = 80
+    private static let headerCopyLength = 40
+    static let version2HeaderLength = 64
+    private static let version2CopyLength = 32
     static let recordHeaderLength = 8
     /// No record is longer: keys are at most 1 MiB, and values of ``ValueFiles/threshold`` or more go
     /// to files of their own. Also what bounds the work of a resync after damage: a candidate
@@ -64,29 +75,55 @@ enum SegmentFormat {
     /// never sees an unfinished one, which keeps its temporary name until the compaction commits).
     static let compactionFlag: UInt32 = 1
 
+    /// What a segment's header says.
+    struct Header: Equatable {
+        var id: UInt32
+        var salt: UInt64
+        var flags: UInt32
+        /// The identity of the store that wrote it; nil for a version-2 header.
+        var store: UInt64?
+        /// Every segment numbered below this one is superseded (0: none).
+        var floor: UInt32
+        /// Where its records start.
+        var length: Int { store == nil ? version2HeaderLength : headerLength }
+    }
+
     private enum Kind: UInt8 { case setInline = 1, setFile = 2, remove = 3, clear = 4, access = 5 }
     private static let hasExpiry: UInt8 = 0x10
 
     // MARK: Header
 
-    static func header(id: UInt64, salt: UInt64, flags: UInt32) -> [UInt8] {
+    static func header(_ header: Header) -> [UInt8] {
         var copy: [UInt8] = magic
-        appendInteger(id, to: &copy)
-        appendInteger(salt, to: &copy)
-        appendInteger(flags, to: &copy)
+        appendInteger(header.id, to: &copy)
+        appendInteger(header.floor, to: &copy)
+        appendInteger(header.salt, to: &copy)
+        appendInteger(header.store ?? 0, to: &copy)
+        appendInteger(header.flags, to: &copy)
         appendInteger(UInt32(truncatingIfNeeded: XXH64.hash(copy)), to: &copy)
         return copy + copy
     }
 
-    /// The id, salt and flags of a segment, from whichever header copy is intact; nil if neither is.
-    static func parseHeader(_ bytes: UnsafeRawBufferPointer) -> (id: UInt64, salt: UInt64, flags: UInt32)? {
+    /// The header of a segment, from whichever copy is intact (version 3, or version 2); nil if
+    /// neither is.
+    static func parseHeader(_ bytes: UnsafeRawBufferPointer) -> Header? {
         for start in [0, headerCopyLength] where bytes.count >= start + headerCopyLength {
             let copy = UnsafeRawBufferPointer(rebasing: bytes[start..<(start + headerCopyLength)])
-            guard copy.prefix(8).elementsEqual(magic),
-                  UInt32(truncatingIfNeeded: XXH64.hash(UnsafeRawBufferPointer(rebasing: copy[0..<28]))) == load(copy, 28) else { continue }
-            return (load(copy, 8), load(copy, 16), load(copy, 24))
+            guard copy.prefix(8).elementsEqual(magic), isChecked(copy) else { continue }
+            return Header(id: load(copy, 8), salt: load(copy, 16), flags: load(copy, 32), store: load(copy, 24), floor: load(copy, 12))
+        }
+        for start in [0, version2CopyLength] where bytes.count >= start + version2CopyLength {
+            let copy = UnsafeRawBufferPointer(rebasing: bytes[start..<(start + version2CopyLength)])
+            guard copy.prefix(8).elementsEqual(version2Magic), isChecked(copy), (load(copy, 8) as UInt64) <= UInt64(UInt32.max) else { continue }
+            return Header(id: UInt32(load(copy, 8) as UInt64), salt: load(copy, 16), flags: load(copy, 24), store: nil, floor: 0)
         }
         return nil
+    }
+
+    /// Whether the last 4 bytes of a header copy are the checksum of the bytes before them.
+    private static func isChecked(_ copy: UnsafeRawBufferPointer) -> Bool {
+        let end = copy.count - 4
+        return UInt32(truncatingIfNeeded: XXH64.hash(UnsafeRawBufferPointer(rebasing: copy[0..<end]))) == load(copy, end)
     }
 
     // MARK: Encoding

@@ -7,14 +7,22 @@ import Glibc
 import Musl
 #endif
 
-/// The folder of a store: the marker file that makes it one, the lock that keeps other processes
-/// out, and the names of the files that are the store's.
+/// The folder of a store: the marker file that makes it one and says which store it is, the lock
+/// that keeps other processes out, and the names of the files that are the store's.
 ///
-/// Stash deletes or rewrites only files it created, in a folder it marked (DESIGN item 13): a
+/// Stash deletes or rewrites only files it created, in a folder it marked (Contract item 13): a
 /// non-empty folder without the marker is refused before anything is created in it.
+///
+/// The marker (`stash-store`) reads `Stash store, format 3`, then `id <16 hex digits>`: the store's
+/// identity, a random number every segment of the store repeats in its header, so that a segment
+/// copied in from another store is recognised as foreign. A store upgraded from format 2 adds
+/// `legacy <8 hex digits>`: its segments below that number have version-2 headers, which carry no
+/// identity, and are still its own.
 final class StoreFolder {
     static let markerName = "stash-store"
-    static let markerText = "Stash store, format 2\n"
+    static let format = 3
+    /// The lock file of format 2, which locked a file in the folder (the folder itself is locked
+    /// now); a leftover one is left alone.
     static let lockName = "lock"
     static let snapshotName = "index.snapshot"
     /// The journal of a version-1 store (upgraded on open).
@@ -24,7 +32,8 @@ final class StoreFolder {
     enum Kind {
         /// Nothing (a new store), or a folder the caller may not create in.
         case new
-        case v2
+        /// A store of format 2 or 3 (a format-2 marker is rewritten by a writer).
+        case segments
         /// A store written by Stash's first disk format.
         case v1
     }
@@ -32,9 +41,14 @@ final class StoreFolder {
     let directory: String
     let readOnly: Bool
     let kind: Kind
+    /// The open folder: files are created, renamed and removed through it, and it holds the lock.
+    let handle: FolderHandle
+    /// The store's identity (0 for a format-2 store opened read-only, whose segments carry none).
+    private(set) var storeID: UInt64 = 0
+    /// Segments below this number may have version-2 headers (a store upgraded from format 2).
+    private(set) var legacyBelow: UInt32 = 0
     /// What was wrong with the marker, if anything.
     private(set) var issues: [StorageError] = []
-    private var lockFD: Int32 = -1
 
     /// Opens the folder at `directory` (creating it unless `readOnly`), checks that it is a store and
     /// takes its lock: exclusive for a writer, shared for a reader.
@@ -45,31 +59,31 @@ final class StoreFolder {
         self.directory = directory
         self.readOnly = readOnly
         if !readOnly { try FileIO.createDirectory(directory) }
+        handle = try FolderHandle(path: directory)
+        try Self.lock(handle, exclusive: !readOnly)
+        // Listed once locked, through the locked folder's own path: another writer cannot change it now.
+        guard handle.isAtPath else { throw FileIO.error("open", directory, code: ENOENT) }
         let names = try FileIO.listDirectory(directory)
         if names.contains(Self.markerName) {
-            kind = .v2
+            kind = .segments
         } else if names.contains(Self.v1JournalName), Self.isV1Journal(directory + "/" + Self.v1JournalName) {
             kind = .v1
-        } else if names.allSatisfy({ $0 == Self.lockName || $0 == ".DS_Store" || $0.hasPrefix(Self.markerName + ".") }) {
+        } else if names.allSatisfy({ Self.isLeftoverOfNewStore($0) }) {
             kind = .new
         } else {
             throw StorageError.notAStore(directory: directory)
         }
-        try lock()
-        if kind == .v2 { try checkMarker() }
-        if kind == .new, !readOnly { try writeMarker() }
+        if kind == .segments { try readMarker(names: names) }
+        if kind == .new, !readOnly { try writeMarker(storeID: Self.newStoreID()) }
     }
 
-    deinit {
-        if lockFD >= 0 { close(lockFD) } // closing releases the lock
+    /// Names a folder may hold and still count as empty: a format-2 lock file, a Finder file, a
+    /// marker being written.
+    static func isLeftoverOfNewStore(_ name: String) -> Bool {
+        name == lockName || name == ".DS_Store" || name.hasPrefix(markerName + ".")
     }
 
-    /// Takes the lock again on a new `lock` file: the folder was removed underneath and made anew.
-    func relock() throws {
-        if lockFD >= 0 { close(lockFD) }
-        lockFD = -1
-        try lock()
-    }
+    static func newStoreID() -> UInt64 { UInt64.random(in: 1...UInt64.max) }
 
     /// Whether `path` starts with the version-1 journal's magic.
     static func isV1Journal(_ path: String) -> Bool {
@@ -77,50 +91,86 @@ final class StoreFolder {
         return bytes.starts(with: JournalFormat.magic)
     }
 
-    /// Marks the folder as a store (written under a temporary name, then renamed).
-    func writeMarker() throws {
-        let temporary = directory + "/" + Self.markerName + ".tmp"
-        try FileIO.writeFile(temporary, Data(Self.markerText.utf8), durable: true)
-        try FileIO.rename(temporary, directory + "/" + Self.markerName)
-        try FileIO.syncDirectory(directory)
+    /// The marker's text for a store.
+    static func markerText(storeID: UInt64, legacyBelow: UInt32 = 0) -> String {
+        var text = "Stash store, format \(format)\nid \(hex(storeID, digits: 16))\n"
+        if legacyBelow > 0 { text += "legacy \(hex(UInt64(legacyBelow), digits: 8))\n" }
+        return text
     }
 
-    /// A marker of a later format is refused; a damaged one is reported (and rewritten by a writer):
-    /// the marker says "this folder is a store", and its presence alone says that.
-    private func checkMarker() throws {
+    /// Marks the folder as store `storeID` (written under a temporary name, then renamed, flushed).
+    func writeMarker(storeID: UInt64, legacyBelow: UInt32 = 0) throws {
+        let text = Self.markerText(storeID: storeID, legacyBelow: legacyBelow)
+        try handle.replaceFile(Self.markerName, Data(text.utf8), durable: true)
+        self.storeID = storeID
+        self.legacyBelow = legacyBelow
+    }
+
+    /// Reads the store's identity. A marker of a later format is refused; one of format 2 (no
+    /// identity) is upgraded by a writer; a damaged one is reported, and a writer rewrites it with
+    /// the identity its segments carry (``adoptIdentity(_:)``): the marker's presence alone says
+    /// "this folder is a store".
+    private func readMarker(names: [String]) throws {
         let path = directory + "/" + Self.markerName
-        let text = (try? FileIO.readWholeFile(path)).flatMap { $0.map { String(decoding: $0, as: UTF8.self) } }
-        if text == Self.markerText { return }
+        let text = (try? FileIO.readWholeFile(path)).flatMap { $0.map { String(decoding: $0, as: UTF8.self) } } ?? ""
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         let prefix = "Stash store, format "
-        if let text, text.hasPrefix(prefix), let format = Int(text.dropFirst(prefix.count).prefix { $0.isNumber }), format > 2 {
-            throw StorageError.unsupportedFormat(directory: directory, format: format)
+        if let first = lines.first, first.hasPrefix(prefix), let format = Int(first.dropFirst(prefix.count)) {
+            if format > Self.format { throw StorageError.unsupportedFormat(directory: directory, format: format) }
+            if format == 2, text == prefix + "2\n" {
+                // Every segment so far has a version-2 header: all of them stay the store's.
+                let below = names.compactMap(SegmentFile.id(ofName:)).max().map { $0 &+ 1 } ?? 1
+                legacyBelow = below
+                if !readOnly { try writeMarker(storeID: Self.newStoreID(), legacyBelow: below) }
+                return
+            }
+            if format == Self.format, let parsed = Self.parse(lines), text == Self.markerText(storeID: parsed.id, legacyBelow: parsed.legacy) {
+                (storeID, legacyBelow) = parsed
+                return
+            }
         }
         issues.append(.corrupted("the store marker \(path) was damaged\(readOnly ? "" : "; it was rewritten")"))
-        if !readOnly { try writeMarker() }
     }
 
-    /// Takes the lock on the `lock` file, or throws ``StorageError/inUse(directory:)``.
-    ///
-    /// A reader takes a shared lock on a file it opens for reading only, so another user, or a
-    /// read-only file system, can read a store; without a lock file it reads without one.
-    private func lock() throws {
-        let path = directory + "/" + Self.lockName
-        do {
-            // Non-blocking: a FIFO in the lock's place must not block the open.
-            lockFD = try FileIO.open(path, (readOnly ? O_RDONLY : (O_RDWR | O_CREAT)) | O_NONBLOCK)
-        } catch where readOnly && (FileIO.isErrno(error, .ENOENT) || FileIO.isErrno(error, .EACCES)) {
-            return
+    private static func parse(_ lines: [Substring]) -> (id: UInt64, legacy: UInt32)? {
+        guard lines.count >= 3, lines[1].hasPrefix("id "), let id = UInt64(lines[1].dropFirst(3), radix: 16), id != 0 else { return nil }
+        var legacy: UInt32 = 0
+        if lines.count >= 4, lines[2].hasPrefix("legacy ") {
+            guard let value = UInt32(lines[2].dropFirst(7), radix: 16) else { return nil }
+            legacy = value
         }
-        let operation = readOnly ? LOCK_SH : LOCK_EX
-        // A store of this process that is being closed may hold the lock for a moment longer.
+        return (id, legacy)
+    }
+
+    /// Whether the marker was unreadable, so that the identity must come from the segments.
+    var needsIdentity: Bool { storeID == 0 && !issues.isEmpty }
+
+    /// Whether version-2 segments count as the store's whatever their number: a format-2 store opened
+    /// read-only (its marker is not rewritten).
+    var needsLegacy: Bool { storeID == 0 && legacyBelow > 0 }
+
+    /// Takes `storeID` (the one the store's segments carry) as the store's identity after a damaged
+    /// marker; a writer rewrites the marker with it. With no segment to take it from, a new one.
+    /// Version-2 segments below `legacyBelow` stay the store's.
+    func adoptIdentity(_ storeID: UInt64?, legacyBelow: UInt32) throws {
+        let id = storeID ?? Self.newStoreID()
+        if readOnly {
+            (self.storeID, self.legacyBelow) = (id, legacyBelow)
+        } else {
+            try writeMarker(storeID: id, legacyBelow: legacyBelow)
+        }
+    }
+
+    /// Takes the folder's lock, or throws ``StorageError/inUse(directory:)``.
+    ///
+    /// A process that is just ending may hold the lock a moment longer; a storage of this process
+    /// that is being closed is waited for before this is called (``DiskEngine/open(_:readOnly:maxSize:durable:)``).
+    private static func lock(_ handle: FolderHandle, exclusive: Bool) throws {
         for attempt in 0..<50 {
-            if flock(lockFD, operation | LOCK_NB) == 0 { return }
-            guard errno == EWOULDBLOCK || errno == EINTR else { throw FileIO.error("flock", path) }
+            if try handle.tryLock(exclusive: exclusive) { return }
             if attempt < 49 { usleep(2_000) }
         }
-        close(lockFD)
-        lockFD = -1
-        throw StorageError.inUse(directory: directory)
+        throw StorageError.inUse(directory: handle.path)
     }
 
     /// The store's files by kind; names that are not the store's are left out (and left alone).
@@ -140,4 +190,9 @@ final class StoreFolder {
         result.segments.sort()
         return result
     }
+}
+
+func hex(_ value: UInt64, digits: Int) -> String {
+    let text = String(value, radix: 16)
+    return String(repeating: "0", count: max(0, digits - text.count)) + text
 }

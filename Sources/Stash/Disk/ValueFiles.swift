@@ -23,20 +23,26 @@ final class ValueFiles: Sendable {
     /// creating a file, which on ext4 costs 250–550 µs once deletions have freed inodes.
     static let threshold = 256 * 1024
 
-    let directory: String
+    /// The store's folder; replaced when the store opens its folder anew (``DiskStore/reopen()``).
+    private let folder: Locked<FolderHandle>
     private let nextID = Locked<UInt64>(1)
 
-    init(directory: String) {
-        self.directory = directory
+    init(folder: FolderHandle) {
+        self.folder = Locked(folder)
+    }
+
+    /// The folder files are written to now.
+    var handle: FolderHandle {
+        get { folder.withLock { $0 } }
+        set { folder.withLock { $0 = newValue } }
     }
 
     func path(of id: UInt64) -> String {
-        directory + "/" + Self.name(of: id)
+        handle.filePath(Self.name(of: id))
     }
 
     static func name(of id: UInt64) -> String {
-        let hex = String(id, radix: 16)
-        return String(repeating: "0", count: max(0, 16 - hex.count)) + hex + ".value"
+        hex(id, digits: 16) + ".value"
     }
 
     /// The number in a value file's name, or nil if `name` is no value file's.
@@ -61,35 +67,49 @@ final class ValueFiles: Sendable {
     }
 
     /// Writes `data` to a new value file (flushed with its folder if `durable`); returns its number and hash.
+    ///
+    /// Never overwrites or unlinks a file: a name that is taken (a file the store did not write) is
+    /// passed over for the next number. Written through the folder, so after the folder was removed
+    /// this fails rather than writing into whatever stands at its path now.
     func write(_ data: Data, durable: Bool) throws -> (id: UInt64, hash: UInt64) {
-        let id = allocate()
         let hash = XXH64.hash(data)
-        let path = path(of: id)
-        do {
-            try FileIO.writeFile(path, data, durable: durable)
-        } catch where FileIO.isErrno(error, .ENOENT) {
-            // The folder was removed underneath: make it again (the store notices and starts over).
-            try FileIO.createDirectory(directory)
-            try FileIO.writeFile(path, data, durable: durable)
-        }
-        if durable {
+        let folder = handle
+        while true {
+            let id = allocate()
+            let name = Self.name(of: id)
+            let fd: Int32
             do {
-                try FileIO.syncDirectory(directory)
+                fd = try folder.open(name, O_WRONLY | O_CREAT | O_EXCL)
+            } catch where FileIO.isErrno(error, .EEXIST) {
+                continue
+            }
+            do {
+                var written: (any Error)?
+                do {
+                    try data.withUnsafeBytes { try FileIO.writeAll(fd, $0, path: folder.filePath(name)) }
+                    if durable { try FileIO.flush(fd, path: folder.filePath(name)) }
+                } catch {
+                    written = error
+                }
+                if close(fd) != 0, written == nil { written = FileIO.error("close", folder.filePath(name)) }
+                if let written { throw written }
+                if durable { try folder.sync() }
             } catch {
-                unlink(path)
+                try? folder.remove(name)
                 throw error
             }
+            return (id, hash)
         }
-        return (id, hash)
     }
 
     /// The bytes of value file `id`, verified against its record.
     /// - Throws: ``StorageError/corrupted(_:)`` for a missing, short, long or altered file.
     func read(_ id: UInt64, size: Int, hash: UInt64) throws -> Data {
-        let path = path(of: id)
+        let folder = handle
+        let path = folder.filePath(Self.name(of: id))
         let data: Data
         do {
-            data = try FileIO.readFile(path, expectedSize: size)
+            data = try FileIO.readFile(Self.name(of: id), in: folder, expectedSize: size)
         } catch where FileIO.isErrno(error, .ENOENT) {
             throw StorageError.corrupted("the value file \(path) is missing")
         }
@@ -99,9 +119,31 @@ final class ValueFiles: Sendable {
         return data
     }
 
+    /// Value file `id` of the folder the store has now.
+    func ref(_ id: UInt64) -> ValueFileRef {
+        ValueFileRef(folder: handle, id: id)
+    }
+
     /// Removes value file `id`; false if it could not be (it is then an orphan for the next open).
     @discardableResult
     func remove(_ id: UInt64) -> Bool {
-        (try? FileIO.remove(path(of: id))) != nil
+        (try? handle.remove(Self.name(of: id))) != nil
+    }
+}
+
+/// A value file in the folder it was written to: removed through that folder, so a store that has
+/// opened its path anew meanwhile never removes a file of the same number in the new folder.
+struct ValueFileRef: Sendable {
+    let folder: FolderHandle
+    let id: UInt64
+
+    var exists: Bool {
+        guard let fd = try? folder.open(ValueFiles.name(of: id), O_RDONLY | O_NONBLOCK) else { return false }
+        close(fd)
+        return true
+    }
+
+    func remove() {
+        try? folder.remove(ValueFiles.name(of: id))
     }
 }

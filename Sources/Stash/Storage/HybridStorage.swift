@@ -93,20 +93,12 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         let expiryDate = try (expiry ?? config.expiry).checkedDate(from: now)
         try cache.config.validate() // the memory copy's limits and expiry (a plain value: checked here)
         let data = try diskStorage.transformer.encode(object)
-        // The value file is written here, in parallel with other threads; the queue only commits it.
-        let staged = engine.stage(key, data, maxSize: config.maxSize, durable: config.durable, storesValuesAsFiles: config.storesValuesAsFiles)
-        let (replaced, sync) = try engine.sync { store in
-            let (path, replaced, sync) = try store.write(key, data, staged: staged, expiry: expiryDate, now: now,
-                                                         maxSize: config.maxSize, durable: config.durable,
-                                                         storesValuesAsFiles: config.storesValuesAsFiles)
+        try engine.write(key, data, expiry: expiryDate, now: now, config: config) { store, path in
             // An already expired value may have been trimmed at once; memory never holds what disk lost.
             if store.record(forKey: key) != nil {
                 remember(object, forKey: key, cost: data.count, expiry: expiryDate, filePath: path)
             }
-            return (replaced, sync)
         }
-        engine.removeReplaced(replaced)
-        try engine.waitUntilDurable(sync)
     }
 
     public func removeObject(forKey key: String) throws {
