@@ -8,17 +8,18 @@ import Testing
 /// Serializes the tests that lower the engine's thresholds (static vars of ``DiskStore``).
 private let thresholdLock = NSLock()
 
-/// Runs `body` with ``DiskStore/compactionMinimum`` and ``DiskStore/snapshotMinimum`` lowered, then
+/// Runs `body` with ``DiskStore/compactionMinimum``, ``DiskStore/snapshotMinimum`` and ``DiskStore/segmentLimit`` lowered, then
 /// restores them. Tests that call this run one at a time; other tests running meanwhile only compact
 /// or write snapshots earlier, which they must survive anyway.
-func withEngineThresholds<Result>(compactionMinimum: Int? = nil, snapshotMinimum: Int? = nil,
+func withEngineThresholds<Result>(compactionMinimum: Int? = nil, snapshotMinimum: Int? = nil, segmentLimit: Int? = nil,
                                   _ body: () throws -> Result) rethrows -> Result {
     thresholdLock.lock()
-    let saved = (DiskStore.compactionMinimum, DiskStore.snapshotMinimum)
+    let saved = (DiskStore.compactionMinimum, DiskStore.snapshotMinimum, DiskStore.segmentLimit)
     if let compactionMinimum { DiskStore.compactionMinimum = compactionMinimum }
     if let snapshotMinimum { DiskStore.snapshotMinimum = snapshotMinimum }
+    if let segmentLimit { DiskStore.segmentLimit = segmentLimit }
     defer {
-        (DiskStore.compactionMinimum, DiskStore.snapshotMinimum) = saved
+        (DiskStore.compactionMinimum, DiskStore.snapshotMinimum, DiskStore.segmentLimit) = saved
         thresholdLock.unlock()
     }
     return try body()

@@ -136,6 +136,42 @@ struct FaultInjectionTests {
         }
     }
 
+    @Test("a cache that filled the disk is cleared through the API: removeAll, or removing every entry, frees the space at once",
+          .enabled(if: Host.canMount, "needs root and permission to mount a tmpfs"),
+          arguments: ["removeAll", "trim", "removeObject"])
+    func fullDiskCanBeCleared(how: String) throws {
+        let directory = TemporaryDirectory()
+        try withTmpfs(size: "2m", in: directory) { mountPoint in
+            let config = DiskConfig(name: "store", directory: URL(fileURLWithPath: mountPoint))
+            let disk = try openDataStore(config)
+            // Small values, packed into the segment, until the disk is full.
+            var keys: [String] = []
+            for index in 0..<100_000 {
+                do {
+                    try disk.setObject(Data(repeating: UInt8(index % 251), count: 4_000), forKey: "k\(index)")
+                    keys.append("k\(index)")
+                } catch {
+                    #expect(FileIO.isErrno(error, .ENOSPC), "\(error)")
+                    break
+                }
+            }
+            try #require(keys.count > 100, "the disk did not fill with values")
+            let full = try freeBytes(mountPoint)
+            switch how {
+            case "removeAll": try disk.removeAll()
+            case "trim": try disk.trim(toSize: 0)
+            default: for key in keys { try disk.removeObject(forKey: key) }
+            }
+            #expect(disk.allKeys.isEmpty)
+            #expect(try freeBytes(mountPoint) > full + 1_000_000, "\(how) freed no space")
+            try disk.setObject(Data("after".utf8), forKey: "after")
+            #expect(try disk.object(forKey: "after") == Data("after".utf8))
+            let reopened = try DiskStorage(config: DiskConfig(name: "store", directory: URL(fileURLWithPath: mountPoint), readOnly: true),
+                                           transformer: TransformerFactory.forData())
+            #expect(reopened.allKeys == ["after"])
+        }
+    }
+
     // MARK: 2. Read-only file system
 
     // `mount -o remount,ro` of the tmpfs is refused (EBUSY) while a store is open: the store holds its
@@ -562,6 +598,13 @@ private func isDirectory(_ path: String) -> Bool {
 private func isSymlink(_ path: String) -> Bool {
     var info = stat()
     return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
+}
+
+/// The bytes free on the file system of `path`.
+private func freeBytes(_ path: String) throws -> Int {
+    var info = statvfs()
+    try #require(statvfs(path, &info) == 0)
+    return Int(info.f_bavail) * Int(info.f_frsize)
 }
 
 /// Writes `path` until its file system is full, then frees `pages` pages of it again.

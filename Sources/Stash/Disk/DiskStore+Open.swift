@@ -74,11 +74,13 @@ extension DiskStore {
         }
         var own: [SegmentFile] = []
         for segment in opened {
-            let isOwn = segment.store.map { $0 == folder.storeID } ?? (segment.id < folder.legacyBelow || folder.needsLegacy)
+            // A header that names another number than the file's name: copied or renamed from elsewhere.
+            let isOwn = segment.path.hasSuffix("/" + SegmentFile.name(of: segment.id))
+                && segment.store.map { $0 == folder.storeID } ?? (segment.id < folder.legacyBelow || folder.needsLegacy)
             if isOwn {
                 own.append(segment)
             } else {
-                recoveryIssues.append(.corrupted("segment \(SegmentFile.name(of: segment.id)) belongs to another store; it was ignored and left alone"))
+                recoveryIssues.append(.corrupted("segment \((segment.path as NSString).lastPathComponent) belongs to another store; it was ignored and left alone"))
             }
         }
         floor = own.map(\.floor).max() ?? 0

@@ -23,7 +23,7 @@ extension DiskStore {
         let retired = segments.values.sorted { $0.id < $1.id }
         do {
             try roll(floor: nextSegmentID)
-        } catch where FileIO.isErrno(error, .ENOSPC) || FileIO.isErrno(error, .EDQUOT) {
+        } catch where Self.isDiskFull(error) {
             let keys = observers?.hasObservers == true ? keys : []
             try deleteEverything()
             observers?.publish(.removeAll(keys: keys))
@@ -56,6 +56,10 @@ extension DiskStore {
         }
         observers?.publish(.removeAll(keys: keys))
         if let failure { throw failure }
+    }
+
+    static func isDiskFull(_ error: any Error) -> Bool {
+        FileIO.isErrno(error, .ENOSPC) || FileIO.isErrno(error, .EDQUOT)
     }
 
     /// Swaps the index for an empty one; returns the old one.
@@ -164,14 +168,21 @@ extension DiskStore {
         let records = withIndex { index in keys.compactMap { key in index.peek(key).map { (key, $0) } } }
         guard !records.isEmpty else { return (nil, []) }
         var tombstoneBytes = 0
-        let end = try append(durable: durable) { buffer, salt in
-            var last = 0
-            for (key, _) in records {
-                last = SegmentFormat.appendRemove(key: key, salt: salt, to: &buffer)
-                tombstoneBytes += last
-            }
-            return last
-        }.end
+        let end: UInt64
+        do {
+            end = try append(durable: durable) { buffer, salt in
+                var last = 0
+                for (key, _) in records {
+                    last = SegmentFormat.appendRemove(key: key, salt: salt, to: &buffer)
+                    tombstoneBytes += last
+                }
+                return last
+            }.end
+        } catch where Self.isDiskFull(error) && records.count == withIndex({ $0.count }) {
+            // No room for the tombstones of the last entries (a full disk): delete the files instead.
+            try deleteEverything()
+            return (nil, [])
+        }
         active?.deadBytes += tombstoneBytes
         invalidateMemory(keys) // before the index: see `sharedIndex`
         let isEmpty = withIndex { index in

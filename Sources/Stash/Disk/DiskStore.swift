@@ -77,7 +77,7 @@ final class DiskStore {
     }
 
     /// Segments are sealed at this size; a new one is started for the next record.
-    static let segmentLimit = 64 << 20
+    nonisolated(unsafe) static var segmentLimit = 64 << 20
     /// Compaction starts once dead bytes outweigh live ones and exceed this.
     nonisolated(unsafe) static var compactionMinimum = 4 << 20
     /// A store with this many entries writes a snapshot when it closes (a smaller one replays fast).

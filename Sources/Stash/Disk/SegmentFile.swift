@@ -81,8 +81,9 @@ final class SegmentFile: @unchecked Sendable {
         return file
     }
 
-    /// Opens segment `id` of `folder` and reads it (whole, or only its header when `wholeFile` is
-    /// false: then the bytes returned are the header alone); nil if it has no valid segment header.
+    /// Opens the segment named for `id` in `folder` and reads it (whole, or only its header when
+    /// `wholeFile` is false: then the bytes returned are the header alone); nil if it has no valid
+    /// segment header. Its ``id`` is the one its header says, which the caller compares with `id`.
     static func open(_ id: UInt32, in folder: FolderHandle, writable: Bool, wholeFile: Bool = true) throws -> (file: SegmentFile, bytes: [UInt8])? {
         let name = name(of: id)
         let path = folder.filePath(name)
@@ -103,7 +104,7 @@ final class SegmentFile: @unchecked Sendable {
                 bytes = try FileIO.read(fd, at: 0, count: SegmentFormat.headerLength, path: path)
             }
             let header = bytes.flatMap { bytes in bytes.withUnsafeBytes { SegmentFormat.parseHeader($0) } }
-            guard let bytes, let header, header.id == id else {
+            guard let bytes, let header else {
                 close(fd)
                 return nil
             }
