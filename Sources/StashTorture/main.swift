@@ -202,6 +202,23 @@ func runSnapshot(_ path: String, seed: UInt64) throws -> Never {
     }
 }
 
+/// Durable overwrites of one key, alternating a value kept in a file of its own (odd sequences) and
+/// a packed one (even): each replaces the file of the write before it or is replaced by the next.
+/// Emits `set big N SIZE` once each write returned; stops after `count` writes.
+func runOverwrite(_ path: String, count: Int) throws -> Never {
+    let url = URL(fileURLWithPath: path, isDirectory: true)
+    let storage = try DiskStorage(config: DiskConfig(name: url.lastPathComponent, directory: url.deletingLastPathComponent(), durable: true),
+                                  transformer: TransformerFactory.forData())
+    var sequence = UInt64(storage.allKeys.isEmpty ? 0 : 1_000)
+    for _ in 0..<count {
+        sequence += 1
+        let size = sequence % 2 == 1 ? 300_000 : 100
+        try storage.setObject(TortureValue.make(key: "big", sequence: sequence, payloadCount: size), forKey: "big")
+        emit("set big \(sequence) \(size)")
+    }
+    exit(0)
+}
+
 func runHold(_ path: String) throws -> Never {
     let storage = try openStore(path, maxSize: 0)
     emit("ready")
@@ -215,7 +232,7 @@ func main(_ arguments: [String]) -> Never {
         arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     }
     let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N"
-        + " | StashTorture hold DIR"
+        + " | StashTorture hold DIR | StashTorture overwrite DIR --count N"
     guard arguments.count >= 2 else { fail(usage, status: 2) }
     do {
         switch arguments[0] {
@@ -229,6 +246,9 @@ func main(_ arguments: [String]) -> Never {
             try runSnapshot(arguments[1], seed: seed)
         case "hold":
             try runHold(arguments[1])
+        case "overwrite":
+            guard let count = option("--count").flatMap(Int.init), count > 0 else { fail(usage, status: 2) }
+            try runOverwrite(arguments[1], count: count)
         default:
             fail(usage, status: 2)
         }

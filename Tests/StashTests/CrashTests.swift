@@ -130,6 +130,52 @@ struct CrashTests {
         print("crash: 12 kills in a trimming store, \(insideTrim) between a write's record and its trim")
     }
 
+    // MARK: Durable overwrites
+
+    @Test("a durable overwrite removes the value file it replaced only after an fsync that follows its record's append",
+          .enabled(if: Strace.isAvailable))
+    func durableOverwriteOrder() throws {
+        let folder = TemporaryDirectory()
+        let log = folder.path + "/strace.log"
+        let child = try ChildProcess(try strace(), ["-f", "-qq", "-o", log, "-e", "trace=pwrite64,fsync,fdatasync,unlink,unlinkat", "--",
+                                                    try torture().path, "overwrite", folder.storePath(), "--count", "8"], errorsIn: folder.url)
+        try #require(child.wait(upTo: 120), "the overwrites did not finish")
+        #expect(child.status == 0, "\(child.errors)")
+        let calls = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        var syncedSinceAppend = true
+        var removals = 0
+        for call in calls {
+            if call.contains("pwrite64(") {
+                syncedSinceAppend = false
+            } else if call.contains("fsync(") || call.contains("fdatasync(") {
+                syncedSinceAppend = true
+            } else if call.contains(".value\"") && (call.contains("unlinkat(") || call.contains("unlink(")) {
+                removals += 1
+                #expect(syncedSinceAppend, "a replaced value file was removed before the record replacing it was flushed: \(call)")
+            }
+        }
+        #expect(removals >= 4, "the replaced files were not removed: \(removals)")
+    }
+
+    @Test("a kill around a durable overwrite of a large value (at its fsyncs, at the unlink of the replaced file) keeps a complete value",
+          .enabled(if: Strace.isAvailable), arguments: [("fsync", 7), ("fsync", 10), ("fsync", 14), ("unlinkat", 1), ("unlinkat", 2), ("unlinkat", 3)])
+    func killAroundDurableOverwrite(syscall: String, occurrence: Int) throws {
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
+            [try torture().path, "overwrite", store, "--count", "20"]), errorsIn: folder.url)
+        try #require(child.wait(upTo: 120), "the child never reached \(syscall) #\(occurrence)")
+        #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
+        let acknowledged = child.lines().compactMap { $0.split(separator: " ").dropFirst(2).first.flatMap { UInt64($0) } }.last ?? 0
+        let storage = try open(store, maxSize: 0)
+        let found = try verifiedSequence(storage, "big")
+        if acknowledged > 0 {
+            #expect(found == acknowledged || found == acknowledged + 1, "holds #\(found ?? 0) after #\(acknowledged) returned")
+        }
+        #expect(storage.recoveryIssues.isEmpty, "\(storage.recoveryIssues)")
+        print("crash: killed at \(syscall) #\(occurrence) of durable overwrites, after #\(acknowledged), holds #\(found ?? 0)")
+    }
+
     // MARK: Checks
 
     /// Checks a store of keys `k0`…`k7` (no size limit) after the child that printed `lines` was killed,
