@@ -172,6 +172,40 @@ struct FaultInjectionTests {
         }
     }
 
+    // Contract item 11: a folder is known by what it is (device and inode), not by the path that names it.
+    @Test("a store opened through a bind mount of its folder shares the engine of the store opened by its own path",
+          .enabled(if: Host.canMount, "needs root and permission to mount"))
+    func bindMountSharesEngine() throws {
+        let directory = TemporaryDirectory()
+        let store = directory.storePath()
+        let disk = try openDataStore(store)
+        try disk.setObject(Data("a".utf8), forKey: "a")
+        let other = directory.path + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        try mountTool(["--bind", store, other])
+        defer { _ = try? unmountTool(["-l", other]) }
+        let viaMount = try openDataStore(other)
+        #expect(viaMount.engine === disk.engine, "a second engine on one folder (it would have got inUse from the lock)")
+        try viaMount.setObject(Data("b".utf8), forKey: "b")
+        #expect(try disk.object(forKey: "b") == Data("b".utf8))
+    }
+
+    @Test("on a case-insensitive file system, another spelling of the folder's name shares the engine",
+          .enabled(if: Host.caseInsensitiveMount != nil, "needs a case-insensitive file system to mount (ext4 with casefold needs a kernel with CONFIG_UNICODE; vfat needs its module and mkfs.vfat)"))
+    func caseInsensitiveNamesShareEngine() throws {
+        let directory = TemporaryDirectory()
+        let mountPoint = directory.path + "/ci"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        let mount = try #require(Host.caseInsensitiveMount)
+        let parent = try mount(directory.path, mountPoint)
+        defer { _ = try? unmountTool(["-l", mountPoint]) }
+        let disk = try openDataStore(parent + "/Images")
+        try disk.setObject(Data("a".utf8), forKey: "a")
+        let other = try openDataStore(parent + "/images")
+        #expect(other.engine === disk.engine)
+        #expect(try other.object(forKey: "a") == Data("a".utf8))
+    }
+
     // MARK: 2. Read-only file system
 
     // `mount -o remount,ro` of the tmpfs is refused (EBUSY) while a store is open: the store holds its
@@ -654,6 +688,31 @@ private enum Host {
     }()
 
     static let canRunAsNobody = isRoot && setpriv != nil && nobody != nil
+
+    /// Mounts a case-insensitive file system (an ext4 image with casefold) at the given mount point,
+    /// its image kept in the given folder; returns the path of a case-insensitive folder in it. Nil
+    /// where no such file system can be mounted here.
+    static let caseInsensitiveMount: (@Sendable (String, String) throws -> String)? = {
+        guard canMount, let mkfs = tool("mkfs.ext4"), let chattr = tool("chattr") else { return nil }
+        let mount: @Sendable (String, String) throws -> String = { folder, point in
+            let image = folder + "/casefold.img"
+            guard FileManager.default.createFile(atPath: image, contents: nil), truncate(image, 16 << 20) == 0,
+                  try runTool(mkfs, ["-q", "-F", "-O", "casefold", image]).status == 0,
+                  try runTool(Host.mount!, ["-o", "loop", image, point]).status == 0 else {
+                throw ToolFailure(message: "cannot mount a casefold ext4 image")
+            }
+            try FileManager.default.createDirectory(atPath: point + "/ci", withIntermediateDirectories: true)
+            guard try runTool(chattr, ["+F", point + "/ci"]).status == 0 else { throw ToolFailure(message: "chattr +F failed") }
+            return point + "/ci"
+        }
+        // The probe: a kernel without CONFIG_UNICODE refuses to mount such an image.
+        let probe = FileManager.default.temporaryDirectory.appendingPathComponent("StashCaseProbe-\(UUID().uuidString)").path
+        guard (try? FileManager.default.createDirectory(atPath: probe + "/point", withIntermediateDirectories: true)) != nil else { return nil }
+        defer { try? FileManager.default.removeItem(atPath: probe) }
+        guard (try? mount(probe, probe + "/point")) != nil else { return nil }
+        _ = try? runTool(Host.umount!, ["-l", probe + "/point"])
+        return mount
+    }()
 
     private static func tool(_ name: String) -> String? {
         ["/usr/bin", "/bin", "/usr/sbin", "/sbin"].map { $0 + "/" + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
