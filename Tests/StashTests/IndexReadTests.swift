@@ -28,7 +28,8 @@ extension MemoryHitTests {
         defer { release.signal() }
         let answered = DispatchSemaphore(value: 0)
         let answers = Locked<[String]>([])
-        DispatchQueue.global().async {
+        // A thread of its own: under load the global queue may have no thread left for it.
+        Thread {
             let found = [
                 "live \((try? storage.existsObject(forKey: "live")) == true)",
                 "stale \((try? storage.existsObject(forKey: "stale")) == true)",
@@ -39,7 +40,7 @@ extension MemoryHitTests {
             ]
             answers.withLock { $0 = found }
             answered.signal()
-        }
+        }.start()
         // The queue stays blocked until the test ends: an answer that waited for it would time out here.
         #expect(answered.wait(timeout: .now() + 10) == .success)
         #expect(answers.withLock { $0 } == [
