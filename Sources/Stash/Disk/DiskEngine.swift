@@ -199,6 +199,10 @@ final class DiskEngine: @unchecked Sendable {
 extension DiskEngine {
     /// The engines open in this process, by folder identity. A folder has at most one engine; while
     /// one is being opened or closed, other openers of that folder wait (not openers of other folders).
+    ///
+    /// Every strong reference to an engine taken while the lock is held is released only after it is
+    /// unlocked (``withLock(_:)``): the last reference going there would run the engine's deinit,
+    /// which takes this lock.
     private final class Registry: @unchecked Sendable {
         // @unchecked Sendable: `slots` is only touched while `condition` is locked.
         private enum Slot {
@@ -214,74 +218,85 @@ extension DiskEngine {
         private let condition = NSCondition()
         private var slots: [FolderIdentity: Slot] = [:]
 
+        /// Runs `body` with the lock held; the engines it puts in `retained` are released after unlocking.
+        private func withLock<Result>(_ body: (_ retained: inout [DiskEngine]) throws -> Result) rethrows -> Result {
+            var retained: [DiskEngine] = []
+            defer { withExtendedLifetime(retained) {} }
+            condition.lock()
+            defer { condition.unlock() }
+            return try body(&retained)
+        }
+
         /// The open engine of `identity`, or of `directory` if that engine's folder was removed
         /// underneath (the path now names a new folder, which it takes over), or a new one from `make`.
         func engine(for identity: FolderIdentity, directory: String, make: () throws -> DiskEngine) throws -> DiskEngine {
-            condition.lock()
-            while true {
-                switch slots[identity] {
-                case nil:
-                    if let orphan = engine(of: directory, notAt: identity) {
-                        condition.unlock()
-                        return orphan
+            let found: DiskEngine? = withLock { retained in
+                while true {
+                    switch slots[identity] {
+                    case nil:
+                        if let orphan = engine(of: directory, notAt: identity, retained: &retained) { return orphan }
+                        slots[identity] = .opening
+                        return nil
+                    case .open(let weak):
+                        if let engine = weak.engine {
+                            retained.append(engine)
+                            return engine
+                        }
+                        condition.wait() // being closed: its deinit frees the slot
+                    case .opening:
+                        condition.wait()
                     }
-                    slots[identity] = .opening
-                    condition.unlock()
-                    let engine: DiskEngine
-                    do {
-                        engine = try make()
-                    } catch {
-                        condition.lock()
-                        slots[identity] = nil
-                        condition.broadcast()
-                        condition.unlock()
-                        throw error
-                    }
-                    condition.lock()
+                }
+            }
+            if let found { return found }
+            do {
+                let engine = try make()
+                withLock { _ in
                     slots[identity] = .open(Weak(engine: engine))
                     condition.broadcast()
-                    condition.unlock()
-                    return engine
-                case .open(let weak):
-                    if let engine = weak.engine {
-                        condition.unlock()
-                        return engine
-                    }
-                    condition.wait() // being closed: its deinit frees the slot
-                case .opening:
-                    condition.wait()
                 }
+                return engine
+            } catch {
+                withLock { _ in
+                    slots[identity] = nil
+                    condition.broadcast()
+                }
+                throw error
             }
         }
 
         /// An open engine of `directory` that is registered under another identity: its folder was
         /// removed (or replaced) underneath it.
-        private func engine(of directory: String, notAt identity: FolderIdentity) -> DiskEngine? {
+        private func engine(of directory: String, notAt identity: FolderIdentity, retained: inout [DiskEngine]) -> DiskEngine? {
             for slot in slots.values {
-                if case .open(let weak) = slot, let engine = weak.engine, engine.directory == directory,
-                   !engine.isRegistered(as: identity) {
-                    return engine
-                }
+                guard case .open(let weak) = slot, let engine = weak.engine else { continue }
+                retained.append(engine)
+                if engine.directory == directory, !engine.isRegistered(as: identity) { return engine }
             }
             return nil
         }
 
         /// Called by a closed engine's deinit: frees its slot unless a new engine holds it.
         func closed(_ identity: FolderIdentity) {
-            condition.lock()
-            defer { condition.unlock() }
-            if case .open(let weak) = slots[identity], weak.engine == nil { slots[identity] = nil }
-            condition.broadcast()
+            withLock { retained in
+                if case .open(let weak) = slots[identity] {
+                    if let engine = weak.engine { retained.append(engine) } else { slots[identity] = nil }
+                }
+                condition.broadcast()
+            }
         }
 
         /// Registers `engine` under the identity of the folder it opened anew (unless another engine
         /// has that folder already).
         func move(_ engine: DiskEngine, from old: FolderIdentity, to new: FolderIdentity) {
-            condition.lock()
-            defer { condition.unlock() }
-            if case .open(let weak) = slots[old], weak.engine === engine { slots[old] = nil }
-            if slots[new] == nil { slots[new] = .open(Weak(engine: engine)) }
-            condition.broadcast()
+            withLock { retained in
+                if case .open(let weak) = slots[old], let registered = weak.engine {
+                    retained.append(registered)
+                    if registered === engine { slots[old] = nil }
+                }
+                if slots[new] == nil { slots[new] = .open(Weak(engine: engine)) }
+                condition.broadcast()
+            }
         }
     }
 }
