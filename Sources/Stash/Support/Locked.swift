@@ -8,7 +8,7 @@ import Musl
 
 /// Mutable state behind one lock, reached only through ``withLock(_:)``.
 ///
-/// `package`: StashRedis guards its state with it too (one helper, one place).
+/// `package`: StashHTTP and StashRedis guard their state with it too (one helper, one place).
 ///
 /// A thin wrapper over the platform's cheapest mutex (`os_unfair_lock` on Apple platforms,
 /// `pthread_mutex_t` elsewhere). `Synchronization.Mutex` would do on Linux, but it needs
