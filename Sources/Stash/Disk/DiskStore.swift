@@ -39,7 +39,7 @@ final class DiskStore {
     /// ``DiskEngine/record(forKey:)`` reads it, from any thread, to answer `existsObject` without
     /// the queue. Every change that several keys see at once is applied under one hold of the
     /// lock, and after the memory layers dropped the keys, so such a reader sees an operation
-    /// entirely or not at all (DESIGN item 4). Never call out (observers, transformers) under it.
+    /// entirely or not at all (Contract item 4). Never call out (observers, transformers) under it.
     let sharedIndex = Locked(LRUIndex<DiskRecord>())
     var totalSize = 0
     /// What opening found wrong (damaged records, files or metadata); empty after a clean open.

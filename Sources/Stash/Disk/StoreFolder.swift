@@ -10,7 +10,7 @@ import Musl
 /// The folder of a store: the marker file that makes it one, the lock that keeps other processes
 /// out, and the names of the files that are the store's.
 ///
-/// Stash deletes or rewrites only files it created, in a folder it marked (DESIGN item 13): a
+/// Stash deletes or rewrites only files it created, in a folder it marked (Contract item 13): a
 /// non-empty folder without the marker is refused before anything is created in it.
 final class StoreFolder {
     static let markerName = "stash-store"
