@@ -193,8 +193,8 @@ struct NearCacheTests {
     @Test("two processes, each with its own memory layer, see each other's writes")
     func twoProcesses() throws {
         let server = try RedisServer()
-        let executable = try #require(LineChild.built("StashRedisChild"), "StashRedisChild was not built next to the tests")
-        let child = try LineChild(executable, [String(server.port), "n"])
+        let executable = try #require(builtExecutable(named: "StashRedisChild"), "StashRedisChild was not built next to the tests")
+        let child = try ChildProcess(executable, [String(server.port), "n"], input: .held)
         #expect(child.readLine() == "ready")
         #expect(child.ask("wait-tracking") == "tracking")
         let parent = try RedisHybridStorage(configuration: server.configuration, namespace: "n", transformer: Transformer<String>(
