@@ -30,7 +30,7 @@ final class DiskEngine: @unchecked Sendable {
 
     private static let queueKey = DispatchSpecificKey<Int>()
     private static let nextQueueID = Locked(0)
-    private static let registry = Locked<[String: WeakEngine]>([:])
+    private static let registry = Locked<[String: WeakEngine]>([:], order: .engineRegistry)
 
     private struct WeakEngine {
         weak var engine: DiskEngine?
@@ -52,6 +52,7 @@ final class DiskEngine: @unchecked Sendable {
         queue = DispatchQueue(label: "Stash.DiskEngine(\((directory as NSString).lastPathComponent))")
         queue.setSpecific(key: Self.queueKey, value: queueID)
         store.observers = observers
+        store.isOnOwningQueue = { [queueID] in DispatchQueue.getSpecific(key: Self.queueKey) == queueID }
         store.schedule = { [weak self] work in self?.async(work) }
     }
 

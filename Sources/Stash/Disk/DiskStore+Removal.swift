@@ -4,6 +4,7 @@ extension DiskStore {
     /// Removes `key`'s value, if any; returns the group commit position a durable caller waits for.
     @discardableResult
     func remove(_ key: String, durable: Bool = false) throws -> UInt64? {
+        assertOnQueue()
         try checkWritable()
         guard record(forKey: key) != nil else { return nil }
         let end = try removeKeys([key], durable: durable)
@@ -15,6 +16,7 @@ extension DiskStore {
     /// empty one, and the old segments and value files are deleted off the queue (space is reclaimed
     /// after the call returns; a crash meanwhile leaves files that the next open removes).
     func removeAll() throws {
+        assertOnQueue()
         try checkWritable()
         try ensureActive()
         let retired = Array(segments.values)
@@ -52,6 +54,7 @@ extension DiskStore {
     /// Removes every value that expired at or before `now`; returns their keys.
     @discardableResult
     func removeExpired(now: Date) throws -> [String] {
+        assertOnQueue()
         let cutoff = now.timeIntervalSince1970
         // Trimming calls this on every write of a full store: skip the scan while nothing can have expired.
         guard cutoff >= earliestExpiry else { return [] }
@@ -70,6 +73,7 @@ extension DiskStore {
 
     /// Removes expired values, then least recently used ones, until at most `maxSize` bytes remain.
     func trim(toSize maxSize: Int, now: Date) throws {
+        assertOnQueue()
         guard totalSize > maxSize else { return }
         try checkWritable()
         applyMemoryHits(now: now)
@@ -114,6 +118,7 @@ extension DiskStore {
     /// their value files. Returns the group commit position after the tombstones.
     @discardableResult
     func removeKeys(_ keys: [String], durable: Bool = false) throws -> UInt64? {
+        assertOnQueue()
         try ensureActive()
         let records = withIndex { index in keys.compactMap { key in index.peek(key).map { (key, $0) } } }
         guard !records.isEmpty else { return nil }
