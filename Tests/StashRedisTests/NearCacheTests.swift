@@ -159,11 +159,11 @@ struct NearCacheTests {
         try a.setObject(1, forKey: "k")
         #expect(try a.object(forKey: "k") == 1)
         let slowest = Recorder<Duration>()
-        let running = LockedFlag()
+        let running = Locked(false)
         let worker = DispatchGroup()
         DispatchQueue.global().async(group: worker) {
             var step = 0
-            while !running.isSet {
+            while !running.withLock({ $0 }) {
                 step += 1
                 let start = ContinuousClock.now
                 _ = try? a.object(forKey: "k")
@@ -179,7 +179,7 @@ struct NearCacheTests {
         #expect(throws: StorageError.self) { try a.object(forKey: "k") }
         try server.start()
         try eventually { try a.setObject(2, forKey: "up") }
-        running.set()
+        running.withLock { $0 = true }
         worker.wait()
         // The restarted server is empty: a read must say so, not answer from the old memory copy.
         #expect(throws: StorageError.self) { try a.object(forKey: "k") }
@@ -187,7 +187,7 @@ struct NearCacheTests {
         try a.setObject(3, forKey: "k")
         #expect(try a.object(forKey: "k") == 3)
         let timeouts = server.configuration.connectTimeout + server.configuration.commandTimeout
-        #expect(slowest.values.allSatisfy { $0 < .seconds(timeouts * 2 + 1) }, "no operation hung past its timeouts")
+        #expect(slowest.received.allSatisfy { $0 < .seconds(timeouts * 2 + 1) }, "no operation hung past its timeouts")
     }
 
     @Test("two processes, each with its own memory layer, see each other's writes")

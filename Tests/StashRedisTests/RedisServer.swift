@@ -97,15 +97,6 @@ final class RedisServer: @unchecked Sendable {
     enum ServerError: Error { case notInstalled, didNotStart }
 }
 
-/// A flag set once, read from another thread.
-final class LockedFlag: @unchecked Sendable {
-    // @unchecked Sendable: `value` is only touched under `lock`.
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
-}
-
 /// Calls `body` until it stops throwing, at most `attempts` times: for waiting on a server that is
 /// coming back (the client's backoff decides when it reconnects, not a sleep in the test).
 func eventually<T>(attempts: Int = 2_000, _ body: () throws -> T) throws -> T {
