@@ -29,7 +29,7 @@ let package = Package(
         .testTarget(name: "StashTests", dependencies: ["Stash", "StashTestSupport", "StashCLI", "StashTorture"], swiftSettings: strictSettings),
         .testTarget(name: "StashHTTPTests", dependencies: ["StashHTTP", "StashTestSupport"], swiftSettings: strictSettings),
         // The child process of the Redis two-process test: its own target, apart from StashTorture.
-        .executableTarget(name: "StashRedisChild", dependencies: ["StashRedis"], path: "Tests/StashRedisChild", swiftSettings: strictSettings),
+        .executableTarget(name: "StashRedisChild", dependencies: ["StashRedis", "StashTestSupport"], path: "Tests/StashRedisChild", swiftSettings: strictSettings),
         .testTarget(name: "StashRedisTests", dependencies: ["StashRedis", "StashTestSupport", "StashRedisChild", "StashCLI"], swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,6 @@
 import Foundation
 import Stash
-import StashTestSupport // SeededGenerator: the same seed gives the same run
+import StashTestSupport // SeededGenerator (the same seed gives the same run) and writeLine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -87,9 +87,9 @@ enum TortureValue {
     }
 }
 
+/// One line per completed operation, in one write (``writeLine(_:)``).
 func emit(_ line: String) {
-    // One write per line, straight to the file descriptor: the reader sees each completed operation.
-    do { try FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8)) } catch { exit(1) }
+    writeLine(line)
 }
 
 func fail(_ message: String, status: Int32) -> Never {
