@@ -21,12 +21,16 @@ let package = Package(
         .target(name: "StashHTTP", dependencies: ["Stash"], swiftSettings: strictSettings),
         .target(name: "StashRedis", dependencies: ["Stash"], swiftSettings: strictSettings),
         .executableTarget(name: "StashCLI", dependencies: ["Stash", "StashRedis"], swiftSettings: strictSettings),
-        .executableTarget(name: "StashTorture", dependencies: ["Stash"], swiftSettings: strictSettings),
-        .testTarget(name: "StashTests", dependencies: ["Stash", "StashCLI", "StashTorture"], swiftSettings: strictSettings),
-        .testTarget(name: "StashHTTPTests", dependencies: ["StashHTTP"], swiftSettings: strictSettings),
+        // The helpers every test target and test executable shares (temporary folders, the clock, the
+        // seeded generator, the child-process runner, the loopback HTTP server, the executable finder),
+        // as swift-collections shares `_CollectionsTestSupport`. A plain target no product exports.
+        .target(name: "StashTestSupport", dependencies: ["Stash"], path: "Tests/StashTestSupport", swiftSettings: strictSettings),
+        .executableTarget(name: "StashTorture", dependencies: ["Stash", "StashTestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "StashTests", dependencies: ["Stash", "StashTestSupport", "StashCLI", "StashTorture"], swiftSettings: strictSettings),
+        .testTarget(name: "StashHTTPTests", dependencies: ["StashHTTP", "StashTestSupport"], swiftSettings: strictSettings),
         // The child process of the Redis two-process test: its own target, apart from StashTorture.
-        .executableTarget(name: "StashRedisChild", dependencies: ["StashRedis"], path: "Tests/StashRedisChild", swiftSettings: strictSettings),
-        .testTarget(name: "StashRedisTests", dependencies: ["StashRedis", "StashRedisChild", "StashCLI"], swiftSettings: strictSettings),
+        .executableTarget(name: "StashRedisChild", dependencies: ["StashRedis", "StashTestSupport"], path: "Tests/StashRedisChild", swiftSettings: strictSettings),
+        .testTarget(name: "StashRedisTests", dependencies: ["StashRedis", "StashTestSupport", "StashRedisChild", "StashCLI"], swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,8 +2,8 @@
 import PackageDescription
 
 // The benchmark suite is its own package so that the library itself keeps no dependencies.
-// It depends on the library by path and on no other package (see README.md for why there is no
-// package-benchmark here). The peers (SQLite, LevelDB, LMDB) are system libraries, reached through
+// It depends on the library by path and on no other package (Benchmarks/README.md, "Why not
+// package-benchmark", says why). The peers (SQLite, LevelDB, LMDB) are system libraries, reached through
 // module maps in this package only: `.ci/run` installs their Debian -dev packages.
 let package = Package(
     name: "StashBenchmarks",

@@ -2,36 +2,13 @@ import Foundation
 import Stash
 
 /// `stash tour`: the README's main job. A short guided session with a real `Storage` of a Codable
-/// type in a fresh temporary folder (removed at the end), on a clock the tour moves by hand.
+/// type in a fresh temporary folder (removed at the end), on a clock the tour moves by hand
+/// (Stash's public `ManualClock`, the one users' tests take too).
 enum Tour {
     /// The tour's model: a small Codable struct, as app code stores them.
     struct Note: Codable, Sendable {
         var text: String
         var pinned: Bool
-    }
-
-    /// A clock the tour moves by hand, passed to the storage as `now:`, so expiry shows without sleeping.
-    final class Clock: @unchecked Sendable {
-        // @unchecked Sendable is safe: `current`, the only mutable state, is read and written only
-        // while `lock` is held, so the storage's queue and the tour can use it from any thread.
-        private let lock = NSLock()
-        private var current: Date
-
-        init(_ start: Date) {
-            current = start
-        }
-
-        var now: Date {
-            lock.lock()
-            defer { lock.unlock() }
-            return current
-        }
-
-        func advance(by seconds: TimeInterval) {
-            lock.lock()
-            current += seconds
-            lock.unlock()
-        }
     }
 
     /// Runs the tour, printing one line per step.
@@ -41,7 +18,7 @@ enum Tour {
         defer { try? FileManager.default.removeItem(at: folder) }
         let config = DiskConfig(name: "notes", directory: folder)
         // 2030-01-01T09:00:00Z: a fixed start, so the tour prints the same times on every run.
-        let clock = Clock(Date(timeIntervalSince1970: 1_893_488_400))
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_893_488_400))
 
         print("Stash tour: a Storage<Note> in a fresh temporary folder, on a clock the tour moves by hand.")
         try await firstSession(config, clock)
@@ -49,13 +26,13 @@ enum Tour {
         print("Done: the temporary folder is removed. Try `stash set greeting hello` and `stash ls` next.")
     }
 
-    private static func open(_ config: DiskConfig, _ clock: Clock) throws -> Storage<Note> {
+    private static func open(_ config: DiskConfig, _ clock: ManualClock) throws -> Storage<Note> {
         try Storage<Note>(diskConfig: config, transformer: TransformerFactory.forCodable(ofType: Note.self),
-                          now: { clock.now })
+                          now: clock.function)
     }
 
     /// Stores, reads, lists, expires and uses async/await; the store is closed when it returns.
-    private static func firstSession(_ config: DiskConfig, _ clock: Clock) async throws {
+    private static func firstSession(_ config: DiskConfig, _ clock: ManualClock) async throws {
         let storage = try open(config, clock)
         step(1, "opened a Storage<Note> at \(storage.path) (clock: \(iso8601(clock.now)))")
 
@@ -86,7 +63,7 @@ enum Tour {
     }
 
     /// Reopens the store from disk: the values survived, and a `Data` view shows the stored bytes.
-    private static func secondSession(_ config: DiskConfig, _ clock: Clock) throws {
+    private static func secondSession(_ config: DiskConfig, _ clock: ManualClock) throws {
         let storage = try open(config, clock)
         let idea = try storage.object(forKey: "idea")
         step(9, "reopened the store: \(plural(storage.allKeys.count, "key")) survived; "

@@ -1,5 +1,6 @@
 import Foundation
 import Stash
+import StashTestSupport // SeededGenerator (the same seed gives the same run) and writeLine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -27,18 +28,6 @@ import Darwin
 //
 // Exit status: 75 the store is in use by another process, 1 another error, 2 wrong usage,
 // 3 a read found a value that is not the one this process last wrote for the key.
-
-/// A tiny seeded generator (SplitMix64): the same seed gives the same run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// A value that tells by itself whether it is complete and whose it is (CrashTests has the same format):
 /// `STV1`, key length u16, key, sequence u64, payload length u32, payload, checksum u64 (little-endian).
@@ -76,7 +65,7 @@ enum TortureValue {
     }
 
     static func payload(key: String, sequence: UInt64, count: Int) -> [UInt8] {
-        var generator = SplitMix64(state: Array(key.utf8).withUnsafeBytes(checksum) ^ (sequence &* 0x9E37_79B9_7F4A_7C15))
+        var generator = SeededGenerator(seed: Array(key.utf8).withUnsafeBytes(checksum) ^ (sequence &* 0x9E37_79B9_7F4A_7C15))
         let words = (0..<((count + 7) / 8)).map { _ in generator.next().littleEndian }
         return words.withUnsafeBytes { Array($0.prefix(count)) }
     }
@@ -98,9 +87,9 @@ enum TortureValue {
     }
 }
 
+/// One line per completed operation, in one write (``writeLine(_:)``).
 func emit(_ line: String) {
-    // One write per line, straight to the file descriptor: the reader sees each completed operation.
-    do { try FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8)) } catch { exit(1) }
+    writeLine(line)
 }
 
 func fail(_ message: String, status: Int32) -> Never {
@@ -116,7 +105,7 @@ func openStore(_ path: String, maxSize: Int) throws -> DiskStorage<Data> {
 
 func runWrite(_ path: String, seed: UInt64, maxSize: Int, keys: Int, fill: Bool) throws -> Never {
     let storage = try openStore(path, maxSize: maxSize)
-    var random = SplitMix64(state: seed)
+    var random = SeededGenerator(seed: seed)
     var sequence = seed &* 1_000_000
     if fill { try runFill(storage, random: &random, sequence: sequence) }
     var present = Set(storage.allKeys)
@@ -160,7 +149,7 @@ func runWrite(_ path: String, seed: UInt64, maxSize: Int, keys: Int, fill: Bool)
     }
 }
 
-func runFill(_ storage: DiskStorage<Data>, random: inout SplitMix64, sequence start: UInt64) throws -> Never {
+func runFill(_ storage: DiskStorage<Data>, random: inout SeededGenerator, sequence start: UInt64) throws -> Never {
     var sequence = start
     while true {
         sequence += 1
@@ -177,7 +166,7 @@ enum SnapshotRun {
 }
 
 func runSnapshot(_ path: String, seed: UInt64) throws -> Never {
-    var random = SplitMix64(state: seed)
+    var random = SeededGenerator(seed: seed)
     var sequence = seed &* 1_000_000
     do {
         // One line for the whole fill (a line per write would fill the pipe of a parent that only

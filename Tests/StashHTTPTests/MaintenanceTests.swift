@@ -136,15 +136,15 @@ struct MaintenanceTests {
 
     @Test("a damaged stored response costs a network request, and the failure is reported")
     func damagedEntry() async throws {
-        let reported = Collected()
-        let fixture = try CacheFixture(configuration: HTTPCacheConfiguration(storageErrorHandler: { _ = reported.append("\($0)") }))
+        let reported = Recorder<String>()
+        let fixture = try CacheFixture(configuration: HTTPCacheConfiguration(storageErrorHandler: { reported.append("\($0)") }))
         fixture.transport.respond(headers: ["Cache-Control": "max-age=600"], body: "good")
         _ = try await fixture.cache.response(for: exampleURL)
         let key = try #require(fixture.cache.storage.allKeys.first { CacheKey(rawValue: $0)?.kind == .response })
         try fixture.cache.storage.transformData().setObject(Data("garbage".utf8), forKey: key)
         let response = try await fixture.cache.response(for: exampleURL)
         #expect(response.source.isNetwork)
-        #expect(reported.values.count == 1)
+        #expect(reported.received.count == 1)
         #expect(fixture.cache.statistics.storageFailures == 1)
     }
 }

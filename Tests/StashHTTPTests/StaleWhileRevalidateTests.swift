@@ -72,22 +72,11 @@ struct StaleWhileRevalidateTests {
     func handlerDeliversBoth() async throws {
         let fixture = try await fixture(age: 100)
         let texts = await withCheckedContinuation { (continuation: CheckedContinuation<[String], Never>) in
-            let collected = Collected()
+            let collected = Recorder<String>()
             fixture.cache.responses(for: request()) { result in
-                if collected.append((try? result.get().text) ?? "error") == 2 { continuation.resume(returning: collected.values) }
+                if collected.append((try? result.get().text) ?? "error") == 2 { continuation.resume(returning: collected.received) }
             }
         }
         #expect(texts == ["old", "new"])
     }
-}
-
-/// Strings gathered from handler calls on other threads.
-final class Collected: @unchecked Sendable {
-    // @unchecked Sendable: `storage` is only touched under `lock`.
-    private let lock = NSLock()
-    private var storage: [String] = []
-
-    /// Appends and returns the new count.
-    func append(_ value: String) -> Int { lock.withLock { storage.append(value); return storage.count } }
-    var values: [String] { lock.withLock { storage } }
 }

@@ -8,10 +8,11 @@
 import Foundation
 import Stash
 import StashRedis
+import StashTestSupport
 
-/// Writes one line with one write(2), so the parent reads whole answers.
+/// One answer per line, in one write (``writeLine(_:)``), so the parent reads whole answers.
 func answer(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    writeLine(line)
 }
 
 let arguments = CommandLine.arguments

@@ -159,11 +159,11 @@ struct NearCacheTests {
         try a.setObject(1, forKey: "k")
         #expect(try a.object(forKey: "k") == 1)
         let slowest = Recorder<Duration>()
-        let running = LockedFlag()
+        let running = Locked(false)
         let worker = DispatchGroup()
         DispatchQueue.global().async(group: worker) {
             var step = 0
-            while !running.isSet {
+            while !running.withLock({ $0 }) {
                 step += 1
                 let start = ContinuousClock.now
                 _ = try? a.object(forKey: "k")
@@ -179,7 +179,7 @@ struct NearCacheTests {
         #expect(throws: StorageError.self) { try a.object(forKey: "k") }
         try server.start()
         try eventually { try a.setObject(2, forKey: "up") }
-        running.set()
+        running.withLock { $0 = true }
         worker.wait()
         // The restarted server is empty: a read must say so, not answer from the old memory copy.
         #expect(throws: StorageError.self) { try a.object(forKey: "k") }
@@ -187,14 +187,14 @@ struct NearCacheTests {
         try a.setObject(3, forKey: "k")
         #expect(try a.object(forKey: "k") == 3)
         let timeouts = server.configuration.connectTimeout + server.configuration.commandTimeout
-        #expect(slowest.values.allSatisfy { $0 < .seconds(timeouts * 2 + 1) }, "no operation hung past its timeouts")
+        #expect(slowest.received.allSatisfy { $0 < .seconds(timeouts * 2 + 1) }, "no operation hung past its timeouts")
     }
 
     @Test("two processes, each with its own memory layer, see each other's writes")
     func twoProcesses() throws {
         let server = try RedisServer()
-        let executable = try #require(LineChild.built("StashRedisChild"), "StashRedisChild was not built next to the tests")
-        let child = try LineChild(executable, [String(server.port), "n"])
+        let executable = try #require(builtExecutable(named: "StashRedisChild"), "StashRedisChild was not built next to the tests")
+        let child = try ChildProcess(executable, [String(server.port), "n"], input: .held)
         #expect(child.readLine() == "ready")
         #expect(child.ask("wait-tracking") == "tracking")
         let parent = try RedisHybridStorage(configuration: server.configuration, namespace: "n", transformer: Transformer<String>(

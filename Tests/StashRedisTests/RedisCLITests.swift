@@ -6,21 +6,9 @@ import Testing
 struct RedisCLITests {
     /// Runs `stash` with `arguments` (and `input` on stdin); returns exit status, stdout and stderr.
     private func stash(_ arguments: [String], input: Data = Data()) throws -> (status: Int32, out: String, err: String) {
-        let executable = try #require(LineChild.built("stash"), "stash was not built next to the tests")
-        let process = Process()
-        let (stdin, stdout, stderr) = (Pipe(), Pipe(), Pipe())
-        process.executableURL = executable
-        process.arguments = arguments
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        stdin.fileHandleForWriting.write(input)
-        try stdin.fileHandleForWriting.close()
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+        let executable = try #require(builtExecutable(named: "stash"), "stash was not built next to the tests")
+        let run = try ChildProcess.run(executable, arguments, input: input)
+        return (run.status, run.output, run.stderr)
     }
 
     @Test("set, get, ls, stats and rm work on a Redis namespace")

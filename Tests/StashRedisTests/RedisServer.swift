@@ -13,7 +13,7 @@ import Darwin
 /// `.ci/run` installs Debian's `redis-server`; on a machine without it the suites skip, unless
 /// `STASH_REQUIRE_REDIS` is set, which makes its absence a failure.
 final class RedisServer: @unchecked Sendable {
-    // @unchecked Sendable: `process` is replaced only by start(), which the test calls from one task.
+    // @unchecked Sendable: `child` is replaced only by start() and kill(), which the test calls from one task.
     static let executable: URL? = ["/usr/bin/redis-server", "/usr/local/bin/redis-server", "/opt/homebrew/bin/redis-server"]
         .map(URL.init(fileURLWithPath:)).first { FileManager.default.isExecutableFile(atPath: $0.path) }
     static let isRequired = ProcessInfo.processInfo.environment["STASH_REQUIRE_REDIS"] != nil
@@ -23,7 +23,7 @@ final class RedisServer: @unchecked Sendable {
     let folder: URL
     private(set) var port: Int
     private let extraArguments: [String]
-    private var process: Process?
+    private var child: ChildProcess?
 
     /// Starts a server; `arguments` are added to its command line (say `--requirepass secret`).
     init(_ arguments: [String] = [], name: String = #function) throws {
@@ -54,24 +54,16 @@ final class RedisServer: @unchecked Sendable {
     func start() throws {
         guard let executable = Self.executable else { throw ServerError.notInstalled }
         for _ in 0..<5 {
-            if port == 0 || process != nil { port = Self.freePort() }
-            let process = Process()
-            let output = Pipe()
-            process.executableURL = executable
-            process.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--dir", folder.path,
-                                 "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""] + extraArguments
-            process.standardOutput = output
-            process.standardError = output
-            process.currentDirectoryURL = folder
-            try process.run()
-            if Self.waitUntilReady(output.fileHandleForReading) {
-                self.process = process
-                // Keep draining its log, so a chatty server never blocks on a full pipe.
-                output.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+            if port == 0 || child != nil { port = Self.freePort() }
+            let arguments = ["--port", String(port), "--bind", "127.0.0.1", "--dir", folder.path,
+                             "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""] + extraArguments
+            // The runner keeps draining its log, so a chatty server never blocks on a full pipe.
+            let child = try ChildProcess(executable, arguments, currentDirectory: folder)
+            if child.waitForOutput(containing: "Ready to accept connections", upTo: 10) {
+                self.child = child
                 return
             }
-            process.terminate()
-            process.waitUntilExit()
+            child.kill()
             port = 0 // the port was taken meanwhile: try another
         }
         throw ServerError.didNotStart
@@ -79,27 +71,9 @@ final class RedisServer: @unchecked Sendable {
 
     /// Kills the server with SIGKILL (as a crash would) and waits until it is gone.
     func kill() {
-        guard let process else { return }
-        self.process = nil
-        _ = sendSignal(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    /// Reads the server's log until it is ready (true) or it ends or 10 s pass (false).
-    private static func waitUntilReady(_ log: FileHandle) -> Bool {
-        let ready = DispatchSemaphore(value: 0)
-        let result = LockedFlag()
-        DispatchQueue.global().async {
-            var text = ""
-            while true {
-                let chunk = log.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
-                if text.contains("Ready to accept connections") { result.set(); break }
-            }
-            ready.signal()
-        }
-        return ready.wait(timeout: .now() + 10) == .success && result.isSet
+        guard let child else { return }
+        self.child = nil
+        child.kill()
     }
 
     /// A port nobody listens on now: bound to port 0, the kernel picks one.
@@ -121,17 +95,6 @@ final class RedisServer: @unchecked Sendable {
     }
 
     enum ServerError: Error { case notInstalled, didNotStart }
-}
-
-private func sendSignal(_ pid: pid_t, _ signal: Int32) -> Int32 { kill(pid, signal) }
-
-/// A flag set once, read from another thread.
-final class LockedFlag: @unchecked Sendable {
-    // @unchecked Sendable: `value` is only touched under `lock`.
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
 }
 
 /// Calls `body` until it stops throwing, at most `attempts` times: for waiting on a server that is

@@ -315,12 +315,7 @@ struct CLITests {
 // MARK: - Running `stash`
 
 /// What one run of `stash` did.
-private struct StashRun {
-    let status: Int32
-    let stdout: Data
-    let stderr: String
-    var output: String { String(decoding: stdout, as: UTF8.self) }
-}
+private typealias StashRun = ChildProcess.Run
 
 /// One object of `stash ls --json`.
 private struct ListedEntry: Decodable {
@@ -335,35 +330,13 @@ private struct ListedEntry: Decodable {
 /// as stdin (else an empty stdin) and `folder` as the caches folder.
 private func stash(_ arguments: [String], in folder: URL, input: Data? = nil, addDir: Bool = true) throws -> StashRun {
     let executable = try #require(builtExecutable(named: "stash"), "the stash executable was not built next to the tests")
-    let id = UUID().uuidString
-    let outURL = folder.appendingPathComponent("stdout-\(id)")
-    let errURL = folder.appendingPathComponent("stderr-\(id)")
-    let inURL = folder.appendingPathComponent("stdin-\(id)")
-    try (input ?? Data()).write(to: inURL)
-    try Data().write(to: outURL)
-    try Data().write(to: errURL)
-    defer { for url in [outURL, errURL, inURL] { try? FileManager.default.removeItem(at: url) } }
-
-    let process = Process()
-    process.executableURL = executable
-    let store = folder.appendingPathComponent("store").path
-    process.arguments = (addDir ? ["--dir", store] : []) + arguments
     var environment = ProcessInfo.processInfo.environment
     environment["XDG_CACHE_HOME"] = folder.path
-    process.environment = environment
-    // Files rather than pipes: no deadlock whatever the output's size.
-    let stdin = try FileHandle(forReadingFrom: inURL)
-    let stdout = try FileHandle(forWritingTo: outURL)
-    let stderr = try FileHandle(forWritingTo: errURL)
-    defer { for handle in [stdin, stdout, stderr] { try? handle.close() } }
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    process.standardError = stderr
-    try process.run()
-    process.waitUntilExit()
-    #expect(process.terminationReason == .exit, "stash was killed by a signal")
-    return StashRun(status: process.terminationStatus, stdout: try Data(contentsOf: outURL),
-                    stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    let store = folder.appendingPathComponent("store").path
+    let run = try ChildProcess.run(executable, (addDir ? ["--dir", store] : []) + arguments, input: input ?? Data(),
+                                   environment: environment)
+    #expect(run.exitedNormally, "stash was killed by a signal")
+    return run
 }
 
 private func expectSuccess(_ run: StashRun, sourceLocation: SourceLocation = #_sourceLocation) {

@@ -32,7 +32,7 @@ struct CrashTests {
             let seed = UInt64(cycle)
             let isFill = cycle % 4 == 0 // one kill in four lands in a store that trims on every write
             let child = try ChildProcess(try torture(), ["write", isFill ? fill : mixed, "--seed", "\(seed)"]
-                + (isFill ? ["--fill", "--max-size", "\(Self.fillLimit)"] : ["--max-size", "0"]), errorsIn: folder.url)
+                + (isFill ? ["--fill", "--max-size", "\(Self.fillLimit)"] : ["--max-size", "0"]))
             try #require(child.waitForOutput(), "StashTorture stopped: \(child.errors)")
             usleep(UInt32.random(in: 0...30_000, using: &random))
             child.kill()
@@ -53,7 +53,7 @@ struct CrashTests {
         let folder = TemporaryDirectory()
         let store = folder.storePath()
         let child = try ChildProcess(try strace(), Strace.arguments(killAt: "pwrite64", occurrence: occurrence, command:
-            [try torture().path, "write", store, "--seed", "\(occurrence)", "--max-size", "0"]), errorsIn: folder.url)
+            [try torture().path, "write", store, "--seed", "\(occurrence)", "--max-size", "0"]))
         try #require(child.wait(upTo: 120), "the child never reached pwrite #\(occurrence)")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
         let lines = child.lines()
@@ -74,7 +74,7 @@ struct CrashTests {
         let folder = TemporaryDirectory()
         let store = folder.storePath()
         let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
-            [try torture().path, "write", store, "--seed", "1", "--max-size", "0"]), errorsIn: folder.url)
+            [try torture().path, "write", store, "--seed", "1", "--max-size", "0"]))
         try #require(child.wait(upTo: 120), "the child never reached compaction")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
         let segments = try segmentHeaders(store)
@@ -96,7 +96,7 @@ struct CrashTests {
         let folder = TemporaryDirectory()
         let store = folder.storePath()
         let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
-            [try torture().path, "snapshot", store, "--seed", "\(occurrence)"]), errorsIn: folder.url)
+            [try torture().path, "snapshot", store, "--seed", "\(occurrence)"]))
         try #require(child.wait(upTo: 300), "the child never wrote a snapshot")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
         #expect(FileManager.default.fileExists(atPath: store + "/index.snapshot.tmp"), "the kill was not inside a snapshot write")
@@ -118,8 +118,7 @@ struct CrashTests {
             // then, if it went over the limit (most do), trims, appending the evicted keys' tombstones.
             let occurrence = 2 * Int.random(in: 2...20, using: &random)
             let child = try ChildProcess(try strace(), Strace.arguments(killAt: "pwrite64", occurrence: occurrence, command:
-                [try torture().path, "write", store, "--seed", "\(cycle)", "--fill", "--max-size", "\(Self.fillLimit)"]),
-                errorsIn: folder.url)
+                [try torture().path, "write", store, "--seed", "\(cycle)", "--fill", "--max-size", "\(Self.fillLimit)"]))
             try #require(child.wait(upTo: 60), "the child never trimmed")
             #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
             // Over the limit after reopening: the write's record landed, its trim's tombstones did not.

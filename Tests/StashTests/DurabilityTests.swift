@@ -100,8 +100,7 @@ struct DurabilityTests {
         let command = input == nil ? [stash.path] : ["/bin/sh", "-c", "exec \"$0\" \"$@\" < \"$STASH_INPUT\"", stash.path]
         let child = try ChildProcess(strace, ["-f", "-qq", "-y", "-o", trace.path,
                                               "-e", "trace=?fsync,fdatasync,write,pwrite64,writev,pwritev",
-                                              "-E", "STASH_INPUT=\(input ?? "")", "--"] + command + ["--dir", store] + arguments,
-                                     errorsIn: folder.url)
+                                              "-E", "STASH_INPUT=\(input ?? "")", "--"] + command + ["--dir", store] + arguments)
         try #require(child.wait(upTo: 60), "stash did not finish")
         let text = try String(contentsOf: trace, encoding: .utf8)
         // `1234 fsync(5</tmp/…/store>) = 0`: the pid, the call, its descriptor and the file it names.

@@ -220,7 +220,7 @@ struct EngineAttackTests {
         try FileManager.default.removeItem(atPath: path)
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
         try Data("the user's own file".utf8).write(to: URL(fileURLWithPath: path + "/notes.txt"))
-        // A non-empty folder without the marker is refused at open (DESIGN item 13); a write of a
+        // A non-empty folder without the marker is refused at open (Contract item 13); a write of a
         // store that is already open should refuse it just the same.
         let error = storageError { try Self.set(store, "k2", Data("v2".utf8)) }
         #expect(error.map { if case .notAStore = $0 { true } else { false } } == true, "\(String(describing: error))")

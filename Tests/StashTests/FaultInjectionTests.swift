@@ -747,45 +747,11 @@ private struct ToolFailure: Error {
 
 // MARK: - Running tools and `stash`
 
-private struct ToolRun {
-    let status: Int32
-    let stdout: Data
-    let stderr: String
-    /// The deadline passed and the process was killed.
-    var timedOut = false
-}
+private typealias ToolRun = ChildProcess.Run
 
-/// Runs `executable` with an empty stdin; output goes to files (no pipe can fill up). A process still
-/// running at `deadline` seconds is killed.
+/// Runs `executable` with an empty stdin. A process still running at `deadline` seconds is killed.
 private func runTool(_ executable: String, _ arguments: [String], deadline: TimeInterval = 120) throws -> ToolRun {
-    let id = UUID().uuidString
-    let outURL = FileManager.default.temporaryDirectory.appendingPathComponent("StashFault-out-\(id)")
-    let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("StashFault-err-\(id)")
-    try Data().write(to: outURL)
-    try Data().write(to: errURL)
-    defer { for url in [outURL, errURL] { try? FileManager.default.removeItem(at: url) } }
-    let stdout = try FileHandle(forWritingTo: outURL)
-    let stderr = try FileHandle(forWritingTo: errURL)
-    defer { for handle in [stdout, stderr] { try? handle.close() } }
-
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = stdout
-    process.standardError = stderr
-    let finished = DispatchSemaphore(value: 0)
-    process.terminationHandler = { _ in finished.signal() }
-    try process.run()
-    var timedOut = false
-    if finished.wait(timeout: .now() + deadline) == .timedOut {
-        timedOut = true
-        kill(process.processIdentifier, SIGKILL)
-        finished.wait()
-    }
-    process.waitUntilExit()
-    return ToolRun(status: process.terminationStatus, stdout: try Data(contentsOf: outURL),
-                   stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self), timedOut: timedOut)
+    try ChildProcess.run(URL(fileURLWithPath: executable), arguments, deadline: deadline)
 }
 
 /// Runs the built `stash` as this user.

@@ -173,12 +173,7 @@ enum ReadOnlyHost {
     }()
     static let canRunAsNobody = geteuid() == 0 && setpriv != nil && nobody != nil
 
-    struct Run {
-        var status: Int32
-        var stdout: Data
-        var stderr: String
-        var output: String { String(decoding: stdout, as: UTF8.self) }
-    }
+    typealias Run = ChildProcess.Run
 
     static func stashAsNobody(_ arguments: [String], store: String) throws -> Run {
         let stash = try #require(builtExecutable(named: "stash"), "the stash executable was not built next to the tests")
@@ -195,25 +190,6 @@ enum ReadOnlyHost {
     }
 
     private static func run(_ executable: String, _ arguments: [String]) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read stderr on another thread: a full pipe must not block the child while stdout is read.
-        let errors = Locked(Data())
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            let data = err.fileHandleForReading.readDataToEndOfFile()
-            errors.withLock { $0 = data }
-            done.signal()
-        }
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        done.wait()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self))
+        try ChildProcess.run(URL(fileURLWithPath: executable), arguments)
     }
 }

@@ -4,7 +4,7 @@ import Testing
 @testable import Stash
 
 /// `existsObject` and `isExpiredObject` are answered from the disk index under its own lock, off the
-/// store's queue (DESIGN item 4 and "Performance"); a change to several keys must still be seen
+/// store's queue (Contract item 4 and "Performance"); a change to several keys must still be seen
 /// entirely or not at all by such readers.
 extension MemoryHitTests {
     // Contract 4 / performance: existsObject with cold memory does not go through the serial queue.

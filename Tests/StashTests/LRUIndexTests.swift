@@ -1,7 +1,7 @@
 import Testing
 @testable import Stash
 
-/// `LRUIndex` (the LRU behind the memory layer and the disk index, DESIGN contract 5) checked
+/// `LRUIndex` (the LRU behind the memory layer and the disk index, Contract item 5) checked
 /// against a plain array kept in recency order, over seeded random operation sequences.
 @Suite("LRUIndex against a reference model")
 struct LRUIndexTests {

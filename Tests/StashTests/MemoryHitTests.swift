@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import Stash
 
-/// Memory hits are served under the memory layer's lock, off the store's queue (DESIGN item 4 and
+/// Memory hits are served under the memory layer's lock, off the store's queue (Contract item 4 and
 /// "Performance"): they must neither wait for the queue nor ever return what a finished write replaced.
 @Suite("Memory hits off the queue")
 struct MemoryHitTests {

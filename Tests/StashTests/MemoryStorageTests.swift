@@ -276,7 +276,7 @@ struct MemoryStorageTests {
 
     // MARK: Typed views
 
-    // DESIGN: `transform()` is a view of the same entries.
+    // Views (Contract item 4): `transform()` is a view of the same entries.
     @Test("transform() views share entries, and reading another type throws typeNotMatch")
     func transformSharesEntries() throws {
         let users = MemoryStorage<User>(config: MemoryConfig(countLimit: 3))

@@ -457,25 +457,6 @@ struct ObservationTests {
     }
 }
 
-/// Records what observer closures receive; an observer object as `addStorageObserver` wants one.
-final class Recorder<Value: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: `values` is only touched under `lock`.
-    private let lock = NSLock()
-    private var values: [Value] = []
-
-    func append(_ value: Value) {
-        lock.lock()
-        values.append(value)
-        lock.unlock()
-    }
-
-    var received: [Value] {
-        lock.lock()
-        defer { lock.unlock() }
-        return values
-    }
-}
-
 /// A `KeyChange<Data>` with JSON values in canonical form (sorted keys), so they compare by meaning.
 private enum CanonicalChange: Equatable {
     case edit(before: String?, after: String)

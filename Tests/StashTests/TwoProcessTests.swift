@@ -18,7 +18,7 @@ struct TwoProcessTests {
     @Test("a store held by another process is refused with inUse, and opens once that process has ended")
     func heldStoreIsRefusedThenOpens() throws {
         let folder = TemporaryDirectory()
-        let holder = try ChildProcess(try executable("StashTorture"), ["hold", folder.storePath()], errorsIn: folder.url, holdInput: true)
+        let holder = try ChildProcess(try executable("StashTorture"), ["hold", folder.storePath()], input: .held)
         try #require(holder.waitForOutput(), "the holder did not start: \(holder.errors)")
 
         let refusal = storageError { _ = try DiskStorage(config: folder.diskConfig(), transformer: TransformerFactory.forData()) }
@@ -39,10 +39,10 @@ struct TwoProcessTests {
     func secondWriterIsRefused() throws {
         let folder = TemporaryDirectory()
         let torture = try executable("StashTorture")
-        let first = try ChildProcess(torture, ["write", folder.storePath(), "--seed", "1", "--max-size", "0"], errorsIn: folder.url)
+        let first = try ChildProcess(torture, ["write", folder.storePath(), "--seed", "1", "--max-size", "0"])
         try #require(first.waitForOutput(), "the first writer did not start: \(first.errors)")
 
-        let second = try ChildProcess(torture, ["write", folder.storePath(), "--seed", "2", "--max-size", "0"], errorsIn: folder.url)
+        let second = try ChildProcess(torture, ["write", folder.storePath(), "--seed", "2", "--max-size", "0"])
         #expect(second.wait(upTo: 30))
         #expect(second.status == 75, "\(second.errors)")
         #expect(second.lines().isEmpty, "the refused writer did something")
@@ -108,7 +108,7 @@ private final class LoopResults: @unchecked Sendable {
     /// Any other failure is recorded.
     func run(_ stash: URL, _ arguments: [String], in folder: URL) -> (status: Int32, output: String)? {
         do {
-            let child = try ChildProcess(stash, arguments, errorsIn: folder)
+            let child = try ChildProcess(stash, arguments)
             let ended = child.wait(upTo: 60)
             let result = (status: child.status, output: child.text()) // `get` prints the raw value, no newline
             lock.withLock {

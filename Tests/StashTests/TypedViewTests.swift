@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Stash
 
-/// DESIGN "transform … is a view of the same store": every typed view shares the queue, memory
-/// layer, folder and observers; with contract items 7 (bad data is an error, the entry dropped)
-/// and 9 (value files are the transformer's bytes).
+/// A typed view (`transform…`) is a view of the same store (Contract items 4 and 12, Docs/Contract.md):
+/// every typed view shares the queue, memory layer, folder and observers; with Contract items 7 (bad
+/// data is an error, the entry dropped) and 9 (value files are the transformer's bytes).
 @Suite("Typed views of one store")
 struct TypedViewTests {
     private let ann = User(name: "ann", age: 30)
@@ -12,7 +12,7 @@ struct TypedViewTests {
 
     // MARK: Sharing
 
-    // DESIGN: a view shares queue, memory, folder and observers.
+    // Views (Contract item 4): a view shares queue, memory, folder and observers.
     @Test("every kind of view shares the store's queue, memory layer, folder and observers")
     func viewsShareEverything() throws {
         let directory = TemporaryDirectory()
@@ -32,7 +32,7 @@ struct TypedViewTests {
         expectShared(storage.transformData().transformCodable(ofType: User.self), "a view of a view")
     }
 
-    // DESIGN: a write through any view is read through every other.
+    // Views (Contract item 4): a write through any view is read through every other.
     @Test("a Codable value is read through the data view as exactly its JSON, and JSON data is read as the Codable value")
     func codableAndDataViewsAgree() throws {
         let directory = TemporaryDirectory()
@@ -53,7 +53,7 @@ struct TypedViewTests {
         #expect(try codable.object(forKey: "ann") == ann)
     }
 
-    // DESIGN: no view reads a stale memory copy of another view's type.
+    // Views (Contract item 4): no view reads a stale memory copy of another view's type.
     @Test("a write through one view replaces what another view reads, memory copy included")
     func writeThroughOneViewReplacesForAll() throws {
         let directory = TemporaryDirectory()
@@ -68,7 +68,7 @@ struct TypedViewTests {
         #expect(try JSONDecoder().decode(User.self, from: data.object(forKey: "k")) == ann)
     }
 
-    // DESIGN: the key list and the size are the store's, whichever view asks.
+    // Views (Contract item 4): the key list and the size are the store's, whichever view asks.
     @Test("allKeys and totalSize agree across views")
     func keysAndSizeAgree() throws {
         let directory = TemporaryDirectory()
@@ -95,7 +95,7 @@ struct TypedViewTests {
         #expect(images.totalSize == expectedSize)
     }
 
-    // DESIGN: removing through one view removes for every view, memory included.
+    // Views (Contract item 4): removing through one view removes for every view, memory included.
     @Test("removeObject, removeExpiredObjects and removeAll through one view remove for every view")
     func removalThroughOneViewRemovesForAll() throws {
         let directory = TemporaryDirectory()

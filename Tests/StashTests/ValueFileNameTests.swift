@@ -2,7 +2,7 @@ import Testing
 @testable import Stash
 
 /// Opening removes value files no record names, and compaction removes segments: both recognise the
-/// store's files by name alone (DESIGN item 13), so they must take every name Stash writes and
+/// store's files by name alone (Contract item 13), so they must take every name Stash writes and
 /// nothing else (other files in the folder are left alone).
 @Suite("Store file names")
 struct ValueFileNameTests {

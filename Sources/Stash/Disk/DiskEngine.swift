@@ -52,6 +52,7 @@ final class DiskEngine: @unchecked Sendable {
         queue = DispatchQueue(label: "Stash.DiskEngine(\((directory as NSString).lastPathComponent))")
         queue.setSpecific(key: Self.queueKey, value: queueID)
         store.observers = observers
+        store.isOnOwningQueue = { [queueID] in DispatchQueue.getSpecific(key: Self.queueKey) == queueID }
         store.schedule = { [weak self] work in self?.async(work) }
         // A folder made anew at the path has another identity: openers of the path find this engine.
         store.didReopen = { [weak self] identity in
@@ -222,6 +223,10 @@ extension DiskEngine {
         private func withLock<Result>(_ body: (_ retained: inout [DiskEngine]) throws -> Result) rethrows -> Result {
             var retained: [DiskEngine] = []
             defer { withExtendedLifetime(retained) {} }
+            #if DEBUG
+            let held = HeldLocks.willTake(.engineRegistry)
+            defer { HeldLocks.didRelease(restoring: held) }
+            #endif
             condition.lock()
             defer { condition.unlock() }
             return try body(&retained)

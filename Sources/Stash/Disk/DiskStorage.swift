@@ -59,7 +59,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// The bytes of all stored values.
     public var totalSize: Int { engine.sync { $0.totalSize } }
 
-    /// What opening the store found damaged and dropped (see DESIGN item 7); empty after a clean open.
+    /// What opening the store found damaged and dropped (see Contract item 7, Docs/Contract.md); empty after a clean open.
     public var recoveryIssues: [StorageError] { engine.sync { $0.recoveryIssues } }
 
     /// Metadata of every stored value, least recently used first (reads served by a memory layer in

@@ -22,6 +22,7 @@ extension DiskStore {
     /// Reads every record of every segment and every value, verifying each checksum, and changes
     /// nothing. `progress` is called with the entries verified so far and their total.
     func check(progress: ((Int, Int) -> Void)? = nil) throws -> DiskCheckReport {
+        assertOnQueue()
         var report = DiskCheckReport()
         report.problems = recoveryIssues.map(\.description)
         for segment in segments.values.sorted(by: { $0.id < $1.id }) {
@@ -52,6 +53,7 @@ extension DiskStore {
     /// Drops the entries whose values are damaged, then rewrites the live records into fresh
     /// segments (so damaged bytes are gone too). Returns what ``check(progress:)`` found first.
     func repair(progress: ((Int, Int) -> Void)? = nil) throws -> DiskCheckReport {
+        assertOnQueue()
         try checkWritable()
         let report = try check(progress: progress)
         for key in report.damagedKeys { drop(key) }
@@ -62,6 +64,7 @@ extension DiskStore {
 
     /// Compacts every segment now, on the queue (a compaction under way is discarded).
     func compactNow() throws {
+        assertOnQueue()
         try ensureActive()
         try flushAccesses()
         epoch += 1

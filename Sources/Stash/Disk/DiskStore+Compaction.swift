@@ -51,6 +51,7 @@ extension DiskStore {
     /// Seals the active segment and reserves ids for the output below the new active one's (room
     /// for `liveBytes` and one spare); every segment before is an input.
     func beginCompaction(liveBytes: Int) throws -> CompactionPlan {
+        assertOnQueue()
         let outputCount = UInt32(liveBytes / Self.segmentLimit + 2)
         let firstOutput = nextSegmentID
         nextSegmentID += outputCount
@@ -123,6 +124,7 @@ extension DiskStore {
     /// removed meanwhile keeps its newer record), writes a snapshot or removes the old one (it names
     /// the inputs), then removes the inputs, oldest first.
     func finishCompaction(_ result: CompactionResult, victims: [SegmentFile], epoch: Int) {
+        assertOnQueue()
         isCompacting = false
         // The outputs are published (renamed to segment names, the folder flushed) only here, on the
         // queue of the store that started the compaction and only if nothing made them stale: a store

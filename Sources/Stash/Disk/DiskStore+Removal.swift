@@ -5,6 +5,7 @@ extension DiskStore {
     /// and (for a durable removal) the value file to remove once it has.
     @discardableResult
     func remove(_ key: String, durable: Bool = false) throws -> (position: UInt64?, files: [ValueFileRef]) {
+        assertOnQueue()
         try checkWritable()
         guard record(forKey: key) != nil else { return (nil, []) }
         let removed = try removeKeys([key], durable: durable)
@@ -18,6 +19,7 @@ extension DiskStore {
     /// meanwhile leaves files that the next open removes). When no new segment can be written (a
     /// full disk), the old files are deleted first instead (``deleteEverything()``).
     func removeAll() throws {
+        assertOnQueue()
         try checkWritable()
         try ensureActive()
         let retired = segments.values.sorted { $0.id < $1.id }
@@ -99,6 +101,7 @@ extension DiskStore {
     /// Removes every value that expired at or before `now`; returns their keys.
     @discardableResult
     func removeExpired(now: Date) throws -> [String] {
+        assertOnQueue()
         let cutoff = now.timeIntervalSince1970
         // Trimming calls this on every write of a full store: skip the scan while nothing can have expired.
         guard cutoff >= earliestExpiry else { return [] }
@@ -117,6 +120,7 @@ extension DiskStore {
 
     /// Removes expired values, then least recently used ones, until at most `maxSize` bytes remain.
     func trim(toSize maxSize: Int, now: Date) throws {
+        assertOnQueue()
         guard totalSize > maxSize else { return }
         try checkWritable()
         applyMemoryHits(now: now)
@@ -164,6 +168,7 @@ extension DiskStore {
     /// waiting for a compaction, which would need room to write.
     @discardableResult
     func removeKeys(_ keys: [String], durable: Bool = false) throws -> (position: UInt64?, files: [ValueFileRef]) {
+        assertOnQueue()
         try ensureActive()
         let records = withIndex { index in keys.compactMap { key in index.peek(key).map { (key, $0) } } }
         guard !records.isEmpty else { return (nil, []) }

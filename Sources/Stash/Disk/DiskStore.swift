@@ -35,12 +35,14 @@ final class DiskStore {
     /// flushed with the folder before a durable record in it counts as written.
     let durable: Bool
     var observers: ObservationCenter?
+    /// Whether the caller runs on the queue of the engine that owns this store, for ``assertOnQueue(_:)``.
+    var isOnOwningQueue: (() -> Bool)?
     /// The index, behind a lock of its own: besides this store (on the queue), only
     /// ``DiskEngine/record(forKey:)`` reads it, from any thread, to answer `existsObject` without
     /// the queue. Every change that several keys see at once is applied under one hold of the
     /// lock, and after the memory layers dropped the keys, so such a reader sees an operation
-    /// entirely or not at all (DESIGN item 4). Never call out (observers, transformers) under it.
-    let sharedIndex = Locked(LRUIndex<DiskRecord>())
+    /// entirely or not at all (Contract item 4). Never call out (observers, transformers) under it.
+    let sharedIndex = Locked(LRUIndex<DiskRecord>(), order: .storeIndex)
     var totalSize = 0
     /// What opening found wrong (damaged records, files or metadata); empty after a clean open.
     var recoveryIssues: [StorageError] = []
@@ -128,6 +130,7 @@ final class DiskStore {
     /// - Throws: ``StorageError/notFound``; ``StorageError/corrupted(_:)`` when the record or the value
     ///   file is damaged or missing (the entry is dropped); an I/O error otherwise.
     func read(_ key: String, now: Date) throws -> (data: Data, record: DiskRecord, path: String?) {
+        assertOnQueue()
         guard var record = record(forKey: key) else { throw StorageError.notFound }
         let data: Data
         do {
@@ -194,6 +197,7 @@ final class DiskStore {
     ///   removes it).
     func write(_ key: String, _ data: Data, staged: StagedValue? = nil, expiry: Date, now: Date, maxSize: Int,
                durable: Bool, storesValuesAsFiles: Bool = false) throws -> WriteOutcome {
+        assertOnQueue()
         var staged = staged
         defer { staged?.file.remove() } // not used: no record names it
         try checkWritable()

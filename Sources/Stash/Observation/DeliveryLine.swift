@@ -11,7 +11,7 @@ import Musl
 ///
 /// The store's queue only *enqueues* (``enqueue(_:)``, numbered in commit order); the caller of the
 /// mutating call delivers once it is off the queue (``deliver(through:)``), before its call returns or
-/// its completion runs (DESIGN item 12). One thread delivers at a time, oldest first, so every observer
+/// its completion runs (Contract item 12). One thread delivers at a time, oldest first, so every observer
 /// sees changes in commit order even when several threads write at once; a thread whose change another
 /// thread is delivering waits for it. A call made from inside an observer closure does not wait for
 /// its own change (the delivering thread is busy with the change before it): that change is delivered

@@ -6,7 +6,7 @@ import Foundation
 /// observer registered at that moment and handed to a ``DeliveryLine``, which the caller of the
 /// mutating call drains once it is off the queue, before the call returns (or its completion runs).
 /// So observers are called synchronously with respect to the call, in commit order, never on the
-/// store's queue, and may call the storage from their closures (DESIGN items 4 and 12).
+/// store's queue, and may call the storage from their closures (Contract items 4 and 12, Docs/Contract.md).
 final class ObservationCenter: Sendable {
     /// Delivers one event to one observer.
     typealias Delivery = @Sendable (StoreEvent) -> Void

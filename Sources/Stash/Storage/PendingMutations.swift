@@ -1,7 +1,7 @@
 /// How many mutations submitted through a store's async API have not run yet.
 ///
 /// The async functions answer a memory hit without the store's queue only while none is pending:
-/// a read must not overtake a write its caller submitted earlier (DESIGN item 4). One per store
+/// a read must not overtake a write its caller submitted earlier (Contract item 4). One per store
 /// (``DiskEngine``), so every view and every storage of the folder counts the same writes.
 final class PendingMutations: Sendable {
     private let count = Locked(0)

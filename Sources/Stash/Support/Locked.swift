@@ -8,7 +8,7 @@ import Musl
 
 /// Mutable state behind one lock, reached only through ``withLock(_:)``.
 ///
-/// `package`: StashRedis guards its state with it too (one helper, one place).
+/// `package`: StashHTTP and StashRedis guard their state with it too (one helper, one place).
 ///
 /// A thin wrapper over the platform's cheapest mutex (`os_unfair_lock` on Apple platforms,
 /// `pthread_mutex_t` elsewhere). `Synchronization.Mutex` would do on Linux, but it needs
@@ -23,8 +23,15 @@ package final class Locked<State>: @unchecked Sendable {
     #else
     private let lock: UnsafeMutablePointer<pthread_mutex_t>
     #endif
+    #if DEBUG
+    private let order: LockOrder?
+    #endif
 
-    package init(_ state: State) {
+    /// `order`: where this lock stands among the locks that nest (checked in debug builds only).
+    package init(_ state: State, order: LockOrder? = nil) {
+        #if DEBUG
+        self.order = order
+        #endif
         self.state = .allocate(capacity: 1)
         self.state.initialize(to: state)
         lock = .allocate(capacity: 1)
@@ -49,6 +56,10 @@ package final class Locked<State>: @unchecked Sendable {
     /// Runs `body` with exclusive access to the state. Never call back into the same lock from `body`.
     @inline(__always)
     package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+        #if DEBUG
+        let held = order.map(HeldLocks.willTake)
+        defer { if let held { HeldLocks.didRelease(restoring: held) } }
+        #endif
         #if canImport(Darwin)
         os_unfair_lock_lock(lock)
         defer { os_unfair_lock_unlock(lock) }

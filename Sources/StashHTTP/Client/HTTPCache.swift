@@ -31,9 +31,9 @@ public final class HTTPCache: Sendable {
     let varyIndex: Storage<VaryRecord>
     /// The clock freshness is measured against.
     let now: @Sendable () -> Date
-    let counters = LockedBox(HTTPCacheStatistics())
+    let counters = Locked(HTTPCacheStatistics())
     /// `stale-while-revalidate` refreshes still running, so tests (and ``waitForBackgroundRefreshes()``) can await them.
-    let refreshes = LockedBox<[UUID: Task<Void, Never>]>([:])
+    let refreshes = Locked<[UUID: Task<Void, Never>]>([:])
     /// Concurrent identical requests share one exchange.
     let coalescer = RequestCoalescer()
 

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Stash
 
 /// Lets concurrent identical requests share one network exchange: the first starts it, the others
 /// wait for its result. An exchange is cancelled only when every caller waiting for it is.
@@ -11,7 +12,7 @@ final class RequestCoalescer: Sendable {
         var waiters: Int
     }
 
-    private let exchanges = LockedBox<[String: Exchange]>([:])
+    private let exchanges = Locked<[String: Exchange]>([:])
 
     /// How many callers wait for the exchange under `key` (for tests).
     func waiters(for key: String) -> Int { exchanges.withLock { $0[key]?.waiters ?? 0 } }

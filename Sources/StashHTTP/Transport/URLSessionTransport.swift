@@ -4,6 +4,7 @@ public import FoundationNetworking
 #else
 public import Foundation
 #endif
+import Stash
 
 /// An ``HTTPTransport`` over a `URLSession` that never caches and never follows redirects by itself.
 ///
@@ -89,7 +90,7 @@ private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable 
 
 /// Holds the data task so that a cancellation arriving from another thread can reach it.
 private final class TaskBox: Sendable {
-    private let state = LockedBox<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
+    private let state = Locked<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
 
     func set(_ task: URLSessionDataTask) {
         let cancelled = state.withLock { state in

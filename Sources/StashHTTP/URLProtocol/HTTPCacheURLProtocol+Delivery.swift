@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Stash
 
 extension HTTPCacheURLProtocol {
     /// Hands the cache's answer to the protocol's client, once, and never after `stopLoading`.
@@ -20,7 +21,7 @@ extension HTTPCacheURLProtocol {
         /// Weak: the protocol holds this delivery, and the loading system holds the protocol while it loads.
         private weak var urlProtocol: URLProtocol?
         private let client: (any URLProtocolClient)?
-        private let state = LockedBox(State())
+        private let state = Locked(State())
         #if !canImport(FoundationNetworking)
         private let runLoop = RunLoop.current
         private let mode = RunLoop.current.currentMode ?? .default

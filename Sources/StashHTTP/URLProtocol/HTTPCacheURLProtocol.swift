@@ -4,6 +4,7 @@ public import FoundationNetworking
 #else
 public import Foundation
 #endif
+import Stash
 
 /// A `URLProtocol` that answers a session's requests through an ``HTTPCache``, so that code written
 /// against `URLSession` (your own, a library's, a generated API client's) gets the offline cache
@@ -40,7 +41,7 @@ public class HTTPCacheURLProtocol: URLProtocol {
     /// The `URLProtocol` property that marks requests the protocol sends itself.
     static let innerRequestKey = "StashHTTP.HTTPCacheURLProtocol.inner"
 
-    private let delivery = LockedBox<Delivery?>(nil)
+    private let delivery = Locked<Delivery?>(nil)
 
     /// Stops serving `cache` through every session configuration made for it by
     /// ``Foundation/URLSessionConfiguration/cached(by:)``: their requests go straight to the network

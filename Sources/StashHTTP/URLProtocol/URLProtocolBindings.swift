@@ -1,4 +1,5 @@
 import Foundation
+import Stash
 
 /// Which ``HTTPCache`` each protocol class answers for.
 ///
@@ -34,7 +35,7 @@ final class URLProtocolBindings: Sendable {
 
     static let shared = URLProtocolBindings()
 
-    private let state = LockedBox(State())
+    private let state = Locked(State())
 
     /// The class bound to `cache` and `additionalHeaders`: the same class for the same pair, so
     /// that sessions set up alike share one.

@@ -6,54 +6,9 @@ import Stash
 import Testing
 @testable import StashHTTP
 
-/// A clock the test moves by hand, injected as `now:` so freshness is tested without sleeping.
-final class TestClock: @unchecked Sendable {
-    // @unchecked Sendable: `current` is only touched under `lock`.
-    private let lock = NSLock()
-    private var current: Date
-
-    /// Starts at a fixed, whole second so HTTP dates (second precision) round-trip exactly.
-    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        current = start
-    }
-
-    var now: Date {
-        lock.lock()
-        defer { lock.unlock() }
-        return current
-    }
-
-    func advance(by seconds: TimeInterval) {
-        lock.lock()
-        current += seconds
-        lock.unlock()
-    }
-
-    /// The clock as the `now:` function the cache takes.
-    var function: @Sendable () -> Date { { self.now } }
-
+extension TestClock {
     /// The current time as an HTTP date, for `Date` and `Last-Modified` headers.
     func httpDate(offset: TimeInterval = 0) -> String { HTTPDate.string(from: now.addingTimeInterval(offset)) }
-}
-
-/// A fresh, uniquely named temporary directory, removed when the test that made it ends.
-final class TemporaryDirectory {
-    let url: URL
-
-    init(_ name: String = #function) {
-        let safe = name.filter { $0.isLetter || $0.isNumber }
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("StashHTTPTests-\(safe.prefix(40))-\(UUID().uuidString)", isDirectory: true)
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)
-    }
-
-    func diskConfig(_ name: String = "http", maxSize: Int = 0) -> DiskConfig {
-        DiskConfig(name: name, maxSize: maxSize, directory: url)
-    }
 }
 
 /// Everything one cache test needs: its own folder, clock, fake transport and cache.

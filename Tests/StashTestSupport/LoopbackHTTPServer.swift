@@ -3,35 +3,35 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
+public import Foundation
 
 /// A small HTTP/1.1 server on 127.0.0.1 for the tests: POSIX sockets, a kernel-chosen port, one
 /// thread per connection, `Connection: close`. Each path answers with a handler the test sets; the
 /// server counts requests per path, keeps the last request's headers, can delay an answer, and
 /// ``stop()`` closes the port so that later connections are refused, as when a server is offline.
-final class LoopbackHTTPServer: @unchecked Sendable {
+public final class LoopbackHTTPServer: @unchecked Sendable {
     // @unchecked Sendable: mutable state lives in `state`, behind `lock`; `listener` and `port` are
     // set once in init; the accept thread owns the listening socket until `stop()` joins it.
-    struct Request: Sendable {
-        var method: String
+    public struct Request: Sendable {
+        public var method: String
         /// The request target: path and query.
-        var target: String
-        var path: String { String(target.prefix { $0 != "?" }) }
+        public var target: String
+        public var path: String { String(target.prefix { $0 != "?" }) }
         /// Lower-cased name → value.
-        var headers: [String: String]
-        var body: Data
+        public var headers: [String: String]
+        public var body: Data
     }
 
-    struct Response: Sendable {
-        var status: Int
-        var headers: [(String, String)] = []
-        var body: Data = Data()
+    public struct Response: Sendable {
+        public var status: Int
+        public var headers: [(String, String)] = []
+        public var body: Data = Data()
         /// Seconds to wait before answering (a slow server).
-        var delay: TimeInterval = 0
+        public var delay: TimeInterval = 0
         /// What goes on the wire: a well-formed answer, or one of the ways a connection can fail.
-        var wire: Wire = .answer
+        public var wire: Wire = .answer
 
-        init(status: Int = 200, headers: [(String, String)] = [], body: String = "", delay: TimeInterval = 0, wire: Wire = .answer) {
+        public init(status: Int = 200, headers: [(String, String)] = [], body: String = "", delay: TimeInterval = 0, wire: Wire = .answer) {
             self.status = status
             self.headers = headers
             self.body = Data(body.utf8)
@@ -41,7 +41,7 @@ final class LoopbackHTTPServer: @unchecked Sendable {
     }
 
     /// How the server treats a connection after reading the request.
-    enum Wire: Sendable {
+    public enum Wire: Sendable {
         /// The status, headers and body, framed with `Content-Length`.
         case answer
         /// Closes the connection without sending a byte (a crashed or overloaded server).
@@ -52,7 +52,7 @@ final class LoopbackHTTPServer: @unchecked Sendable {
         case raw(String)
     }
 
-    typealias Handler = @Sendable (Request) -> Response
+    public typealias Handler = @Sendable (Request) -> Response
 
     private struct State {
         var routes: [String: Handler] = [:]
@@ -61,13 +61,13 @@ final class LoopbackHTTPServer: @unchecked Sendable {
         var stopping = false
     }
 
-    let port: UInt16
+    public let port: UInt16
     private let listener: Int32
     private let lock = NSLock()
     private var state = State()
     private let acceptLoopEnded = DispatchSemaphore(value: 0)
 
-    init() throws {
+    public init() throws {
         #if canImport(Glibc)
         let socketType = Int32(SOCK_STREAM.rawValue)
         #else
@@ -105,28 +105,28 @@ final class LoopbackHTTPServer: @unchecked Sendable {
     }
 
     /// The URL of `path` on this server.
-    func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+    public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
 
     /// Answers requests for `path` (query ignored) with `handler`.
-    func route(_ path: String, _ handler: @escaping Handler) {
+    public func route(_ path: String, _ handler: @escaping Handler) {
         withState { $0.routes[path] = handler }
     }
 
     /// Answers requests for `path` with a fixed response.
-    func route(_ path: String, status: Int = 200, headers: [(String, String)] = [], body: String = "", delay: TimeInterval = 0) {
+    public func route(_ path: String, status: Int = 200, headers: [(String, String)] = [], body: String = "", delay: TimeInterval = 0) {
         let response = Response(status: status, headers: headers, body: body, delay: delay)
         route(path) { _ in response }
     }
 
     /// How many requests reached `path`.
-    func requestCount(_ path: String) -> Int { withState { $0.counts[path] ?? 0 } }
+    public func requestCount(_ path: String) -> Int { withState { $0.counts[path] ?? 0 } }
 
     /// The last request for `path`.
-    func lastRequest(_ path: String) -> Request? { withState { $0.lastRequests[path] } }
+    public func lastRequest(_ path: String) -> Request? { withState { $0.lastRequests[path] } }
 
     /// Closes the listening socket and waits for the accept loop to end: from then on connections
     /// to the port are refused. Calling it again does nothing.
-    func stop() {
+    public func stop() {
         let first = withState { state -> Bool in
             defer { state.stopping = true }
             return !state.stopping

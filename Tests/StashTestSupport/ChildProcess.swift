@@ -1,0 +1,272 @@
+public import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one way the tests run another process: `stash`, `StashTorture`, `StashRedisChild`,
+/// `redis-server`, or `strace` running one of them.
+///
+/// Its standard output and standard error are drained by two threads of their own from the moment it
+/// starts, so a child never blocks on a full pipe whatever it prints and whichever stream the test
+/// reads first (reading two pipes one after the other deadlocks once the other one fills up). Its
+/// standard input is empty, a file holding given bytes, or a pipe the test writes lines to.
+public final class ChildProcess: @unchecked Sendable {
+    // @unchecked Sendable: the collected bytes live in `streams`, behind its lock; `process`, the pipes
+    // and `inputFile` are set up in init and only read afterwards.
+
+    /// What the child reads on its standard input.
+    public enum Input: Sendable {
+        /// Nothing: end of file at once.
+        case empty
+        /// These bytes, then end of file (from a file, so the child need not read them at all).
+        case data(Data)
+        /// A pipe that stays open until ``closeInput()``: the test writes with ``send(_:)`` or ``ask(_:)``.
+        case held
+    }
+
+    /// A finished run: how it ended and what it printed.
+    public struct Run: Sendable {
+        public var status: Int32
+        public var stdout: Data
+        public var stderr: String
+        /// Whether the child exited by itself (rather than by a signal).
+        public var exitedNormally: Bool
+        /// Whether it was killed because it outlived the deadline.
+        public var timedOut: Bool
+        public var output: String { String(decoding: stdout, as: UTF8.self) }
+    }
+
+    private let process = Process()
+    private let inputPipe = Pipe()
+    private let outputPipe = Pipe()
+    private let errorPipe = Pipe()
+    private var inputFile: URL?
+    /// What the drain threads collected. Apart from `self`, so that the threads do not keep this
+    /// object (whose deinit kills a child still running) alive.
+    private let streams = Streams()
+    private var condition: NSCondition { streams.condition }
+    private var received: Data { streams.received }
+    private var outputEnded: Bool { streams.outputEnded }
+    private var errorsEnded: Bool { streams.errorsEnded }
+
+    /// Starts `executable` with `arguments`; `environment` replaces the inherited one when given.
+    public init(_ executable: URL, _ arguments: [String], input: Input = .empty,
+                environment: [String: String]? = nil, currentDirectory: URL? = nil) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+        switch input {
+        case .empty:
+            process.standardInput = FileHandle.nullDevice
+        case .data(let bytes):
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("StashChildInput-\(UUID().uuidString)")
+            try bytes.write(to: file)
+            inputFile = file
+            process.standardInput = try FileHandle(forReadingFrom: file)
+        case .held:
+            // A child that dies while the test still writes must not take the test process with it.
+            _ = ignoreBrokenPipes
+            process.standardInput = inputPipe
+        }
+        process.standardOutput = outputPipe
+        process.standardError = errorPipe
+        try process.run()
+        drain(outputPipe.fileHandleForReading, isOutput: true)
+        drain(errorPipe.fileHandleForReading, isOutput: false)
+    }
+
+    /// The form the crash and two-process tests were written with; `folder` is not needed any more
+    /// (standard error is drained into memory like standard output).
+    public convenience init(_ executable: URL, _ arguments: [String], errorsIn folder: URL, holdInput: Bool = false) throws {
+        try self.init(executable, arguments, input: holdInput ? .held : .empty)
+    }
+
+    deinit {
+        if process.isRunning { kill() }
+        try? inputPipe.fileHandleForWriting.close()
+        if let inputFile { try? FileManager.default.removeItem(at: inputFile) }
+    }
+
+    /// Runs `executable` to its end and returns what it printed; a child still running after
+    /// `deadline` seconds is killed (``Run/timedOut``).
+    public static func run(_ executable: URL, _ arguments: [String], input: Data? = nil,
+                           environment: [String: String]? = nil, deadline: TimeInterval = 120) throws -> Run {
+        let child = try ChildProcess(executable, arguments, input: input.map(Input.data) ?? .empty, environment: environment)
+        let timedOut = !child.wait(upTo: deadline)
+        return Run(status: child.status, stdout: child.output, stderr: child.errors,
+                   exitedNormally: child.exitedNormally, timedOut: timedOut)
+    }
+
+    private func drain(_ handle: FileHandle, isOutput: Bool) {
+        let thread = Thread { [streams] in
+            while true {
+                let chunk = handle.availableData // blocks until bytes or end of file
+                streams.condition.lock()
+                if chunk.isEmpty {
+                    if isOutput { streams.outputEnded = true } else { streams.errorsEnded = true }
+                } else if isOutput {
+                    streams.received += chunk
+                } else {
+                    streams.errors += chunk
+                }
+                streams.condition.broadcast()
+                streams.condition.unlock()
+                if chunk.isEmpty { return }
+            }
+        }
+        thread.start()
+    }
+
+    /// Blocks until the child has printed something (or closed its output): it is then past opening the store.
+    /// - Returns: Whether it printed anything.
+    @discardableResult
+    public func waitForOutput() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while received.isEmpty, !outputEnded { condition.wait() }
+        return !received.isEmpty
+    }
+
+    /// Blocks until the child's output contains `text`, it closes its output, or `seconds` pass.
+    /// - Returns: Whether `text` appeared.
+    public func waitForOutput(containing text: String, upTo seconds: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        let needle = Data(text.utf8)
+        condition.lock()
+        defer { condition.unlock() }
+        while received.range(of: needle) == nil {
+            if outputEnded || !condition.wait(until: deadline) { return received.range(of: needle) != nil }
+        }
+        return true
+    }
+
+    /// The next line the child prints (without its newline); empty once its output ended.
+    public func readLine() -> String {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let newline = received[streams.consumed...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: received[streams.consumed..<newline], as: UTF8.self)
+                streams.consumed = newline + 1
+                return line
+            }
+            if outputEnded { return "" }
+            condition.wait()
+        }
+    }
+
+    /// Writes `text` to the child's standard input (``Input/held`` only).
+    public func send(_ text: String) {
+        try? inputPipe.fileHandleForWriting.write(contentsOf: Data(text.utf8))
+    }
+
+    /// Sends `line` and returns the child's one-line answer.
+    public func ask(_ line: String) -> String {
+        send(line + "\n")
+        return readLine()
+    }
+
+    /// Ends the child's standard input.
+    public func closeInput() {
+        try? inputPipe.fileHandleForWriting.close()
+    }
+
+    /// Kills the child with SIGKILL, as a crash or a power cut would stop it, and waits for it.
+    public func kill() {
+        sendSignal(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Waits for the child to end by itself, killing it after `seconds`.
+    /// - Returns: Whether it ended by itself in time.
+    @discardableResult
+    public func wait(upTo seconds: TimeInterval) -> Bool {
+        let ended = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async { [process] in
+            process.waitUntilExit()
+            ended.signal()
+        }
+        if ended.wait(timeout: .now() + seconds) == .success { return true }
+        kill()
+        return false
+    }
+
+    /// Waits for the child to end, however long it takes.
+    public func waitUntilExit() {
+        process.waitUntilExit()
+    }
+
+    /// Everything the child printed on standard output; waits until it ended and its output is drained.
+    public var output: Data {
+        process.waitUntilExit()
+        condition.lock()
+        defer { condition.unlock() }
+        while !outputEnded { condition.wait() }
+        return received
+    }
+
+    /// Everything the child printed; call after it has ended.
+    public func text() -> String {
+        String(decoding: output, as: UTF8.self)
+    }
+
+    /// Everything the child printed, as complete lines; call after it has ended.
+    public func lines() -> [Substring] {
+        // A line is complete once its newline is out; the children write each line with one write().
+        text().split(separator: "\n", omittingEmptySubsequences: false).dropLast().map { $0 }
+    }
+
+    /// What the child wrote to standard error: all of it once the child has ended, what came so far
+    /// while it runs.
+    public var errors: String {
+        let ended = !process.isRunning
+        condition.lock()
+        defer { condition.unlock() }
+        while ended, !errorsEnded { condition.wait() }
+        return String(decoding: streams.errors, as: UTF8.self)
+    }
+
+    public var isRunning: Bool { process.isRunning }
+    public var status: Int32 { process.terminationStatus }
+    public var exitedNormally: Bool { process.terminationReason == .exit }
+    public var wasKilled: Bool {
+        // A child of strace that was killed shows as strace dying of the same signal (or exiting 128+9).
+        (process.terminationReason == .uncaughtSignal && status == SIGKILL) || status == 128 + SIGKILL
+    }
+}
+
+/// The bytes a child printed so far, behind `condition`.
+private final class Streams: @unchecked Sendable {
+    // @unchecked Sendable: every stored property but `condition` is only touched while it is locked.
+    let condition = NSCondition()
+    var received = Data()
+    /// How much of `received` ``ChildProcess/readLine()`` has returned.
+    var consumed = 0
+    var errors = Data()
+    var outputEnded = false
+    var errorsEnded = false
+}
+
+private func sendSignal(_ pid: pid_t, _ signal: Int32) { _ = kill(pid, signal) }
+
+/// Set once: a write to a pipe whose reader died fails with EPIPE instead of killing the test process.
+private let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
+/// `strace`, which the crash tests use to kill a child at an exact system call, if this machine has it.
+/// `.ci/run` installs it; on a machine without it those tests are skipped, unless `STASH_REQUIRE_STRACE` is set.
+public enum Strace {
+    public static let executable: URL? = ["/usr/bin/strace", "/bin/strace"].map(URL.init(fileURLWithPath:))
+        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    public static let isRequired = ProcessInfo.processInfo.environment["STASH_REQUIRE_STRACE"] != nil
+    public static let isAvailable = executable != nil || isRequired
+
+    /// The arguments that make strace run `command` and kill it with SIGKILL when it enters
+    /// the `occurrence`-th call of a system call matching `syscalls` (a comma-separated strace set; `?` ignores calls this architecture lacks).
+    public static func arguments(killAt syscalls: String, occurrence: Int, command: [String]) -> [String] {
+        ["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(syscalls)",
+         "-e", "inject=\(syscalls):signal=KILL:when=\(occurrence)", "--"] + command
+    }
+}
