@@ -130,7 +130,7 @@ final class SegmentFile: @unchecked Sendable {
     }
 
     func sync() throws {
-        if fsync(fd) != 0 { throw FileIO.error("fsync", path) }
+        try FileIO.synchronize(fd, path)
     }
 
     /// The `length` bytes at `offset` (fewer at the end of the file).

@@ -9,7 +9,7 @@ final class RedisConnection {
     private var parser = RESPParser()
     let configuration: RedisConfiguration
     /// The server's id for this connection (`CLIENT ID`), for `CLIENT TRACKING … REDIRECT` and `CLIENT KILL`.
-    private(set) var clientID = 0
+    private(set) var clientID: Int64 = 0
     /// RESP3 push messages that arrived among replies; the invalidation listener reads them.
     private(set) var pendingPushes: [[RESPValue]] = []
 
