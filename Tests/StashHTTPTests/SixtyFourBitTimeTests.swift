@@ -5,7 +5,7 @@ import Testing
 /// Times past 2^31 seconds: dates from 2038-01-19 on and delta-seconds at RFC 9111's 2^31 cap. They
 /// are computed in 64 bits, so they hold where `Int` has 32 bits (Apple Watch); here, on Linux, the
 /// tests check the values at and beyond those boundaries.
-@Suite("64-bit times in HTTP (dates after 2038, delta-seconds at 2^31)")
+@Suite("64-bit times and sizes in HTTP (dates after 2038, delta-seconds at 2^31, ranges past 4 GiB)")
 struct SixtyFourBitTimeTests {
     // MARK: HTTP dates after 2038
 
@@ -100,5 +100,21 @@ struct SixtyFourBitTimeTests {
         #expect(HTTPCacheStatus.wholeSeconds(3e9) == 3_000_000_000)
         #expect(HTTPCacheStatus.wholeSeconds(1e30) == .max)
         #expect(HTTPCacheStatus.wholeSeconds(.nan) == 0)
+    }
+
+    // MARK: Sizes past 2 GiB
+
+    @Test("byte ranges past 4 GiB parse and resolve against a stored body in 64 bits")
+    func rangesPastFourGiB() {
+        #expect(ByteRangeSpec(rangeField: "bytes=4294967296-4294967299") == .from(first: 4_294_967_296, last: 4_294_967_299))
+        #expect(ByteRangeSpec(rangeField: "bytes=4294967296-")?.resolved(length: 1000) == nil) // past the end: 416
+        #expect(ByteRangeSpec(rangeField: "bytes=-4294967296")?.resolved(length: 1000) == 0...999) // the whole body
+        #expect(ByteRangeSpec(rangeField: "bytes=10-4294967296")?.resolved(length: 1000) == 10...999)
+    }
+
+    @Test("a stored response announcing a header past 2 GiB is truncated, not a trap")
+    func hugeAnnouncedHeaderIsTruncated() {
+        let bytes = Data([0x53, 0x48, 0x52, 0x31, 0xFF, 0xFF, 0xFF, 0xFF]) + Data("{}".utf8)
+        #expect(throws: StoredResponseFormatError.truncated) { try StoredResponse.transformer.fromData(bytes) }
     }
 }
