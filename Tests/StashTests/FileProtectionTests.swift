@@ -10,7 +10,7 @@ struct FileProtectionTests {
     /// Records every class set; `classes` holds each item's current class.
     private final class RecordingFileSystem: @unchecked Sendable {
         // @unchecked Sendable: used by one test on one thread.
-        var classes: [String: String] = [:]
+        var classes: [String: DiskConfig.FileProtection] = [:]
         var order: [String] = []
         var failing: Set<String> = []
         var removeBeforeSetting: Set<String> = []
@@ -24,7 +24,7 @@ struct FileProtectionTests {
                         throw CocoaError(.fileNoSuchFile)
                     }
                     if self.failing.contains(path) { throw CocoaError(.fileWriteNoPermission) }
-                    self.classes[path] = protection.rawValue
+                    self.classes[path] = protection
                     self.order.append(path)
                 })
         }
@@ -52,7 +52,7 @@ struct FileProtectionTests {
                                         store + "/values/1.value"])
         #expect(!recorder.order.contains(store + "/link"))
         #expect(!recorder.order.contains(directory.path + "/outside"))
-        #expect(recorder.classes.values.allSatisfy { $0 == "NSFileProtectionCompleteUntilFirstUserAuthentication" })
+        #expect(recorder.classes.values.allSatisfy { $0 == .completeUntilFirstUserAuthentication })
     }
 
     @Test("a folder that already has the class is left alone (its files were created with it)")
@@ -60,7 +60,7 @@ struct FileProtectionTests {
         let directory = TemporaryDirectory()
         let store = try makeStoreFolder(in: directory)
         let recorder = RecordingFileSystem()
-        recorder.classes[store] = DiskConfig.FileProtection.complete.rawValue
+        recorder.classes[store] = .complete
         try StoreProtection.apply(.complete, toFolder: store, fileSystem: recorder.fileSystem)
         #expect(recorder.order.isEmpty)
         // Another class is applied again, to everything.

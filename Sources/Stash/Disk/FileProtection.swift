@@ -65,8 +65,8 @@ enum StoreProtection {
 
     /// The calls the walk makes, apart so that the walk itself is tested where no class exists.
     struct FileSystem {
-        /// The class of the item at a path, by its raw value; nil when it has none.
-        var currentClass: (String) throws -> String?
+        /// The class of the item at a path; nil when it has none (or one Stash does not name).
+        var currentClass: (String) throws -> DiskConfig.FileProtection?
         /// Gives the item at a path a class.
         var setClass: (DiskConfig.FileProtection, String) throws -> Void
 
@@ -75,13 +75,23 @@ enum StoreProtection {
             FileSystem(
             currentClass: { path in
                 let attributes = try FileManager.default.attributesOfItem(atPath: path)
-                return (attributes[.protectionKey] as? FileProtectionType)?.rawValue
+                guard let type = attributes[.protectionKey] as? FileProtectionType else { return nil }
+                return DiskConfig.FileProtection.allCases.first { foundationType($0) == type }
             },
             setClass: { protection, path in
-                try FileManager.default.setAttributes([.protectionKey: FileProtectionType(rawValue: protection.rawValue)],
-                                                      ofItemAtPath: path)
+                try FileManager.default.setAttributes([.protectionKey: foundationType(protection)], ofItemAtPath: path)
             }
             )
+        }
+
+        /// Foundation's constant for `protection` (named, not rebuilt from its raw value).
+        static func foundationType(_ protection: DiskConfig.FileProtection) -> FileProtectionType {
+            switch protection {
+            case .complete: return .complete
+            case .completeUnlessOpen: return .completeUnlessOpen
+            case .completeUntilFirstUserAuthentication: return .completeUntilFirstUserAuthentication
+            case .noProtection: return .none
+            }
         }
         #endif
     }
@@ -90,7 +100,7 @@ enum StoreProtection {
     /// skipped (one planted in the folder must not change the class of a file elsewhere).
     static func apply(_ protection: DiskConfig.FileProtection, toFolder path: String, fileSystem: FileSystem) throws {
         do {
-            if try fileSystem.currentClass(path) == protection.rawValue { return }
+            if try fileSystem.currentClass(path) == protection { return }
             try fileSystem.setClass(protection, path)
             var pending = [path]
             while let folder = pending.popLast() {
