@@ -4,6 +4,7 @@ import Foundation
 ///
 /// Not thread-safe: the pool lends it to one caller at a time. After any error but a server's
 /// error reply, the connection is out of step with the server and must be closed.
+@available(watchOS, unavailable)
 final class RedisConnection {
     private let socket: RedisSocket
     private var parser = RESPParser()

@@ -10,6 +10,7 @@ import Glibc
 /// Connecting is non-blocking with `poll`; afterwards the socket blocks, with `SO_RCVTIMEO` and
 /// `SO_SNDTIMEO` as the bound: a command then costs one `send` and one `recv`, not a `poll` more.
 /// The receive timeout is shortened only when the time left before a deadline is shorter.
+@available(watchOS, unavailable)
 final class RedisSocket {
     private(set) var descriptor: Int32
     /// The receive buffer, allocated once per connection rather than per read.

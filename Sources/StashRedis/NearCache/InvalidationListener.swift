@@ -13,6 +13,7 @@ import Stash
 /// A read admits its value to memory only with a ``Ticket`` taken before the read was sent, and
 /// only if no invalidation of that key (nor a flush, nor a break) was processed since: so an
 /// invalidation that overtakes a slower read can never be undone by that read's late insert.
+@available(watchOS, unavailable)
 final class InvalidationListener: Sendable {
     /// The state of the listener when a read was sent.
     struct Ticket {

@@ -18,6 +18,7 @@ public import Stash
 /// store, an expired value is not returned flagged but is gone (``StorageError/notFound``).
 /// Every failure to reach Redis is ``StorageError/io(operation:path:underlying:)`` whose cause is a
 /// ``RedisError``, thrown within the configured timeouts.
+@available(watchOS, unavailable, message: "watchOS restricts BSD sockets to audio streaming apps (TN3135): Redis cannot be reached from a watch app")
 public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
     /// The client (and its pool of connections) the store talks through; shared by its views.
     public let client: RedisClient
