@@ -154,7 +154,8 @@ final class InvalidationListener: Sendable {
                 // Broken, refused or backing off: memory is off until tracking is on again.
                 goOffline()
                 let pause = min(pool.configuration.maximumBackoff, max(pool.configuration.initialBackoff, 0.001))
-                usleep(useconds_t(pause * 1_000_000))
+                // useconds_t has 32 bits: a backoff configured past 71 minutes would trap in the conversion.
+                usleep(useconds_t(min(pause, 3_600) * 1_000_000))
             }
         }
         goOffline()
