@@ -110,7 +110,7 @@ struct RedisCommands {
             })
             for (index, key) in batch.enumerated() {
                 let milliseconds = replies[index * 2 + 1].integer ?? -1
-                entries.append((key, replies[index * 2].integer ?? 0,
+                entries.append((key, replies[index * 2].integer.flatMap { Int(exactly: $0) } ?? 0,
                                 milliseconds > 0 ? Date(timeIntervalSince1970: Double(milliseconds) / 1000) : nil))
             }
         }

@@ -87,7 +87,7 @@ struct RedisStorageTests {
         #expect(try store.entry(forKey: "hour").expiry == .date(start + 3600))
         #expect(try store.entry(forKey: "forever").expiry == .never)
         let milliseconds = try server.client().send(["PEXPIRETIME", "p:hour"]).integer
-        #expect(milliseconds == Int((start.timeIntervalSince1970 + 3600) * 1000))
+        #expect(milliseconds == Int64((start.timeIntervalSince1970 + 3600) * 1000))
     }
 
     @Test("a value written already expired is not stored (Redis would drop it at once)")

@@ -16,7 +16,25 @@ public struct DiskConfig: Sendable {
     public var maxSize: Int
     /// The parent folder; nil means the platform's caches folder (on Linux `$XDG_CACHE_HOME`,
     /// else `~/.cache`).
+    ///
+    /// On iOS and tvOS the system deletes the contents of the caches folder when storage runs low
+    /// (while the app is not running), and a backup leaves it out: keep there only what can be fetched
+    /// or computed again. Data that must stay belongs in Application Support
+    /// (`FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
+    /// appropriateFor: nil, create: true)`), or, to share it with an app extension, in an App Group
+    /// container (`FileManager.default.containerURL(forSecurityApplicationGroupIdentifier:)`). See
+    /// Docs/Platforms.md.
     public var directory: URL?
+    /// The data protection class of the store's folder and of every file the store creates in it, on
+    /// iOS, tvOS, watchOS and visionOS (Cache 5's `protectionType`); nil leaves the system's default
+    /// (``FileProtection/completeUntilFirstUserAuthentication`` for an app's files). Elsewhere, macOS
+    /// and Linux included, it is kept here and has no effect.
+    ///
+    /// Applied when the store is opened for writing: to the folder (new files take its class), then to
+    /// what is already in it. A store that an app launched in the background must open needs a class
+    /// readable while the device is locked; see ``FileProtection`` for which class suits which use.
+    /// Ignored for a ``readOnly`` store, which changes nothing in its folder.
+    public var protectionType: FileProtection?
     /// Whether each write is flushed to stable storage (`fsync`) before it returns.
     ///
     /// Off by default: writes are still atomic (a crash leaves the old or the new value, never a
@@ -38,15 +56,18 @@ public struct DiskConfig: Sendable {
     ///   - expiry: The default expiry of values written without one.
     ///   - maxSize: The most bytes of values kept; 0 = unlimited; negative is refused when opening.
     ///   - directory: The parent folder; nil = the platform's caches folder.
+    ///   - protectionType: The data protection class of the store's files on Apple's mobile platforms; nil = the system's default.
     ///   - durable: Whether each write is `fsync`ed before it returns.
     ///   - readOnly: Whether the store is opened for reading only.
     ///   - storesValuesAsFiles: Whether every value gets a file of its own (see ``storesValuesAsFiles``).
-    public init(name: String, expiry: Expiry = .never, maxSize: Int = 0, directory: URL? = nil, durable: Bool = false,
-                readOnly: Bool = false, storesValuesAsFiles: Bool = false) {
+    public init(name: String, expiry: Expiry = .never, maxSize: Int = 0, directory: URL? = nil,
+                protectionType: FileProtection? = nil, durable: Bool = false, readOnly: Bool = false,
+                storesValuesAsFiles: Bool = false) {
         self.name = name
         self.expiry = expiry
         self.maxSize = maxSize
         self.directory = directory
+        self.protectionType = protectionType
         self.durable = durable
         self.readOnly = readOnly
         self.storesValuesAsFiles = storesValuesAsFiles

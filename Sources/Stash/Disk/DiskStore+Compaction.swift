@@ -85,7 +85,7 @@ extension DiskStore {
                     result.damaged.append((key, record))
                     continue
                 }
-                if output.length + buffer.count + bytes.count > segmentLimit, output.id + 1 < first + count, !buffer.isEmpty || output.recordBytes > 0 {
+                if SegmentOffsets.end(output.length, appending: buffer.count, bytes.count) > segmentLimit, output.id + 1 < first + count, !buffer.isEmpty || output.recordBytes > 0 {
                     try output.append(buffer)
                     buffer.removeAll(keepingCapacity: true)
                     output = try SegmentFile.create(id: output.id + 1, in: folder, store: store, floor: first,
@@ -94,7 +94,7 @@ extension DiskStore {
                 }
                 // Offsets are 32-bit: an output that would pass 4 GiB (more live data than the ids
                 // reserved for it can hold) ends the compaction, which is retried later.
-                guard output.length + buffer.count + bytes.count < Int(UInt32.max) else {
+                guard SegmentOffsets.fits(output.length, appending: buffer.count, bytes.count) else {
                     throw StorageError.corrupted("the compaction output would exceed 4 GiB")
                 }
                 let length = bytes.withUnsafeBytes { raw in
@@ -104,7 +104,7 @@ extension DiskStore {
                 }
                 var copy = record
                 copy.segment = output.id
-                copy.offset = UInt32(output.length + buffer.count - length)
+                copy.offset = UInt32(SegmentOffsets.end(output.length, appending: buffer.count - length))
                 copy.length = UInt32(length)
                 result.moved.append((key, record, copy))
                 if buffer.count >= 1 << 20 {

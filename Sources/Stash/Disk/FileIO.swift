@@ -79,7 +79,7 @@ enum FileIO {
         let info = try status(fd, path)
         guard (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         var bytes = [UInt8]()
-        var capacity = Int(info.st_size) + 1
+        var capacity = try memorySize(info, path) + 1
         while true {
             let start = bytes.count
             var failure: Int32 = 0
@@ -117,7 +117,7 @@ enum FileIO {
         }
         do {
             try data.withUnsafeBytes { try writeAll(fd, $0, path: path) }
-            if durable { try flush(fd, path: path) }
+            if durable { try synchronize(fd, path) }
         } catch {
             close(fd)
             unlink(path)
@@ -151,7 +151,7 @@ enum FileIO {
         defer { close(fd) }
         let info = try status(fd, path)
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw StorageError.corrupted("\(path) is not a regular file") }
-        guard Int(info.st_size) == expectedSize else {
+        guard Int64(info.st_size) == Int64(expectedSize) else {
             throw StorageError.corrupted("value file \(path) has \(info.st_size) bytes, the index says \(expectedSize)")
         }
         var data = Data(count: expectedSize)
@@ -188,7 +188,7 @@ enum FileIO {
         // Read straight into an array of the file's size plus one byte (to see the end at once), with
         // no zero-filling and no chunks to copy; the file may still grow meanwhile, so the array does.
         var bytes: [UInt8] = []
-        var capacity = Int(info.st_size) + 1
+        var capacity = try memorySize(info, path) + 1
         while true {
             var (failure, atEnd): (Int32, Bool) = (0, false)
             let start = bytes.count
@@ -215,15 +215,18 @@ enum FileIO {
         }
     }
 
+    /// The size of the file `info` describes, as an `Int` that one more byte can be added to.
+    /// - Throws: `EFBIG` for a file too large to read into memory here (past 2 GiB where `Int` has
+    ///   32 bits), rather than trapping in the conversion.
+    static func memorySize(_ info: stat, _ path: String) throws -> Int {
+        guard let size = Int(exactly: info.st_size), size < Int.max else { throw error("read", path, code: EFBIG) }
+        return size
+    }
+
     private static func status(_ fd: Int32, _ path: String) throws -> stat {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw error("fstat", path) }
         return info
-    }
-
-    /// Flushes the open file `fd` to stable storage: the one place a file's bytes are made durable.
-    static func flush(_ fd: Int32, path: String) throws {
-        if fsync(fd) != 0 { throw error("fsync", path) }
     }
 
     /// Whether the file open at `fd` has been unlinked (its folder removed underneath, say).
@@ -247,7 +250,30 @@ enum FileIO {
     static func syncDirectory(_ path: String) throws {
         let fd = try open(path, O_RDONLY | O_DIRECTORY)
         defer { close(fd) }
-        if fsync(fd) != 0, errno != EINVAL, errno != ENOTSUP { throw error("fsync", path) }
+        try syncDirectory(fd, path)
+    }
+
+    /// ``syncDirectory(_:)`` of the folder open at `fd`.
+    static func syncDirectory(_ fd: Int32, _ path: String) throws {
+        if flushToStableStorage(fd) != 0, errno != EINVAL, errno != ENOTSUP { throw error("fsync", path) }
+    }
+
+    /// Flushes the open file `fd` to stable storage: every durable step (a segment's records, a value
+    /// file, a snapshot, the marker) ends here.
+    static func synchronize(_ fd: Int32, _ path: String) throws {
+        if flushToStableStorage(fd) != 0 { throw error("fsync", path) }
+    }
+
+    /// `fsync`, and on Apple platforms `fcntl(F_FULLFSYNC)`: there `fsync` only hands the data to the
+    /// drive, which may keep it in its volatile cache, while `F_FULLFSYNC` also makes the drive write
+    /// that cache out (SQLite's `fullfsync` does the same). A file system that cannot (some network
+    /// and FAT volumes answer `ENOTSUP` or `EINVAL`) gets a plain `fsync`, as SQLite falls back too.
+    /// Returns 0 or -1 with `errno` set, as `fsync` does.
+    private static func flushToStableStorage(_ fd: Int32) -> Int32 {
+        #if canImport(Darwin)
+        if fcntl(fd, F_FULLFSYNC) != -1 { return 0 }
+        #endif
+        return fsync(fd)
     }
 
     static func rename(_ from: String, _ to: String) throws {

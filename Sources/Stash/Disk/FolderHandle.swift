@@ -92,7 +92,7 @@ final class FolderHandle: Sendable {
     /// Flushes the folder's names to stable storage. A file system that cannot sync folders
     /// (`EINVAL`, `ENOTSUP`) has nothing better to offer: no error.
     func sync() throws {
-        if fsync(fd) != 0, errno != EINVAL, errno != ENOTSUP { throw FileIO.error("fsync", path) }
+        try FileIO.syncDirectory(fd, path)
     }
 
     /// Writes `data` to the new file `name` (unlinking a leftover of that name first), `fsync`ing it
@@ -107,7 +107,7 @@ final class FolderHandle: Sendable {
         }
         do {
             try data.withUnsafeBytes { try FileIO.writeAll(file, $0, path: filePath(name)) }
-            if durable { try FileIO.flush(file, path: filePath(name)) }
+            if durable { try FileIO.synchronize(file, filePath(name)) }
         } catch {
             close(file)
             unlinkat(fd, name, 0)

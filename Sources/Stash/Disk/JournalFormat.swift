@@ -92,7 +92,7 @@ enum JournalFormat {
             var offset = magic.count
             while offset < raw.count {
                 guard offset + 4 <= raw.count,
-                      case let length = Int(raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian),
+                      case let length = Int(exactly: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian) ?? .max,
                       length > 0, length <= maxBodyLength, offset + 4 + length + 4 <= raw.count else {
                     return (offset, "the journal record at byte \(offset) is torn")
                 }
@@ -114,7 +114,7 @@ enum JournalFormat {
         bytes.withUnsafeBytes { raw in
             var (offset, count) = (magic.count, 0)
             while offset + 5 <= raw.count {
-                let length = Int(raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian)
+                let length = Int(exactly: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian) ?? .max
                 guard length > 0, length <= maxBodyLength else { break }
                 switch Operation(rawValue: raw[offset + 4]) {
                 case .set: count += 1

@@ -145,7 +145,7 @@ final class SegmentFile: @unchecked Sendable {
     }
 
     func sync() throws {
-        try FileIO.flush(fd, path: path)
+        try FileIO.synchronize(fd, path)
     }
 
     /// The `length` bytes at `offset` (fewer at the end of the file).

@@ -204,7 +204,7 @@ enum SegmentFormat {
     /// Never traps, whatever the bytes.
     static func record(in bytes: UnsafeRawBufferPointer, at offset: Int, salt: UInt64) -> (SegmentRecord, length: Int)? {
         guard offset >= 0, offset + recordHeaderLength < bytes.count else { return nil }
-        let bodyLength = Int(load(bytes, offset + 4) as UInt32)
+        let bodyLength = Int(exactly: load(bytes, offset + 4) as UInt32) ?? .max // past Int where Int has 32 bits
         guard bodyLength >= 1, bodyLength <= maxBodyLength, bodyLength <= bytes.count - offset - recordHeaderLength,
               let kind = Kind(rawValue: bytes[offset + 8] & 0x0f), bytes[offset + 8] & 0xe0 == 0 else { return nil }
         let length = recordHeaderLength + bodyLength

@@ -87,7 +87,7 @@ final class ValueFiles: Sendable {
                 var written: (any Error)?
                 do {
                     try data.withUnsafeBytes { try FileIO.writeAll(fd, $0, path: folder.filePath(name)) }
-                    if durable { try FileIO.flush(fd, path: folder.filePath(name)) }
+                    if durable { try FileIO.synchronize(fd, folder.filePath(name)) }
                 } catch {
                     written = error
                 }

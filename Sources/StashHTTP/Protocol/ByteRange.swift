@@ -4,12 +4,13 @@ import Foundation
 /// `bytes=first-last`, `bytes=first-` or `bytes=-suffixLength`.
 ///
 /// Other units, several ranges (which need a `multipart/byteranges` answer) and invalid syntax are
-/// not parsed: such a request goes to the server as it is.
+/// not parsed: such a request goes to the server as it is. Positions are `Int64`, as the field may
+/// name bytes past 2 GiB that a 32-bit `Int` (Apple Watch) cannot hold.
 enum ByteRangeSpec: Sendable, Equatable {
     /// From `first` to `last` (inclusive), or to the end when `last` is nil.
-    case from(first: Int, last: Int?)
+    case from(first: Int64, last: Int64?)
     /// The last `length` bytes.
-    case suffix(length: Int)
+    case suffix(length: Int64)
 
     /// Parses a `Range` field; nil unless it is one valid `bytes` range.
     init?(rangeField: String) {
@@ -23,11 +24,11 @@ enum ByteRangeSpec: Sendable, Equatable {
         guard firstText.allSatisfy(\.isASCIIDigit), lastText.allSatisfy(\.isASCIIDigit), firstText.count <= 18, lastText.count <= 18
         else { return nil }
         if firstText.isEmpty {
-            guard let length = Int(lastText) else { return nil }
+            guard let length = Int64(lastText) else { return nil }
             self = .suffix(length: length)
         } else {
-            guard let first = Int(firstText) else { return nil }
-            let last = lastText.isEmpty ? nil : Int(lastText)
+            guard let first = Int64(firstText) else { return nil }
+            let last = lastText.isEmpty ? nil : Int64(lastText)
             if let last, last < first { return nil } // invalid: the field is not a range the cache answers
             self = .from(first: first, last: last)
         }
@@ -35,15 +36,19 @@ enum ByteRangeSpec: Sendable, Equatable {
 
     /// The bytes it selects of a representation `length` bytes long; nil when unsatisfiable
     /// (RFC 9110 §14.1.1: a first byte past the end, or a zero suffix).
+    /// Computed in `Int64`; the bounds returned lie inside `length`, so they fit an `Int`.
     func resolved(length: Int) -> ClosedRange<Int>? {
+        let length = Int64(length)
+        let range: ClosedRange<Int64>
         switch self {
         case .from(let first, let last):
             guard first < length else { return nil }
-            return first...min(last ?? length - 1, length - 1)
+            range = first...min(last ?? length - 1, length - 1)
         case .suffix(let suffix):
             guard suffix > 0, length > 0 else { return nil }
-            return max(0, length - suffix)...(length - 1)
+            range = max(0, length - suffix)...(length - 1)
         }
+        return Int(range.lowerBound)...Int(range.upperBound)
     }
 }
 

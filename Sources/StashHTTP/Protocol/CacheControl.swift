@@ -19,11 +19,11 @@ struct CacheControl: Sendable, Equatable {
     /// Whether the directive is present, with or without an argument.
     func has(_ name: String) -> Bool { directives[name] != nil }
 
-    /// A delta-seconds argument (RFC 9111 §1.2.2): a non-negative integer, capped at 2^31 as the RFC
-    /// asks for larger values; nil when absent or not a number.
+    /// A delta-seconds argument (RFC 9111 §1.2.2): digits only, capped at 2^31 as the RFC asks for
+    /// larger values (however many digits they have); nil when absent or not a number.
     func seconds(_ name: String) -> TimeInterval? {
-        guard let argument = directives[name], let text = argument, let value = Int(text), value >= 0 else { return nil }
-        return TimeInterval(min(value, 2_147_483_648))
+        guard let argument = directives[name], let text = argument, let value = DeltaSeconds.parse(text) else { return nil }
+        return TimeInterval(value)
     }
 
     var noStore: Bool { has("no-store") }

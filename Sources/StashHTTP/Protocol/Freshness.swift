@@ -79,16 +79,13 @@ struct Freshness: Sendable, Equatable {
     /// member; a member that is not a non-negative integer makes the field ignored (0). Values past
     /// 2^31 are capped there, as §1.2.2 asks.
     static func ageValue(_ headers: HTTPHeaders) -> TimeInterval {
-        guard let first = headers.listMembers("age").first, !first.isEmpty, first.allSatisfy({ $0.isASCII && $0.isNumber })
-        else { return 0 }
-        let digits = first.drop(while: { $0 == "0" })
-        guard digits.count <= 10, let value = Int(digits.isEmpty ? "0" : String(digits)) else { return 2_147_483_648 }
-        return TimeInterval(min(value, 2_147_483_648))
+        guard let first = headers.listMembers("age").first, let value = DeltaSeconds.parse(first) else { return 0 }
+        return TimeInterval(value)
     }
 
     /// The `Age` field a cache sends with what it serves from the store (§5.1): the current age in
     /// whole seconds, capped at 2^31.
     static func ageField(_ currentAge: TimeInterval) -> String {
-        String(Int(min(max(0, currentAge), 2_147_483_648).rounded(.down)))
+        DeltaSeconds.format(currentAge)
     }
 }

@@ -5,6 +5,9 @@ import Foundation
 /// A `DateFormatter` must be pinned to `en_US_POSIX` or it reads month names in the user's locale, it
 /// is not `Sendable`, and it accepts more than the grammar allows; the three formats are fixed-width
 /// enough that a small parser that checks every character is clearer and safe to call from any thread.
+///
+/// Seconds and days since 1970 are counted in `Int64`: seconds pass 2^31 on 2038-01-19, which a 32-bit
+/// `Int` (Apple Watch's arm64_32) cannot hold.
 enum HTTPDate {
     private static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"] // 1970-01-01 was a Thursday
 
@@ -66,7 +69,7 @@ enum HTTPDate {
     /// RFC 9110 §5.6.7: a two-digit year that appears more than 50 years in the future is in the past century.
     private static func fullYear(_ twoDigits: Int, reference: Date?) -> Int {
         guard let reference else { return twoDigits + (twoDigits < 70 ? 2000 : 1900) }
-        let referenceYear = civilDate(daysSinceEpoch: Int((reference.timeIntervalSince1970 / 86_400).rounded(.down))).year
+        let referenceYear = Int(civilDate(daysSinceEpoch: wholeDays(reference)).year)
         var year = referenceYear - referenceYear % 100 + twoDigits
         if year > referenceYear + 50 { year -= 100 }
         return year
@@ -102,8 +105,8 @@ enum HTTPDate {
     private static func makeDate(year: Int, month: Int, day: Int, time: (Int, Int, Int)) -> Date? {
         guard (1...daysIn(month: month, year: year)).contains(day), (0...23).contains(time.0), (0...59).contains(time.1),
               (0...60).contains(time.2) else { return nil }
-        let days = daysSinceEpoch(year: year, month: month, day: day)
-        return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + time.0 * 3600 + time.1 * 60 + time.2))
+        let days = daysSinceEpoch(year: Int64(year), month: Int64(month), day: Int64(day))
+        return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + Int64(time.0 * 3600 + time.1 * 60 + time.2)))
     }
 
     private static func daysIn(month: Int, year: Int) -> Int {
@@ -114,22 +117,42 @@ enum HTTPDate {
         }
     }
 
-    /// Formats `date` as IMF-fixdate, the form HTTP senders must use.
+    /// Formats `date` as IMF-fixdate, the form HTTP senders must use. Its year has four digits, so
+    /// a date outside years 1–9999 (`.distantPast`, `.distantFuture`, NaN) is written as the nearest end.
     static func string(from date: Date) -> String {
-        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
-        let days = Int((Double(seconds) / 86_400).rounded(.down))
+        let seconds = clampedSeconds(date)
+        let days = floorDivide(seconds, 86_400)
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = civilDate(daysSinceEpoch: days)
-        let weekday = weekdays[((days % 7) + 7) % 7]
-        let monthName = monthNames[month - 1]
-        return "\(weekday), \(twoDigits(day)) \(monthName) \(year) "
+        let weekday = weekdays[Int(((days % 7) + 7) % 7)]
+        let monthName = monthNames[Int(month) - 1]
+        let fourDigitYear = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
+        return "\(weekday), \(twoDigits(day)) \(monthName) \(fourDigitYear) "
             + "\(twoDigits(secondOfDay / 3600)):\(twoDigits(secondOfDay % 3600 / 60)):\(twoDigits(secondOfDay % 60)) GMT"
     }
 
-    private static func twoDigits(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+    /// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, in seconds since 1970: the dates IMF-fixdate can spell.
+    static let formattableSeconds: ClosedRange<Int64> = -62_135_596_800...253_402_300_799
+
+    /// Whole seconds since 1970 (rounded down), clamped to ``formattableSeconds``; NaN is the lower end.
+    private static func clampedSeconds(_ date: Date) -> Int64 {
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        guard seconds >= TimeInterval(formattableSeconds.lowerBound) else { return formattableSeconds.lowerBound }
+        guard seconds <= TimeInterval(formattableSeconds.upperBound) else { return formattableSeconds.upperBound }
+        return Int64(seconds)
+    }
+
+    /// Whole days since 1970 of `date` (rounded down), within the formattable years.
+    private static func wholeDays(_ date: Date) -> Int64 { floorDivide(clampedSeconds(date), 86_400) }
+
+    private static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
+        value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
+    }
+
+    private static func twoDigits(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
 
     // Howard Hinnant's days-from-civil and civil-from-days: exact for the proleptic Gregorian calendar.
-    private static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+    private static func daysSinceEpoch(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -138,7 +161,7 @@ enum HTTPDate {
         return era * 146_097 + dayOfEra - 719_468
     }
 
-    private static func civilDate(daysSinceEpoch days: Int) -> (year: Int, month: Int, day: Int) {
+    private static func civilDate(daysSinceEpoch days: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097

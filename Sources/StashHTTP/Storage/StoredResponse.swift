@@ -99,9 +99,12 @@ extension StoredResponse {
             guard bytes.count == magic.count + 4, Array(bytes.prefix(magic.count)) == magic else {
                 throw StoredResponseFormatError.notAStoredResponse
             }
-            let length = bytes.suffix(4).reduce(0) { $0 << 8 | Int($1) }
+            // Read as UInt32: folded into an `Int` of 32 bits (Apple Watch) a length past 2 GiB would be negative.
+            let announced = bytes.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
             let start = data.startIndex + magic.count + 4
-            guard data.count >= magic.count + 4 + length else { throw StoredResponseFormatError.truncated }
+            guard let length = Int(exactly: announced), data.count - (magic.count + 4) >= length else {
+                throw StoredResponseFormatError.truncated
+            }
             var response = try JSONDecoder().decode(StoredResponse.self, from: data[start..<start + length])
             response.body = Data(data[(start + length)...])
             return response

@@ -41,8 +41,10 @@ public struct HTTPCacheStatus: Sendable, Hashable, CustomStringConvertible {
 
     /// Where the response came from.
     public var source: Source
-    /// The response's age in whole seconds when it was served.
-    public var age: Int
+    /// The response's age in whole seconds when it was served. 64 bits wide on every platform: an age
+    /// may pass 2^31 seconds (RFC 9111 caps a received `Age` there, and time adds to it), which a
+    /// 32-bit `Int` (Apple Watch) cannot hold.
+    public var age: Int64
     /// For a stale response, why: the description of the network error or of the policy that
     /// accepted it; nil for the other sources.
     public var staleReason: String?
@@ -52,7 +54,7 @@ public struct HTTPCacheStatus: Sendable, Hashable, CustomStringConvertible {
     ///   - source: Where the response came from.
     ///   - age: Its age in whole seconds.
     ///   - staleReason: Why a stale response was served.
-    public init(source: Source, age: Int, staleReason: String? = nil) {
+    public init(source: Source, age: Int64, staleReason: String? = nil) {
         self.source = source
         self.age = max(0, age)
         self.staleReason = staleReason
@@ -61,7 +63,7 @@ public struct HTTPCacheStatus: Sendable, Hashable, CustomStringConvertible {
     /// The status of a response the cache served.
     /// - Parameter response: A response from ``HTTPCache``.
     public init(_ response: CachedResponse) {
-        let age = response.age.isFinite ? Int(response.age.rounded(.down)) : 0
+        let age = Self.wholeSeconds(response.age)
         switch response.source {
         case .network: self.init(source: .network, age: age)
         case .cache: self.init(source: .cache, age: age)
@@ -70,18 +72,25 @@ public struct HTTPCacheStatus: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// `seconds` rounded down, clamped to 0...Int64.max (NaN is 0).
+    static func wholeSeconds(_ seconds: TimeInterval) -> Int64 {
+        guard seconds > 0 else { return 0 }
+        // 2^63 as a Double: anything from there on would trap in `Int64(_:)`.
+        return seconds >= 9_223_372_036_854_775_808 ? .max : Int64(seconds.rounded(.down))
+    }
+
     /// Reads a `Stash-Cache` field value; nil when it is not one.
     /// - Parameter headerValue: The field value, for example `stale; age=600; error="offline"`.
     public init?(headerValue: String) {
         var scanner = FieldScanner(headerValue)
         guard let token = scanner.token(), let source = Source(rawValue: token) else { return nil }
-        var age = 0
+        var age: Int64 = 0
         var reason: String?
         while scanner.skip(";") {
             guard let name = scanner.token(), scanner.skip("=") else { return nil }
             switch name {
             case "age":
-                guard let value = scanner.token().flatMap(Int.init) else { return nil }
+                guard let value = scanner.token().flatMap({ Int64($0) }) else { return nil }
                 age = value
             case "error":
                 guard let value = scanner.quotedString() else { return nil }

@@ -5,11 +5,22 @@ import FoundationNetworking
 import Stash
 
 extension HTTPCacheURLProtocol {
+    /// The run-loop modes the client's calls are scheduled in: the default mode, plus the mode the
+    /// client's thread ran in at `startLoading` when that was another one. Apple's CustomHTTPProtocol
+    /// sample does the same. With the start mode alone, a thread that has gone back to the default
+    /// mode meanwhile (or never leaves a modal mode it started in, or the other way round) would not
+    /// run the delivery until it entered that mode again: the load would stall.
+    static func deliveryModes(current: RunLoop.Mode?) -> [RunLoop.Mode] {
+        guard let current, current != .default else { return [.default] }
+        return [.default, current]
+    }
+
     /// Hands the cache's answer to the protocol's client, once, and never after `stopLoading`.
     ///
-    /// On Apple platforms a protocol must call its client on the thread, and in the run-loop mode,
-    /// of `startLoading`; that thread runs a run loop, so the calls are scheduled on it. On Linux the
-    /// client may be called from any thread (it hops to the task's own queue).
+    /// On Apple platforms a protocol must call its client on the thread of `startLoading`; that thread
+    /// runs a run loop, so the calls are scheduled on it, in the default mode and in the mode it ran
+    /// in at `startLoading` (``deliveryModes(current:)``). On Linux the client may be called from any
+    /// thread (it hops to the task's own queue).
     final class Delivery: @unchecked Sendable {
         // @unchecked Sendable: the protocol and its client are only used inside `perform`, whose
         // calls the URL loading system allows from the thread they are scheduled on; `state` locks.
@@ -24,7 +35,7 @@ extension HTTPCacheURLProtocol {
         private let state = Locked(State())
         #if !canImport(FoundationNetworking)
         private let runLoop = RunLoop.current
-        private let mode = RunLoop.current.currentMode ?? .default
+        private let modes = HTTPCacheURLProtocol.deliveryModes(current: RunLoop.current.currentMode)
         #endif
 
         init(_ urlProtocol: URLProtocol, client: (any URLProtocolClient)?) {
@@ -90,7 +101,7 @@ extension HTTPCacheURLProtocol {
             run()
             #else
             let work = Work(run: run)
-            runLoop.perform(inModes: [mode]) { work.run() }
+            runLoop.perform(inModes: modes) { work.run() }
             CFRunLoopWakeUp(runLoop.getCFRunLoop())
             #endif
         }

@@ -34,6 +34,8 @@ import Stash
 /// - Redirects are followed by the cache's transport (a `URLSessionTransport` follows them as
 ///   `URLSession` does); the session's own redirect and authentication delegate methods are not
 ///   consulted. See `Docs/OfflineHTTP.md` for these and the other differences.
+/// - Unavailable on watchOS, which does not run custom `URLProtocol` classes (see `Docs/Platforms.md`).
+@available(watchOS, unavailable, message: "watchOS does not load custom URLProtocol classes: call HTTPCache.response(for:) directly")
 public class HTTPCacheURLProtocol: URLProtocol {
     // Not Sendable (URLProtocol is not): the task that loads reaches the protocol only through a
     // `Delivery`, which locks.

@@ -14,6 +14,7 @@ import Stash
 /// the slot's number in binary as nested types: distinct numbers give distinct classes at run time
 /// without declaring them one by one. A slot is never reused for another cache, so a session that
 /// outlives ``HTTPCacheURLProtocol/unbind(_:)`` goes to the network rather than to someone else's cache.
+@available(watchOS, unavailable)
 final class URLProtocolBindings: Sendable {
     /// What one protocol class answers with.
     struct Binding: Sendable {
@@ -78,6 +79,7 @@ final class URLProtocolBindings: Sendable {
 }
 
 /// One bound protocol class; see ``URLProtocolBindings``.
+@available(watchOS, unavailable)
 final class Slot<Number>: HTTPCacheURLProtocol {}
 
 /// The binary digits of a slot number, as types.

@@ -24,8 +24,12 @@ extension URLSessionConfiguration {
     ///
     /// Any number of sessions may share one cache. The cache stays alive as long as the process,
     /// or until ``HTTPCacheURLProtocol/unbind(_:)``.
+    ///
+    /// Unavailable on watchOS, whose URL loading system does not run custom `URLProtocol` classes: a
+    /// session made this way would silently bypass the cache. Use ``HTTPCache`` directly there.
     /// - Parameter cache: The cache that answers the requests.
     /// - Returns: A new configuration; this one is left as it is.
+    @available(watchOS, unavailable, message: "watchOS does not load custom URLProtocol classes: call HTTPCache.response(for:) directly")
     public func cached(by cache: HTTPCache) -> URLSessionConfiguration {
         // `copy()` of a URLSessionConfiguration is a URLSessionConfiguration on every platform.
         let configuration = copy() as! URLSessionConfiguration

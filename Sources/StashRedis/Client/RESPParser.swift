@@ -66,7 +66,7 @@ struct RESPParser {
             // Copied straight from the buffer's memory: `Data(some Sequence)` would go through generic casts.
             value = .bulkString(body.withUnsafeBytes { Data($0) })
         case UInt8(ascii: "*"), UInt8(ascii: "~"), UInt8(ascii: ">"):
-            let count = try number(line)
+            let count = try size(line)
             if count < 0 { value = .null; break }
             var elements: [RESPValue] = []
             elements.reserveCapacity(min(count, 1024))
@@ -76,7 +76,7 @@ struct RESPParser {
             }
             value = type == UInt8(ascii: ">") ? .push(elements) : .array(elements)
         case UInt8(ascii: "%"), UInt8(ascii: "|"):
-            let count = try number(line)
+            let count = try size(line)
             var pairs: [(RESPValue, RESPValue)] = []
             for _ in 0..<max(0, count) {
                 guard let key = try parse(at: &cursor, depth: depth + 1),
@@ -112,7 +112,7 @@ struct RESPParser {
     }
 
     private func blob(length line: Range<Int>, at cursor: inout Int) throws -> ArraySlice<UInt8>? {
-        let length = try number(line)
+        let length = try size(line)
         guard length >= 0 else { throw RedisError.protocolError("negative length \(length)") }
         guard buffer.count - cursor >= length + 2 else { return nil }
         let body = buffer[cursor..<(cursor + length)]
@@ -127,19 +127,32 @@ struct RESPParser {
         String(decoding: buffer[range], as: UTF8.self)
     }
 
-    /// The decimal number in `range`, read digit by digit (this runs for every reply).
-    private func number(_ range: Range<Int>) throws -> Int {
+    /// A length or a count in `range`: a number that also fits this platform's `Int` (a reply
+    /// longer than 2 GiB cannot be held where `Int` has 32 bits).
+    private func size(_ range: Range<Int>) throws -> Int {
+        guard let size = Int(exactly: try number(range)) else { throw RedisError.protocolError("length '\(text(range))' too large") }
+        return size
+    }
+
+    /// The decimal number in `range`, read digit by digit (this runs for every reply). RESP integers
+    /// are signed 64-bit: anything outside that range is a protocol error, never a wrapped value.
+    private func number(_ range: Range<Int>) throws -> Int64 {
         var index = range.lowerBound
         let negative = index < range.upperBound && buffer[index] == UInt8(ascii: "-")
         if negative { index += 1 }
         guard index < range.upperBound, range.count <= 20 else { throw RedisError.protocolError("bad number '\(text(range))'") }
-        var value = 0
+        // Accumulated as a negative number: its range reaches Int64.min, which a positive one cannot.
+        var value: Int64 = 0
         while index < range.upperBound {
             let digit = buffer[index] &- UInt8(ascii: "0")
             guard digit < 10 else { throw RedisError.protocolError("bad number '\(text(range))'") }
-            value = value &* 10 &+ Int(digit)
+            let (times10, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflow2) = times10.subtractingReportingOverflow(Int64(digit))
+            guard !overflow, !overflow2 else { throw RedisError.protocolError("number '\(text(range))' out of range") }
+            value = next
             index += 1
         }
-        return negative ? -value : value
+        guard negative || value != .min else { throw RedisError.protocolError("number '\(text(range))' out of range") }
+        return negative ? value : -value
     }
 }

@@ -9,8 +9,9 @@ public indirect enum RESPValue: Sendable, Equatable {
     case simpleString(String)
     /// `-ERR …`: an error reply; the text starts with the error's code (`ERR`, `WRONGPASS`, `NOAUTH`).
     case error(String)
-    /// `:42`.
-    case integer(Int)
+    /// `:42`: a signed 64-bit integer on every platform, as RESP defines it (a 32-bit `Int`, on Apple
+    /// Watch, could not hold a time in milliseconds or a client id).
+    case integer(Int64)
     /// `$5\r\nhello`: the bytes of a string, exactly as stored.
     case bulkString(Data)
     /// `*2 …` (RESP2 and RESP3), `~` (RESP3 set).
@@ -56,7 +57,7 @@ public indirect enum RESPValue: Sendable, Equatable {
     }
 
     /// The value of an integer reply.
-    public var integer: Int? {
+    public var integer: Int64? {
         if case .integer(let value) = self { return value }
         return nil
     }
@@ -105,6 +106,10 @@ extension Data: RESPArgument {
 }
 
 extension Int: RESPArgument {
+    public var respBytes: Data { Data(String(self).utf8) }
+}
+
+extension Int64: RESPArgument {
     public var respBytes: Data { Data(String(self).utf8) }
 }
 

@@ -10,6 +10,7 @@ import Foundation
 /// _ = try client.send(["SET", "greeting", "hello"])
 /// let reply = try client.send(["GET", "greeting"])   // .bulkString(Data("hello".utf8))
 /// ```
+@available(watchOS, unavailable, message: "watchOS restricts BSD sockets to audio streaming apps (TN3135): Redis cannot be reached from a watch app")
 public final class RedisClient: Sendable {
     /// The configuration the client connects with.
     public let configuration: RedisConfiguration

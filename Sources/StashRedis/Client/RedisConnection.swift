@@ -4,12 +4,13 @@ import Foundation
 ///
 /// Not thread-safe: the pool lends it to one caller at a time. After any error but a server's
 /// error reply, the connection is out of step with the server and must be closed.
+@available(watchOS, unavailable)
 final class RedisConnection {
     private let socket: RedisSocket
     private var parser = RESPParser()
     let configuration: RedisConfiguration
     /// The server's id for this connection (`CLIENT ID`), for `CLIENT TRACKING … REDIRECT` and `CLIENT KILL`.
-    private(set) var clientID = 0
+    private(set) var clientID: Int64 = 0
     /// RESP3 push messages that arrived among replies; the invalidation listener reads them.
     private(set) var pendingPushes: [[RESPValue]] = []
 

@@ -4,6 +4,7 @@ import Stash
 /// Up to ``RedisConfiguration/poolSize`` connections, lent to one caller at a time; a failed
 /// connection attempt pauses new attempts (doubling the pause up to a maximum), so a dead server
 /// costs callers an immediate error instead of a connect timeout each.
+@available(watchOS, unavailable)
 final class RedisConnectionPool: Sendable {
     let configuration: RedisConfiguration
     private let permits: DispatchSemaphore

@@ -10,6 +10,7 @@ import Glibc
 /// Connecting is non-blocking with `poll`; afterwards the socket blocks, with `SO_RCVTIMEO` and
 /// `SO_SNDTIMEO` as the bound: a command then costs one `send` and one `recv`, not a `poll` more.
 /// The receive timeout is shortened only when the time left before a deadline is shorter.
+@available(watchOS, unavailable)
 final class RedisSocket {
     private(set) var descriptor: Int32
     /// The receive buffer, allocated once per connection rather than per read.
@@ -130,7 +131,7 @@ final class RedisSocket {
         // Only when the time left differs from the timeout in force by more than the slack.
         if left < receiveTimeout - Self.slack || left > receiveTimeout + Self.slack {
             let (seconds, attoseconds) = left.components
-            var value = timeval(tv_sec: Int(seconds), tv_usec: .init(max(1, attoseconds / 1_000_000_000_000)))
+            var value = timeval(tv_sec: .init(clamping: seconds), tv_usec: .init(max(1, attoseconds / 1_000_000_000_000)))
             for name in [SO_RCVTIMEO, SO_SNDTIMEO] {
                 guard setsockopt(descriptor, SOL_SOCKET, name, &value, socklen_t(MemoryLayout<timeval>.size)) == 0 else {
                     throw RedisError.connectionClosed(errno: errno)
@@ -147,7 +148,8 @@ final class RedisSocket {
             let left = ContinuousClock.now.duration(to: deadline)
             if left <= .zero { return false }
             let (seconds, attoseconds) = left.components
-            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            // In 64 bits, and clamped before multiplying: a far deadline must not overflow.
+            let milliseconds = Int32(clamping: min(seconds, Int64(Int32.max)) * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
             var descriptor = pollfd(fd: fd, events: events, revents: 0)
             let ready = poll(&descriptor, 1, milliseconds)
             if ready > 0 { return true }

@@ -13,6 +13,7 @@ import Stash
 /// A read admits its value to memory only with a ``Ticket`` taken before the read was sent, and
 /// only if no invalidation of that key (nor a flush, nor a break) was processed since: so an
 /// invalidation that overtakes a slower read can never be undone by that read's late insert.
+@available(watchOS, unavailable)
 final class InvalidationListener: Sendable {
     /// The state of the listener when a read was sent.
     struct Ticket {
@@ -153,7 +154,8 @@ final class InvalidationListener: Sendable {
                 // Broken, refused or backing off: memory is off until tracking is on again.
                 goOffline()
                 let pause = min(pool.configuration.maximumBackoff, max(pool.configuration.initialBackoff, 0.001))
-                usleep(useconds_t(pause * 1_000_000))
+                // useconds_t has 32 bits: a backoff configured past 71 minutes would trap in the conversion.
+                usleep(useconds_t(min(pause, 3_600) * 1_000_000))
             }
         }
         goOffline()

@@ -18,6 +18,7 @@ public import Stash
 /// is lost, memory is flushed and bypassed until it is back, so a lost invalidation never yields a
 /// stale read. Docs/Redis.md gives the measured window between another process's write returning
 /// and this memory dropping the old copy.
+@available(watchOS, unavailable, message: "watchOS restricts BSD sockets to audio streaming apps (TN3135): Redis cannot be reached from a watch app")
 public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
     /// The memory layer (shared by the store's views).
     public let memoryStorage: MemoryStorage<T>
@@ -144,6 +145,7 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
 }
 
 /// Owns the invalidation listener of a near cache and its views; stops it when the last one goes.
+@available(watchOS, unavailable)
 final class Coherence: Sendable {
     let listener: InvalidationListener
 

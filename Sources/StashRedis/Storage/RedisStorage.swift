@@ -18,6 +18,7 @@ public import Stash
 /// store, an expired value is not returned flagged but is gone (``StorageError/notFound``).
 /// Every failure to reach Redis is ``StorageError/io(operation:path:underlying:)`` whose cause is a
 /// ``RedisError``, thrown within the configured timeouts.
+@available(watchOS, unavailable, message: "watchOS restricts BSD sockets to audio streaming apps (TN3135): Redis cannot be reached from a watch app")
 public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
     /// The client (and its pool of connections) the store talks through; shared by its views.
     public let client: RedisClient
@@ -135,6 +136,18 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
     // MARK: Plumbing (shared with the near cache)
 
 
+    /// `date` in whole milliseconds since 1970, rounded up (a value must not outlive its expiry), in 64
+    /// bits: milliseconds passed 2^31 in January 1970. `date` is before `Date.distantFuture`, which is
+    /// about 6.4e16 ms, far inside `Int64`.
+    static func unixMilliseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded(.up))
+    }
+
+    /// The date of a time in milliseconds since 1970 (as `PEXPIRETIME` answers).
+    static func date(unixMilliseconds milliseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+
     /// The entry for `key` and the size of its bytes; value and expiry are read in one `MULTI`/`EXEC`.
     func fetch(forKey key: String) throws -> (entry: Entry<T>, size: Int) {
         let name = redisKey(key)
@@ -147,7 +160,7 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
         let object = try transformer.decode(data)
         let expiry: Expiry
         if let milliseconds = results[1].integer, milliseconds > 0 {
-            expiry = .date(Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+            expiry = .date(Self.date(unixMilliseconds: milliseconds))
         } else {
             expiry = .never
         }
@@ -165,7 +178,7 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
             return
         }
         var command: [any RESPArgument] = ["SET", redisKey(key), data]
-        if date < .distantFuture { command += ["PXAT", Int((date.timeIntervalSince1970 * 1000).rounded(.up))] }
+        if date < .distantFuture { command += ["PXAT", Self.unixMilliseconds(date)] }
         // Key observers get the replaced value too: `SET … GET` returns it in the same command.
         let wantsPrevious = observers.hasKeyObservers(key)
         if wantsPrevious { command.append("GET") }
