@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Opening the same directory twice returns the same engine, so two `Storage`s (or a `Storage`
 /// and a `DiskStorage`) on one folder see each other's writes, in one order. Another process is
-/// kept out with an exclusive lock on the folder's `lock` file (``StorageError/inUse(directory:)``).
+/// kept out with an exclusive lock on the folder (``StorageError/inUse(directory:)``).
 final class DiskEngine: @unchecked Sendable {
     // @unchecked Sendable: `store` is only touched on `queue` (through `sync`/`async`);
     // everything else is immutable or Sendable.
