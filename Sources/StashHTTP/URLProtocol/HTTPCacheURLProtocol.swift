@@ -9,7 +9,7 @@ public import Foundation
 /// against `URLSession` (your own, a library's, a generated API client's) gets the offline cache
 /// without changing a call site.
 ///
-/// You do not list this class yourself: ``Foundation/URLSessionConfiguration/cached(by:)`` puts a
+/// You do not list this class yourself: ``Foundation/URLSessionConfiguration/cached(by:partition:)`` puts a
 /// subclass bound to your cache into the configuration's `protocolClasses`.
 ///
 /// ```swift
@@ -41,9 +41,13 @@ public class HTTPCacheURLProtocol: URLProtocol {
     static let innerRequestKey = "StashHTTP.HTTPCacheURLProtocol.inner"
 
     private let delivery = LockedBox<Delivery?>(nil)
+    #if canImport(FoundationNetworking)
+    /// Foundation's own protocol, loading a task this one cannot answer (see ``handOffToFoundation(_:)``).
+    let handedOff = LockedBox<URLProtocol?>(nil)
+    #endif
 
     /// Stops serving `cache` through every session configuration made for it by
-    /// ``Foundation/URLSessionConfiguration/cached(by:)``: their requests go straight to the network
+    /// ``Foundation/URLSessionConfiguration/cached(by:partition:)``: their requests go straight to the network
     /// from then on, and the cache can be deallocated once nothing else holds it.
     /// - Parameter cache: The cache to let go of.
     public static func unbind(_ cache: HTTPCache) {
@@ -51,12 +55,14 @@ public class HTTPCacheURLProtocol: URLProtocol {
     }
 
     /// Whether the protocol takes `request`: an http(s) request of a session bound to a cache,
-    /// that the protocol did not send itself.
+    /// that the protocol did not send itself. (On Linux it also takes the tasks it cannot answer,
+    /// download tasks and upload tasks whose body it is not shown, because the loading system asks
+    /// only about the request; it hands them to Foundation's own HTTP protocol in ``startLoading()``.)
     override public class func canInit(with request: URLRequest) -> Bool {
         guard URLProtocolBindings.shared.binding(for: self) != nil,
               URLProtocol.property(forKey: innerRequestKey, in: request) == nil,
               let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
-        return !Self.hidesItsBody(request)
+        return true
     }
 
     /// The request unchanged: the cache computes its own keys.
@@ -76,11 +82,16 @@ public class HTTPCacheURLProtocol: URLProtocol {
             delivery.fail(URLError(.cancelled))
             return
         }
-        let prepared = Self.prepare(request, additionalHeaders: binding.additionalHeaders)
-        let request = prepared.request, options = prepared.options, cache = binding.cache
+        #if canImport(FoundationNetworking)
+        if handOffToFoundation(binding) { return }
+        #endif
+        let original = request
+        let prepared = Self.prepare(original, settings: binding.settings)
+        let request = prepared.request, options = prepared.options, cache = binding.cache, settings = binding.settings
         delivery.start(Task {
             do {
                 let response = try await cache.response(for: request, options: options)
+                settings.storeCookies(from: response, for: original)
                 delivery.deliver(response, for: request)
             } catch {
                 delivery.fail(HTTPCacheURLProtocol.urlError(for: error))
@@ -91,17 +102,18 @@ public class HTTPCacheURLProtocol: URLProtocol {
     /// Cancels the cache's work; nothing reaches the client after this.
     override public func stopLoading() {
         delivery.withLock { $0 }?.stop()
+        #if canImport(FoundationNetworking)
+        handedOff.withLock { $0 }?.stopLoading()
+        #endif
     }
 
     // MARK: Requests and errors
 
-    /// The request the cache sends: tagged, with the session's additional header fields it lacks,
-    /// the body read from its stream, and the options its cache policy maps to.
-    static func prepare(_ original: URLRequest, additionalHeaders: [String: String]) -> (request: URLRequest, options: HTTPRequestOptions) {
-        var request = original
-        for (name, value) in additionalHeaders where request.value(forHTTPHeaderField: name) == nil {
-            request.setValue(value, forHTTPHeaderField: name)
-        }
+    /// The request the cache sends: tagged, with the session's settings applied where the request
+    /// has none of its own (``SessionSettings/apply(to:)``), the body read from its stream, and the
+    /// options its cache policy and the session's partitioning map to.
+    static func prepare(_ original: URLRequest, settings: SessionSettings) -> (request: URLRequest, options: HTTPRequestOptions) {
+        var request = settings.apply(to: original)
         if request.httpBody == nil, let stream = request.httpBodyStream {
             request.httpBodyStream = nil
             request.httpBody = read(stream)
@@ -110,17 +122,23 @@ public class HTTPCacheURLProtocol: URLProtocol {
             // Foundation leaves this policy unimplemented; asking intermediaries too is what it promises.
             request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
         }
-        let options = HTTPRequestOptions(policy: HTTPCachePolicy(request.cachePolicy))
+        let options = HTTPRequestOptions(policy: HTTPCachePolicy(request.cachePolicy),
+                                         partition: settings.partitioning.partition(for: request))
+        // The session's cookies are in the request now; the transport's session must neither add
+        // its own nor keep the ones the response sets (on Apple platforms; see URLSessionTransport).
+        request.httpShouldHandleCookies = false
         if let mutable = (request as NSURLRequest).mutableCopy() as? NSMutableURLRequest {
             URLProtocol.setProperty(true, forKey: innerRequestKey, in: mutable)
             request = mutable as URLRequest
         }
+        // Set again after the copy: swift-corelibs-foundation lets a request's timeout override the
+        // session's only when it was set on that very `URLRequest` value, and the copy forgets it.
+        request.timeoutInterval = request.timeoutInterval
         return (request, options)
     }
 
     /// Whether the request has a body the protocol cannot see. swift-corelibs-foundation gives a
-    /// protocol only the task's request, without the body of an upload task (`upload(for:from:)`):
-    /// such requests are left to the built-in HTTP protocol, which sends them whole.
+    /// protocol only the task's request, without the body of an upload task (`upload(for:from:)`).
     static func hidesItsBody(_ request: URLRequest) -> Bool {
         #if canImport(FoundationNetworking)
         let method = (request.httpMethod ?? "GET").uppercased()

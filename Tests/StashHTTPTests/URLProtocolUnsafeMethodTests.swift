@@ -1,0 +1,132 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import StashHTTP
+
+/// Unsafe methods invalidate whatever way they are sent, and responses in flight across them are
+/// not stored; download tasks deliver their file.
+@Suite("URLProtocol: unsafe methods, requests in flight, downloads")
+struct URLProtocolUnsafeMethodTests {
+    /// `/todos`: a GET is a list fresh for 10 minutes, anything else 201.
+    private func routeTodos(_ fixture: URLProtocolFixture) {
+        fixture.server.route("/todos") { request in
+            request.method == "GET" ? .init(headers: [("Cache-Control", "max-age=600")], body: "list")
+                : .init(status: 201, body: "created")
+        }
+    }
+
+    private func storeList(_ fixture: URLProtocolFixture) async throws {
+        _ = try await fixture.get("/todos")
+        #expect(try await fixture.get("/todos").response.cacheStatus?.source == .cache)
+    }
+
+    @Test("a POST without a body invalidates")
+    func bodilessPost() async throws {
+        let fixture = try URLProtocolFixture()
+        routeTodos(fixture)
+        try await storeList(fixture)
+        var post = URLRequest(url: fixture.server.url("/todos"))
+        post.httpMethod = "POST"
+        #expect(try await fixture.send(post).response.statusCode == 201)
+        #expect(try await fixture.get("/todos").response.cacheStatus?.source == .network)
+    }
+
+    @Test("PUT and POST upload tasks send their body and invalidate before they complete", arguments: ["PUT", "POST"])
+    func uploadTask(method: String) async throws {
+        let fixture = try URLProtocolFixture()
+        routeTodos(fixture)
+        try await storeList(fixture)
+        var upload = URLRequest(url: fixture.server.url("/todos"))
+        upload.httpMethod = method
+        let payload = Data(repeating: 7, count: 10_000)
+        let (_, response) = try await fixture.session.upload(for: upload, from: payload)
+        #expect((response as? HTTPURLResponse)?.statusCode == 201)
+        #expect(fixture.server.lastRequest("/todos")?.body == payload)
+        #expect(try await fixture.get("/todos").response.cacheStatus?.source == .network)
+    }
+
+    @Test("a GET sent before a POST and answered after it is not stored")
+    func getInFlightAcrossPost() async throws {
+        let fixture = try URLProtocolFixture()
+        let (arrived, arrival) = AsyncStream<Void>.makeStream()
+        let release = DispatchSemaphore(value: 0)
+        let gets = LockedBox(0)
+        fixture.server.route("/todos") { request in
+            guard request.method == "GET" else { return .init(status: 201, body: "created") }
+            let number = gets.withLock { count -> Int in count += 1; return count }
+            if number == 1 { arrival.yield(); release.wait() } // the first GET is held until the POST is done
+            return .init(headers: [("Cache-Control", "max-age=600")], body: number == 1 ? "before the POST" : "after the POST")
+        }
+        let session = fixture.session, url = fixture.server.url("/todos")
+        let pending = Task { try await session.data(from: url) }
+        for await _ in arrived { break }
+        var post = URLRequest(url: url)
+        post.httpMethod = "POST"
+        post.httpBody = Data("{}".utf8)
+        _ = try await fixture.send(post)
+        // Joins no exchange that the POST overtook.
+        let afterPost = try await fixture.get("/todos")
+        release.signal()
+        let (early, _) = try await pending.value
+
+        #expect(String(decoding: early, as: UTF8.self) == "before the POST")
+        #expect(afterPost.body == "after the POST")
+        let later = try await fixture.get("/todos")
+        #expect(later.body == "after the POST")
+        #expect(fixture.cache.inFlight.count == 0)
+    }
+
+    @Test("removing responses (a sign-out) while a GET is in flight: its answer is not stored")
+    func getInFlightAcrossRemoval() async throws {
+        let fixture = try URLProtocolFixture()
+        let (arrived, arrival) = AsyncStream<Void>.makeStream()
+        let release = DispatchSemaphore(value: 0)
+        fixture.server.route("/me") { _ in
+            arrival.yield()
+            release.wait()
+            return .init(headers: [("Cache-Control", "private, max-age=600")], body: "signed-in profile")
+        }
+        let session = fixture.session, url = fixture.server.url("/me")
+        let pending = Task { try await session.data(from: url) }
+        for await _ in arrived { break }
+        try await fixture.cache.removeResponses(.all)
+        release.signal()
+        _ = try await pending.value
+        #expect(fixture.cache.storedResponseCount == 0)
+    }
+
+    @Test("a download task delivers the file")
+    func downloadTask() async throws {
+        let fixture = try URLProtocolFixture()
+        fixture.server.route("/file", headers: [("Cache-Control", "max-age=60")], body: "file contents")
+        let url = fixture.server.url("/file")
+        let (contents, status) = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(String?, Int?), any Error>) in
+            fixture.session.downloadTask(with: url) { file, response, error in
+                if let error { continuation.resume(throwing: error); return }
+                // The file is removed once the handler returns: read it here.
+                let contents = file.flatMap { try? String(contentsOf: $0, encoding: .utf8) }
+                continuation.resume(returning: (contents, (response as? HTTPURLResponse)?.statusCode))
+            }.resume()
+        }
+        #expect(status == 200)
+        #expect(contents == "file contents")
+    }
+
+    @Test("repeated query parameters keep their order: two orders are two lists")
+    func repeatedQueryParameters() async throws {
+        let fixture = try URLProtocolFixture()
+        fixture.server.route("/items") { request in
+            .init(headers: [("Cache-Control", "max-age=600")], body: String(request.target.drop { $0 != "?" }))
+        }
+        let dateFirst = try await fixture.get("/items?sort=date&sort=name")
+        let nameFirst = try await fixture.get("/items?sort=name&sort=date")
+        let reordered = try await fixture.get("/items?sort=date&page=2&sort=name")
+        let same = try await fixture.get("/items?page=2&sort=date&sort=name")
+        #expect(dateFirst.body == "?sort=date&sort=name")
+        #expect(nameFirst.body == "?sort=name&sort=date" && nameFirst.response.cacheStatus?.source == .network)
+        #expect(reordered.body == "?sort=date&page=2&sort=name")
+        #expect(same.response.cacheStatus?.source == .cache) // other names may move; a name's own order stays
+    }
+}
