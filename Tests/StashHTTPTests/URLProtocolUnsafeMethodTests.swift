@@ -33,7 +33,7 @@ struct URLProtocolUnsafeMethodTests {
         #expect(try await fixture.get("/todos").response.cacheStatus?.source == .network)
     }
 
-    @Test("PUT and POST upload tasks send their body and invalidate before they complete", arguments: ["PUT", "POST"])
+    @Test("upload tasks send their body and invalidate before they complete", arguments: ["PUT", "POST", "DELETE"])
     func uploadTask(method: String) async throws {
         let fixture = try URLProtocolFixture()
         routeTodos(fixture)
@@ -66,13 +66,16 @@ struct URLProtocolUnsafeMethodTests {
         post.httpMethod = "POST"
         post.httpBody = Data("{}".utf8)
         _ = try await fixture.send(post)
-        // Joins no exchange that the POST overtook.
-        let afterPost = try await fixture.get("/todos")
+        // A GET after the POST joins no exchange that the POST overtook: it reaches the server itself.
+        // (One that joined the held exchange never does; the wait is bounded, then the held GET goes on.)
+        let afterPost = Task { try await session.data(from: url) }
+        for _ in 0..<300 where fixture.server.requestCount("/todos") < 3 { try await Task.sleep(for: .milliseconds(10)) }
         release.signal()
         let (early, _) = try await pending.value
+        let (late, _) = try await afterPost.value
 
         #expect(String(decoding: early, as: UTF8.self) == "before the POST")
-        #expect(afterPost.body == "after the POST")
+        #expect(String(decoding: late, as: UTF8.self) == "after the POST")
         let later = try await fixture.get("/todos")
         #expect(later.body == "after the POST")
         #expect(fixture.cache.inFlight.count == 0)
@@ -128,5 +131,31 @@ struct URLProtocolUnsafeMethodTests {
         #expect(nameFirst.body == "?sort=name&sort=date" && nameFirst.response.cacheStatus?.source == .network)
         #expect(reordered.body == "?sort=date&page=2&sort=name")
         #expect(same.response.cacheStatus?.source == .cache) // other names may move; a name's own order stays
+    }
+
+    @Test("a stale-while-revalidate refresh in flight across a POST stores nothing")
+    func backgroundRefreshAcrossPost() async throws {
+        let fixture = try LoopbackFixture()
+        let (arrived, arrival) = AsyncStream<Void>.makeStream()
+        let release = DispatchSemaphore(value: 0)
+        let gets = LockedBox(0)
+        fixture.server.route("/feed") { request in
+            guard request.method == "GET" else { return .init(status: 204) }
+            let number = gets.withLock { count -> Int in count += 1; return count }
+            if number == 2 { arrival.yield(); release.wait() } // the background refresh is held
+            return .init(headers: [("Cache-Control", "max-age=60, stale-while-revalidate=600")], body: "feed \(number)")
+        }
+        _ = try await fixture.cache.response(for: fixture.url("/feed"))
+        fixture.clock.advance(by: 120)
+        let stale = try await fixture.cache.response(for: fixture.url("/feed")) // starts the refresh
+        for await _ in arrived { break }
+        _ = try await fixture.cache.response(for: fixture.request("/feed", method: "POST"))
+        release.signal()
+        await fixture.cache.waitForBackgroundRefreshes()
+
+        #expect(stale.source.isStale && stale.text == "feed 1")
+        #expect(fixture.cache.storedResponseCount == 0)
+        let next = try await fixture.cache.response(for: fixture.url("/feed"))
+        #expect(next.source.isNetwork && next.text == "feed 3")
     }
 }

@@ -20,6 +20,10 @@ public enum HTTPCacheSelection: Sendable, Hashable {
 extension HTTPCache {
     /// Removes stored responses.
     ///
+    /// A request in flight for a removed URL (every selection but ``HTTPCacheSelection/receivedBefore(_:)``)
+    /// does not store its answer, so a sign-out that clears a namespace is not undone by a response
+    /// that was still arriving.
+    ///
     /// ```swift
     /// try await cache.removeResponses(.namespace("staging"))
     /// try await cache.removeResponses(.urlPrefix(URL(string: "https://api.example.com/v1/users/")!))

@@ -18,7 +18,8 @@ import FoundationNetworking
 extension HTTPCacheURLProtocol {
     /// Starts Foundation's protocol for this task when the cache cannot answer it; false otherwise.
     func handOffToFoundation(_ binding: URLProtocolBindings.Binding) -> Bool {
-        guard let task, task is URLSessionDownloadTask || (task is URLSessionUploadTask && Self.hidesItsBody(request)),
+        let bodyHidden = request.httpBody == nil && request.httpBodyStream == nil
+        guard let task, task is URLSessionDownloadTask || (task is URLSessionUploadTask && bodyHidden),
               let foundationClass = Self.foundationProtocolClass(for: request) else { return false }
         let forwarding = ForwardingClient(client, cache: binding.cache, request: request)
         let foundation = foundationClass.init(task: task, cachedResponse: nil, client: forwarding)

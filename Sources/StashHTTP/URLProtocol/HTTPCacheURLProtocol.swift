@@ -137,17 +137,6 @@ public class HTTPCacheURLProtocol: URLProtocol {
         return (request, options)
     }
 
-    /// Whether the request has a body the protocol cannot see. swift-corelibs-foundation gives a
-    /// protocol only the task's request, without the body of an upload task (`upload(for:from:)`).
-    static func hidesItsBody(_ request: URLRequest) -> Bool {
-        #if canImport(FoundationNetworking)
-        let method = (request.httpMethod ?? "GET").uppercased()
-        return ["POST", "PUT", "PATCH"].contains(method) && request.httpBody == nil && request.httpBodyStream == nil
-        #else
-        return false
-        #endif
-    }
-
     private static func read(_ stream: InputStream) -> Data {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65_536)
