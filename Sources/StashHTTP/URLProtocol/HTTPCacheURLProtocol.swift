@@ -20,9 +20,15 @@ public import Foundation
 /// }
 /// ```
 ///
-/// - GET and HEAD go through the cache, with the policy `URLRequest.cachePolicy` maps to
-///   (``HTTPCachePolicy/init(_:)``). Other methods go to the network through the cache's transport,
-///   which removes what is stored for the URL when they succeed (RFC 9111 §4.4).
+/// - GET and HEAD go through the cache, with the policy `URLRequest.cachePolicy` (or, when the
+///   request has the default, the session's `requestCachePolicy`) maps to (``HTTPCachePolicy/init(_:)``),
+///   in the partition the session chose (``HTTPCachePartitioning``). Other methods go to the network
+///   through the cache's transport, which removes what is stored for the URL when they succeed
+///   (RFC 9111 §4.4).
+/// - The session's additional header fields, cookies, request timeout and cellular setting are
+///   applied as the session would (``Foundation/URLSessionConfiguration/cached(by:partition:)``).
+/// - On Linux, download tasks and upload tasks (whose body a protocol is not shown) are loaded by
+///   Foundation's own HTTP protocol on this one's behalf; an upload still invalidates.
 /// - Every response carries a `Stash-Cache` header field: ``HTTPCacheStatus``.
 /// - When the network fails and nothing stored may stand in, the task fails with the original
 ///   `URLError`; `.returnCacheDataDontLoad` with nothing stored fails with `URLError(.resourceUnavailable)`.
@@ -30,9 +36,9 @@ public import Foundation
 ///   `URLProtocol.setProperty(_:forKey:in:)`, so a transport session that lists this protocol too
 ///   does not loop back into it (on Apple platforms; swift-corelibs-foundation drops the properties
 ///   of a request, so on Linux never register the bound classes with `URLProtocol.registerClass(_:)`).
-/// - Redirects are followed by the cache's transport (a `URLSessionTransport` follows them as
-///   `URLSession` does); the session's own redirect and authentication delegate methods are not
-///   consulted. See `Docs/OfflineHTTP.md` for these and the other differences.
+/// - Redirects are followed by the cache (each hop cached by its own rules); the session's own
+///   redirect and authentication delegate methods are not consulted. See `Docs/OfflineHTTP.md` for
+///   these and the other differences.
 public class HTTPCacheURLProtocol: URLProtocol {
     // Not Sendable (URLProtocol is not): the task that loads reaches the protocol only through a
     // `Delivery`, which locks.
