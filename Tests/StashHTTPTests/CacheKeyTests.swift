@@ -73,3 +73,32 @@ struct CacheKeyTests {
         #expect(CacheKey(rawValue: "http-response only three") == nil)
     }
 }
+
+@Suite("Cache keys: repeated query parameters")
+struct RepeatedQueryParameterKeyTests {
+    private func normalized(_ text: String) -> String? { URLNormalizer.normalize(URL(string: text)!) }
+
+    @Test("items of one name keep their order; names are still sorted")
+    func order() {
+        #expect(normalized("https://e.com/s?sort=date&sort=name") != normalized("https://e.com/s?sort=name&sort=date"))
+        #expect(normalized("https://e.com/s?sort=b&a=1&sort=a") == "https://e.com/s?a=1&sort=b&sort=a")
+        #expect(normalized("https://e.com/s?a=1&b=2&a=3") == normalized("https://e.com/s?b=2&a=1&a=3"))
+        #expect(normalized("https://e.com/s?a&a=") != normalized("https://e.com/s?a=&a"))
+        #expect(normalized("https://e.com/s?a=%31&a=2") == normalized("https://e.com/s?a=1&a=2"))
+    }
+
+    @Test("an entry an older version stored under the value-sorted key is not served for the other order")
+    func olderValueSortedEntry() async throws {
+        let fixture = try CacheFixture()
+        let asked = URL(string: "https://api.example.com/items?sort=date&sort=name")!
+        let other = URL(string: "https://api.example.com/items?sort=name&sort=date")!
+        let key = try #require(CacheKey.response(for: URLRequest(url: asked), namespace: "", varyNames: []))
+        let foreign = StoredResponse(url: other, method: "GET", namespace: "", statusCode: 200,
+                                     headers: ["cache-control": "max-age=600"], body: Data("name first".utf8),
+                                     requestTime: fixture.clock.now, responseTime: fixture.clock.now)
+        try fixture.cache.storage.setObject(foreign, forKey: key.rawValue)
+        fixture.transport.respond(200, headers: ["cache-control": "max-age=600"], body: "date first")
+        let response = try await fixture.cache.response(for: asked)
+        #expect(response.text == "date first" && response.source.isNetwork)
+    }
+}

@@ -20,20 +20,23 @@ struct URLProtocolSetUpTests {
         ObjectIdentifier(first) == ObjectIdentifier(second)
     }
 
-    @Test("the same cache and headers share a class; another cache or other headers get their own")
+    @Test("the same cache and settings share a class; another cache, other headers or another cookie jar get their own")
     func classPerBinding() throws {
         let directory = TemporaryDirectory()
         let first = try cache(directory, "first"), second = try cache(directory, "second")
         defer { HTTPCacheURLProtocol.unbind(first); HTTPCacheURLProtocol.unbind(second) }
+        let ephemeral = URLSessionConfiguration.ephemeral
         let withHeaders = URLSessionConfiguration.ephemeral
         withHeaders.httpAdditionalHeaders = ["X-Team": "blue"]
 
-        let a = try #require(boundClass(URLSessionConfiguration.ephemeral.cached(by: first)))
-        let b = try #require(boundClass(URLSessionConfiguration.default.cached(by: first)))
-        let c = try #require(boundClass(URLSessionConfiguration.ephemeral.cached(by: second)))
+        let a = try #require(boundClass(ephemeral.cached(by: first)))
+        let b = try #require(boundClass(ephemeral.cached(by: first)))
+        let c = try #require(boundClass(ephemeral.cached(by: second)))
         let d = try #require(boundClass(withHeaders.cached(by: first)))
-        #expect(same(a, b))
-        #expect(!same(a, c) && !same(a, d) && !same(c, d))
+        let e = try #require(boundClass(URLSessionConfiguration.default.cached(by: first)))
+        let f = try #require(boundClass(URLSessionConfiguration.default.cached(by: first)))
+        #expect(same(a, b) && same(e, f)) // `.default` always has the shared cookie storage
+        #expect(!same(a, c) && !same(a, d) && !same(c, d) && !same(a, e)) // every `.ephemeral` has a jar of its own
         #expect(URLProtocolBindings.shared.binding(for: d)?.additionalHeaders == ["X-Team": "blue"])
         #expect(URLProtocolBindings.shared.binding(for: HTTPCacheURLProtocol.self) == nil)
     }
@@ -74,7 +77,7 @@ struct URLProtocolSetUpTests {
         #expect(!bound.canInit(with: URLRequest(url: URL(string: "ftp://127.0.0.1/a")!)))
         #expect(!HTTPCacheURLProtocol.canInit(with: plain))
         #if !canImport(FoundationNetworking) // swift-corelibs-foundation drops URLProtocol properties when a request is copied
-        #expect(!bound.canInit(with: HTTPCacheURLProtocol.prepare(plain, additionalHeaders: [:]).request))
+        #expect(!bound.canInit(with: HTTPCacheURLProtocol.prepare(plain, settings: SessionSettings()).request))
         #endif
         HTTPCacheURLProtocol.unbind(cache)
         #expect(!bound.canInit(with: plain))

@@ -22,6 +22,16 @@ struct URLSessionTransportTests {
         #expect(transport.session.configuration.requestCachePolicy == .reloadIgnoringLocalCacheData)
     }
 
+    @Test("the session has no cookie jar, and the caller's configuration is left as it was")
+    func noCookiesAndCallerUntouched() {
+        let configuration = URLSessionConfiguration.ephemeral
+        let jar = configuration.httpCookieStorage
+        let transport = URLSessionTransport(configuration: configuration)
+        #expect(transport.session.configuration.httpShouldSetCookies == false)
+        #expect(transport.session.configuration.httpCookieStorage == nil)
+        #expect(configuration.urlCache != nil && configuration.httpShouldSetCookies && configuration.httpCookieStorage === jar)
+    }
+
     @Test("status, header fields and body come through")
     func responseConversion() async throws {
         StubURLProtocol.answer(host, with: .response(status: 203, headers: ["ETag": "\"e\"", "X-Custom": "yes"], body: Data("body".utf8)))

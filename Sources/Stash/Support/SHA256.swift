@@ -3,7 +3,7 @@
 /// Value files need a name that is stable across launches and processes (Swift's `Hasher` is
 /// seeded per process) and that no key, however hostile, can make collide with another's.
 /// Foundation has no hash on Linux and Stash takes no dependencies, hence this small version.
-enum SHA256 {
+package enum SHA256 {
     private static let k: [UInt32] = [
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
         0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -29,7 +29,7 @@ enum SHA256 {
     /// Lower-case hex of the first `byteCount` (at most 32) bytes of the digest of `string`'s UTF-8.
     ///
     /// It names a value file on every disk read and write, so it allocates nothing but the result.
-    static func hex(of string: String, byteCount: Int = 16) -> String {
+    package static func hex(of string: String, byteCount: Int = 16) -> String {
         let count = min(max(byteCount, 0), 32)
         return String(unsafeUninitializedCapacity: count * 2) { out in
             writeHex(of: string, into: out)

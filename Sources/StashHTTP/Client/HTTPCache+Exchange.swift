@@ -96,6 +96,25 @@ extension HTTPCache {
     /// conditional request, and a 304 may pick one of them (see ``storedVariants(_:_:)``).
     func load(_ context: RequestContext, _ lookup: Lookup, validating stored: StoredResponse?, fallingBack: Bool,
               variants: [StoredResponse] = []) async throws -> CachedResponse {
+        // Registered before the request is sent: an invalidation from now on overtakes this exchange.
+        let ticket = inFlight.begin(lookup.key)
+        let result: Result<CachedResponse, any Error>
+        do {
+            result = .success(try await InFlightExchanges.$current.withValue(ticket) {
+                try await exchange(context, lookup, validating: stored, fallingBack: fallingBack, variants: variants)
+            })
+        } catch {
+            result = .failure(error)
+        }
+        for key in inFlight.end(ticket) {
+            do { try await storage.async.removeObject(forKey: key) } catch { absorb(error) }
+        }
+        return try result.get()
+    }
+
+    /// The exchange of ``load(_:_:validating:fallingBack:variants:)``, run under its ticket.
+    private func exchange(_ context: RequestContext, _ lookup: Lookup, validating stored: StoredResponse?, fallingBack: Bool,
+                          variants: [StoredResponse]) async throws -> CachedResponse {
         var request = context.request
         var validated = stored.map { addValidators(of: $0, to: &request) } ?? false
         if let tags = Self.ifNoneMatch(own: stored, variants: variants) {
@@ -108,7 +127,9 @@ extension HTTPCache {
         do {
             let transport = transport
             let sent = request
-            received = try await coalescer.run(RequestCoalescer.key(for: request, cacheKey: lookup.key)) { try await transport.send(sent) }
+            received = try await coalescer.run(RequestCoalescer.key(for: request, cacheKey: lookup.key), cacheKey: lookup.key) {
+                try await transport.send(sent)
+            }
             if received.statusCode == 304, validated, Self.selectVariant(for: received, own: stored, variants: variants) == nil {
                 received = try await transport.send(context.request) // a 304 for nothing stored: ask for the response itself
             }

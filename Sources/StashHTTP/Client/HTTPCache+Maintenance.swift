@@ -20,6 +20,10 @@ public enum HTTPCacheSelection: Sendable, Hashable {
 extension HTTPCache {
     /// Removes stored responses.
     ///
+    /// A request in flight for a removed URL (every selection but ``HTTPCacheSelection/receivedBefore(_:)``)
+    /// does not store its answer, so a sign-out that clears a namespace is not undone by a response
+    /// that was still arriving.
+    ///
     /// ```swift
     /// try await cache.removeResponses(.namespace("staging"))
     /// try await cache.removeResponses(.urlPrefix(URL(string: "https://api.example.com/v1/users/")!))
@@ -33,15 +37,15 @@ extension HTTPCache {
         do {
             switch selection {
             case .all:
-                try await removeKeys { _ in true }
+                try await removeKeys(poisoning: true) { _ in true }
             case .namespace(let namespace):
-                try await removeKeys { $0.namespace == namespace }
+                try await removeKeys(poisoning: true) { $0.namespace == namespace }
             case .url(let url, let namespace):
                 let normalized = URLNormalizer.normalize(url)
-                try await removeKeys { $0.url == normalized && (namespace == nil || $0.namespace == namespace) }
+                try await removeKeys(poisoning: true) { $0.url == normalized && (namespace == nil || $0.namespace == namespace) }
             case .urlPrefix(let prefix, let namespace):
                 guard let normalized = Self.normalizedPrefix(prefix) else { return }
-                try await removeKeys { $0.url.hasPrefix(normalized) && (namespace == nil || $0.namespace == namespace) }
+                try await removeKeys(poisoning: true) { $0.url.hasPrefix(normalized) && (namespace == nil || $0.namespace == namespace) }
             case .receivedBefore(let date):
                 for (key, stored) in try await storedResponses() where stored.responseTime < date {
                     try await storage.async.removeObject(forKey: key)

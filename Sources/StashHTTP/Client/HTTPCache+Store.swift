@@ -9,11 +9,14 @@ extension HTTPCache {
     /// the variant selected by the request's values of those headers (RFC 9111 §4.1).
     func lookup(_ context: RequestContext) async -> Lookup {
         // Force-unwrapped: RequestContext already checked that the URL normalizes.
-        let base = CacheKey.response(for: context.request, namespace: context.namespace, varyNames: [])!
+        let base = CacheKey.response(for: context.request, namespace: context.namespace, partition: context.partition, varyNames: [])!
         let names = await read(varyIndex, base.varyRecordKey.rawValue)?.names ?? []
-        let key = names.isEmpty ? base : CacheKey.response(for: context.request, namespace: context.namespace, varyNames: names)!
+        let key = names.isEmpty ? base
+            : CacheKey.response(for: context.request, namespace: context.namespace, partition: context.partition, varyNames: names)!
         var stored = await read(storage, key.rawValue)
-        if let response = stored, response.method != context.method { stored = nil } // a foreign entry: never serve it
+        // A foreign entry is never served: another method's, or one whose own URL is not the key's (a
+        // version that sorted repeated query items by value stored `?a=2&a=1` under `?a=1&a=2`).
+        if let response = stored, response.method != context.method || URLNormalizer.normalize(response.url) != key.url { stored = nil }
         if let response = stored, response.isIncomplete { return Lookup(key: key, varyNames: names, stored: nil, partial: response) }
         return Lookup(key: key, varyNames: names, stored: stored)
     }
@@ -22,7 +25,10 @@ extension HTTPCache {
     /// `Vary` changed (and dropping the variant stored under the old names).
     func store(_ response: StoredResponse, for context: RequestContext, replacing lookup: Lookup) async {
         let names = response.varyNames
-        guard let key = CacheKey.response(for: context.request, namespace: context.namespace, varyNames: names) else { return }
+        guard let key = CacheKey.response(for: context.request, namespace: context.namespace, partition: context.partition,
+                                          varyNames: names) else { return }
+        // An exchange that an invalidation overtook must not bring back what it removed.
+        guard InFlightExchanges.current?.recordStore(of: key) ?? true else { return }
         do {
             if names != lookup.varyNames {
                 if names.isEmpty {
@@ -48,9 +54,20 @@ extension HTTPCache {
     }
 
     /// RFC 9111 §4.4: after a successful unsafe request, everything stored for its URL in its
-    /// namespace goes (all methods, all variants), and so does what is stored for a `Location` or
-    /// `Content-Location` on the same origin.
+    /// namespace goes (all methods, all variants, all partitions), and so does what is stored for a
+    /// `Location` or `Content-Location` on the same origin.
     func invalidate(after context: RequestContext, response: HTTPTransportResponse) async {
+        let urls = Self.invalidatedURLs(context, response), namespace = context.namespace
+        do {
+            try await removeKeys(poisoning: true) { $0.namespace == namespace && urls.contains($0.url) }
+        } catch {
+            absorb(error)
+        }
+    }
+
+    /// The normalized URLs an unsafe request invalidates: its own, and a same-origin `Location` and
+    /// `Content-Location` of its response.
+    private static func invalidatedURLs(_ context: RequestContext, _ response: HTTPTransportResponse) -> Set<String> {
         var urls: Set<String> = []
         if let url = URLNormalizer.normalize(context.url) { urls.insert(url) }
         for field in ["location", "content-location"] {
@@ -60,15 +77,37 @@ extension HTTPCache {
                   let normalized = URLNormalizer.normalize(target) else { continue }
             urls.insert(normalized)
         }
-        do {
-            try await removeKeys { $0.namespace == context.namespace && urls.contains($0.url) }
-        } catch {
-            absorb(error)
+        return urls
+    }
+
+    /// RFC 9111 §4.4 for a request the cache did not send itself (Foundation loaded it, see
+    /// `HTTPCacheURLProtocol+HandOff.swift`): when its method is unsafe and `response` a success,
+    /// what is stored for its URL is invalidated as if the cache had sent it.
+    ///
+    /// Synchronous, with the store's blocking calls: it runs on Foundation's queue, which must not
+    /// wait for work on the cooperative pool (whose threads may themselves be waiting for that queue).
+    func invalidateSynchronously(after request: URLRequest, response: HTTPTransportResponse) {
+        guard let context = try? RequestContext(request, options: HTTPRequestOptions(), defaultNamespace: configuration.namespace),
+              !StoringRules.safeMethods.contains(context.method), (200..<400).contains(response.statusCode) else { return }
+        let urls = Self.invalidatedURLs(context, response), namespace = context.namespace
+        let selected: (CacheKey) -> Bool = { $0.namespace == namespace && urls.contains($0.url) }
+        inFlight.invalidate(where: selected)
+        coalescer.detach(where: selected)
+        for raw in storage.allKeys {
+            guard let key = CacheKey(rawValue: raw), selected(key) else { continue }
+            do { try storage.removeObject(forKey: raw) } catch { absorb(error) }
         }
     }
 
-    /// Removes every key the HTTP cache wrote that `predicate` selects.
-    func removeKeys(where predicate: (CacheKey) -> Bool) async throws {
+    /// Removes every key the HTTP cache wrote that `predicate` selects. With `poisoning`, first marks
+    /// the exchanges in flight for the selected URLs, so that their answers (which may predate the
+    /// removal) are not stored, and detaches them from the coalescer, so that later requests do not
+    /// join them: see ``InFlightExchanges``.
+    func removeKeys(poisoning: Bool = false, where predicate: (CacheKey) -> Bool) async throws {
+        if poisoning {
+            inFlight.invalidate(where: predicate)
+            coalescer.detach(where: predicate)
+        }
         for raw in storage.allKeys {
             guard let key = CacheKey(rawValue: raw), predicate(key) else { continue }
             try await storage.async.removeObject(forKey: raw)

@@ -36,6 +36,8 @@ public final class HTTPCache: Sendable {
     let refreshes = Locked<[UUID: Task<Void, Never>]>([:])
     /// Concurrent identical requests share one exchange.
     let coalescer = RequestCoalescer()
+    /// Exchanges that an invalidation may overtake.
+    let inFlight = InFlightExchanges()
 
     /// Creates a cache over a store you opened.
     /// - Parameters:

@@ -25,6 +25,13 @@ public struct HTTPRequestOptions: Sendable, Hashable {
     public var policy: HTTPCachePolicy
     /// The namespace; nil uses ``HTTPCacheConfiguration/namespace``.
     public var namespace: String?
+    /// The partition of the namespace the request is answered from and stored in: a request is only
+    /// ever answered with responses stored under the same partition, so giving each user (or each
+    /// credential) its own keeps one user's responses from another. An unsafe request still removes
+    /// what every partition stores for its URL. Maintenance selects by namespace and URL across all
+    /// partitions. Empty (the default): the partition every request without one shares.
+    /// ``Foundation/URLSessionConfiguration/cached(by:partition:)`` sets it per request.
+    public var partition: String
     /// How stale a stored response may be and still be used without asking the network (like a
     /// request's `max-stale`); nil accepts no staleness. Never overrides `must-revalidate` or `no-cache`.
     public var maxStale: TimeInterval?
@@ -39,10 +46,12 @@ public struct HTTPRequestOptions: Sendable, Hashable {
     ///   - namespace: The namespace; nil = the cache's default.
     ///   - maxStale: The staleness accepted without asking the network.
     ///   - timeToLive: A freshness lifetime replacing the server's.
+    ///   - partition: The partition; empty = the shared one.
     public init(policy: HTTPCachePolicy = .useProtocolRules, namespace: String? = nil,
-                maxStale: TimeInterval? = nil, timeToLive: TimeInterval? = nil) {
+                maxStale: TimeInterval? = nil, timeToLive: TimeInterval? = nil, partition: String = "") {
         self.policy = policy
         self.namespace = namespace
+        self.partition = partition
         self.maxStale = maxStale
         self.timeToLive = timeToLive
     }

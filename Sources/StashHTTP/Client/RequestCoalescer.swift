@@ -10,6 +10,8 @@ final class RequestCoalescer: Sendable {
     private struct Exchange {
         var task: Task<HTTPTransportResponse, any Error>
         var waiters: Int
+        /// The cache key it answers for, so an invalidation can detach it.
+        var cacheKey: CacheKey
     }
 
     private let exchanges = Locked<[String: Exchange]>([:])
@@ -20,10 +22,12 @@ final class RequestCoalescer: Sendable {
     /// Runs `send` for `key`, or joins the exchange already running for it.
     /// - Parameters:
     ///   - key: What makes two requests identical.
+    ///   - cacheKey: The cache key the exchange answers for.
     ///   - send: The exchange, run once for all callers that arrive while it runs.
     /// - Returns: The exchange's response, the same for every caller.
     /// - Throws: The exchange's error, or `CancellationError` semantics of the transport when every caller cancelled.
-    func run(_ key: String, _ send: @escaping @Sendable () async throws -> HTTPTransportResponse) async throws -> HTTPTransportResponse {
+    func run(_ key: String, cacheKey: CacheKey,
+             _ send: @escaping @Sendable () async throws -> HTTPTransportResponse) async throws -> HTTPTransportResponse {
         let task = exchanges.withLock { exchanges -> Task<HTTPTransportResponse, any Error> in
             if var running = exchanges[key] {
                 running.waiters += 1
@@ -31,7 +35,7 @@ final class RequestCoalescer: Sendable {
                 return running.task
             }
             let task = Task { try await send() }
-            exchanges[key] = Exchange(task: task, waiters: 1)
+            exchanges[key] = Exchange(task: task, waiters: 1, cacheKey: cacheKey)
             return task
         }
         return try await withTaskCancellationHandler {
@@ -49,6 +53,15 @@ final class RequestCoalescer: Sendable {
                 return running.waiters == 0
             }
             if abandoned { task.cancel() }
+        }
+    }
+
+    /// Lets later requests start an exchange of their own instead of joining one whose key
+    /// `predicate` selects: an invalidation overtook it, so its answer may predate the change. The
+    /// callers already waiting still get its answer (and do not store it, see ``InFlightExchanges``).
+    func detach(where predicate: (CacheKey) -> Bool) {
+        exchanges.withLock { exchanges in
+            exchanges = exchanges.filter { !predicate($0.value.cacheKey) }
         }
     }
 

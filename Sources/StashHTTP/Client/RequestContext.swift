@@ -9,6 +9,8 @@ struct RequestContext: Sendable {
     let url: URL
     let method: String
     let namespace: String
+    /// The partition of the namespace (``HTTPRequestOptions/partition``).
+    var partition: String { options.partition }
     let options: HTTPRequestOptions
     /// The request's `Cache-Control`, or `no-cache` for a lone `Pragma: no-cache` (RFC 9111 §5.4).
     let cacheControl: CacheControl

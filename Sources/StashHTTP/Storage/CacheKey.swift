@@ -12,6 +12,11 @@ import FoundationNetworking
 /// arrived, so a lookup first reads the names, then picks the variant by the request's values.
 /// Spaces separate the parts; none can occur inside one (the namespace and the vary values are
 /// percent-encoded, a normalized URL has no spaces).
+///
+/// A partition (one user's or one session's responses, see ``HTTPRequestOptions/partition``) follows
+/// the namespace after a `|`: `<namespace>|<partition>`. Both are percent-encoded, which always
+/// encodes `|`, so no namespace or partition can spell another pair, and keys written before
+/// partitions existed read as the empty partition.
 struct CacheKey: Hashable, Sendable {
     enum Kind: String, Sendable {
         case response = "http-response"
@@ -20,6 +25,8 @@ struct CacheKey: Hashable, Sendable {
 
     var kind: Kind
     var namespace: String
+    /// The partition within the namespace; empty for responses every partition shares.
+    var partition: String = ""
     var method: String
     /// The normalized URL (see ``URLNormalizer``).
     var url: String
@@ -28,17 +35,20 @@ struct CacheKey: Hashable, Sendable {
 
     /// The key string stored in the `Storage`.
     var rawValue: String {
-        var parts = [kind.rawValue, PercentEncoding.encode(namespace), method, url]
+        var scope = PercentEncoding.encode(namespace)
+        if !partition.isEmpty { scope += "|" + PercentEncoding.encode(partition) }
+        var parts = [kind.rawValue, scope, method, url]
         if kind == .response { parts.append(variant) }
         return parts.joined(separator: " ")
     }
 
     /// The vary-names record of the same (namespace, method, URL).
-    var varyRecordKey: CacheKey { CacheKey(kind: .vary, namespace: namespace, method: method, url: url) }
+    var varyRecordKey: CacheKey { CacheKey(kind: .vary, namespace: namespace, partition: partition, method: method, url: url) }
 
-    init(kind: Kind, namespace: String, method: String, url: String, variant: String = "") {
+    init(kind: Kind, namespace: String, partition: String = "", method: String, url: String, variant: String = "") {
         self.kind = kind
         self.namespace = namespace
+        self.partition = partition
         self.method = method
         self.url = url
         self.variant = variant
@@ -48,16 +58,21 @@ struct CacheKey: Hashable, Sendable {
     init?(rawValue: String) {
         let parts = rawValue.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
         guard let first = parts.first, let kind = Kind(rawValue: first) else { return nil }
-        guard parts.count == (kind == .response ? 5 : 4), let namespace = PercentEncoding.decode(parts[1]) else { return nil }
-        self.init(kind: kind, namespace: namespace, method: parts[2], url: parts[3], variant: kind == .response ? parts[4] : "")
+        guard parts.count == (kind == .response ? 5 : 4) else { return nil }
+        let scope = parts[1].split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        guard let namespace = PercentEncoding.decode(scope[0]),
+              let partition = scope.count > 1 ? PercentEncoding.decode(scope[1]) : "" else { return nil }
+        self.init(kind: kind, namespace: namespace, partition: partition, method: parts[2], url: parts[3],
+                  variant: kind == .response ? parts[4] : "")
     }
 
-    /// The key of the response to `request` in `namespace`, given the `Vary` names of the stored variant.
-    static func response(for request: URLRequest, namespace: String, varyNames: [String]) -> CacheKey? {
+    /// The key of the response to `request` in `namespace` and `partition`, given the `Vary` names of
+    /// the stored variant.
+    static func response(for request: URLRequest, namespace: String, partition: String = "", varyNames: [String]) -> CacheKey? {
         guard let url = request.url, let normalized = URLNormalizer.normalize(url) else { return nil }
         let method = (request.httpMethod ?? "GET").uppercased()
         let variant = encodeVariant(varyValues(of: request, names: varyNames))
-        return CacheKey(kind: .response, namespace: namespace, method: method, url: normalized, variant: variant)
+        return CacheKey(kind: .response, namespace: namespace, partition: partition, method: method, url: normalized, variant: variant)
     }
 
     /// The request's values of the headers called `names`, whitespace normalized (RFC 9111 §4.1

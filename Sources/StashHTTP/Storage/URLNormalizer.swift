@@ -3,8 +3,8 @@ import Foundation
 /// Turns request URLs that name the same resource into one string, for cache keys.
 ///
 /// Scheme and host are lower-cased, the default port (80 for http, 443 for https) is dropped, an
-/// empty path becomes `/`, the path is otherwise kept as sent, query items are sorted and
-/// percent-encoded with one fixed set, and the fragment (never sent to the server) and any user
+/// empty path becomes `/`, the path is otherwise kept as sent, query items are sorted by name
+/// (items of one name keep their order) and percent-encoded with one fixed set, and the fragment (never sent to the server) and any user
 /// name or password (which must not end up in the store's journal) are dropped. Linux `URLCache`
 /// keys by host, port and path only, so `?page=1` would answer `?page=2`; here the query is part
 /// of the key.
@@ -24,20 +24,24 @@ enum URLNormalizer {
         return result
     }
 
-    /// Query items decoded, re-encoded with the unreserved set and sorted by name, then value. An item
-    /// without `=` stays distinct from one with an empty value. `+` is kept literally: only HTML form
-    /// encoding reads it as a space, and the server decides which it speaks.
+    /// Query items decoded, re-encoded with the unreserved set and sorted by name. Items that share a
+    /// name keep the order they were sent in: `?sort=date&sort=name` is an ordered list to many servers,
+    /// and must not share an entry with `?sort=name&sort=date`. An item without `=` stays distinct from
+    /// one with an empty value. `+` is kept literally: only HTML form encoding reads it as a space, and
+    /// the server decides which it speaks.
     private static func normalizedQuery(_ query: String?) -> String? {
         guard let query, !query.isEmpty else { return nil }
-        let items = query.split(separator: "&", omittingEmptySubsequences: true).map { item -> (String, String?) in
+        let items = query.split(separator: "&", omittingEmptySubsequences: true).map { item -> (name: String, value: String?) in
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = canonical(String(parts[0]))
             return (name, parts.count > 1 ? canonical(String(parts[1])) : nil)
         }
         guard !items.isEmpty else { return nil }
-        return items
-            .sorted { ($0.0, $0.1 ?? "") < ($1.0, $1.1 ?? "") || ($0.0 == $1.0 && $0.1 == nil && $1.1 != nil) }
-            .map { name, value in value.map { name + "=" + $0 } ?? name }
+        // The position breaks ties explicitly, so the order of a repeated name never depends on
+        // whether the sort happens to be stable.
+        return items.enumerated()
+            .sorted { ($0.element.name, $0.offset) < ($1.element.name, $1.offset) }
+            .map { _, item in item.value.map { item.name + "=" + $0 } ?? item.name }
             .joined(separator: "&")
     }
 

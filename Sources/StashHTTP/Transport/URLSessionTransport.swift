@@ -14,6 +14,13 @@ import Stash
 /// the ``HTTPCache`` needs to see. Its delegate declines redirects (on Linux and Apple platforms
 /// alike, also for tasks with a completion handler), so the redirect response itself is returned and
 /// the ``HTTPCache`` follows it, storing permanent ones.
+///
+/// The session has no cookie storage either (`httpShouldSetCookies = false`): one transport serves
+/// every user of its cache, and a jar of its own would send one user's cookies with another's
+/// requests (on Linux it would even replace the `Cookie` field a request carries). Cookies belong to
+/// the caller: put them on the request, or use a session set up with
+/// ``Foundation/URLSessionConfiguration/cached(by:partition:)``, which sends and keeps them in that
+/// session's cookie storage.
 public final class URLSessionTransport: HTTPTransport {
     /// The session requests are sent with.
     public let session: URLSession
@@ -21,13 +28,16 @@ public final class URLSessionTransport: HTTPTransport {
     /// Creates a transport with its own session.
     /// - Parameters:
     ///   - configuration: The session configuration to start from (for example with
-    ///     `protocolClasses` or timeouts of your own); its cache settings are overridden as described above.
+    ///     `protocolClasses` or timeouts of your own); its cache and cookie settings are overridden as
+    ///     described above.
     ///   - followsRedirects: Whether the session follows redirects itself (then the cache never sees
     ///     them). Default: false.
     public init(configuration: URLSessionConfiguration = .ephemeral, followsRedirects: Bool = false) {
-        let configuration = configuration
+        let configuration = configuration.copy() as! URLSessionConfiguration // the caller's stays as it is
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieStorage = nil
         session = URLSession(configuration: configuration, delegate: followsRedirects ? nil : RedirectRefusal(), delegateQueue: nil)
     }
 

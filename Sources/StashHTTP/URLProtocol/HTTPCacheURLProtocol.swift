@@ -10,7 +10,7 @@ import Stash
 /// against `URLSession` (your own, a library's, a generated API client's) gets the offline cache
 /// without changing a call site.
 ///
-/// You do not list this class yourself: ``Foundation/URLSessionConfiguration/cached(by:)`` puts a
+/// You do not list this class yourself: ``Foundation/URLSessionConfiguration/cached(by:partition:)`` puts a
 /// subclass bound to your cache into the configuration's `protocolClasses`.
 ///
 /// ```swift
@@ -21,9 +21,15 @@ import Stash
 /// }
 /// ```
 ///
-/// - GET and HEAD go through the cache, with the policy `URLRequest.cachePolicy` maps to
-///   (``HTTPCachePolicy/init(_:)``). Other methods go to the network through the cache's transport,
-///   which removes what is stored for the URL when they succeed (RFC 9111 §4.4).
+/// - GET and HEAD go through the cache, with the policy `URLRequest.cachePolicy` (or, when the
+///   request has the default, the session's `requestCachePolicy`) maps to (``HTTPCachePolicy/init(_:)``),
+///   in the partition the session chose (``HTTPCachePartitioning``). Other methods go to the network
+///   through the cache's transport, which removes what is stored for the URL when they succeed
+///   (RFC 9111 §4.4).
+/// - The session's additional header fields, cookies, request timeout and cellular setting are
+///   applied as the session would (``Foundation/URLSessionConfiguration/cached(by:partition:)``).
+/// - On Linux, download tasks and upload tasks (whose body a protocol is not shown) are loaded by
+///   Foundation's own HTTP protocol on this one's behalf; an upload still invalidates.
 /// - Every response carries a `Stash-Cache` header field: ``HTTPCacheStatus``.
 /// - When the network fails and nothing stored may stand in, the task fails with the original
 ///   `URLError`; `.returnCacheDataDontLoad` with nothing stored fails with `URLError(.resourceUnavailable)`.
@@ -31,9 +37,9 @@ import Stash
 ///   `URLProtocol.setProperty(_:forKey:in:)`, so a transport session that lists this protocol too
 ///   does not loop back into it (on Apple platforms; swift-corelibs-foundation drops the properties
 ///   of a request, so on Linux never register the bound classes with `URLProtocol.registerClass(_:)`).
-/// - Redirects are followed by the cache's transport (a `URLSessionTransport` follows them as
-///   `URLSession` does); the session's own redirect and authentication delegate methods are not
-///   consulted. See `Docs/OfflineHTTP.md` for these and the other differences.
+/// - Redirects are followed by the cache (each hop cached by its own rules); the session's own
+///   redirect and authentication delegate methods are not consulted. See `Docs/OfflineHTTP.md` for
+///   these and the other differences.
 /// - Unavailable on watchOS, which does not run custom `URLProtocol` classes (see `Docs/Platforms.md`).
 @available(watchOS, unavailable, message: "watchOS does not load custom URLProtocol classes: call HTTPCache.response(for:) directly")
 public class HTTPCacheURLProtocol: URLProtocol {
@@ -44,9 +50,13 @@ public class HTTPCacheURLProtocol: URLProtocol {
     static let innerRequestKey = "StashHTTP.HTTPCacheURLProtocol.inner"
 
     private let delivery = Locked<Delivery?>(nil)
+    #if canImport(FoundationNetworking)
+    /// Foundation's own protocol, loading a task this one cannot answer (see ``handOffToFoundation(_:)``).
+    let handedOff = Locked<URLProtocol?>(nil)
+    #endif
 
     /// Stops serving `cache` through every session configuration made for it by
-    /// ``Foundation/URLSessionConfiguration/cached(by:)``: their requests go straight to the network
+    /// ``Foundation/URLSessionConfiguration/cached(by:partition:)``: their requests go straight to the network
     /// from then on, and the cache can be deallocated once nothing else holds it.
     /// - Parameter cache: The cache to let go of.
     public static func unbind(_ cache: HTTPCache) {
@@ -54,12 +64,14 @@ public class HTTPCacheURLProtocol: URLProtocol {
     }
 
     /// Whether the protocol takes `request`: an http(s) request of a session bound to a cache,
-    /// that the protocol did not send itself.
+    /// that the protocol did not send itself. (On Linux it also takes the tasks it cannot answer,
+    /// download tasks and upload tasks whose body it is not shown, because the loading system asks
+    /// only about the request; it hands them to Foundation's own HTTP protocol in ``startLoading()``.)
     override public class func canInit(with request: URLRequest) -> Bool {
         guard URLProtocolBindings.shared.binding(for: self) != nil,
               URLProtocol.property(forKey: innerRequestKey, in: request) == nil,
               let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
-        return !Self.hidesItsBody(request)
+        return true
     }
 
     /// The request unchanged: the cache computes its own keys.
@@ -79,11 +91,16 @@ public class HTTPCacheURLProtocol: URLProtocol {
             delivery.fail(URLError(.cancelled))
             return
         }
-        let prepared = Self.prepare(request, additionalHeaders: binding.additionalHeaders)
-        let request = prepared.request, options = prepared.options, cache = binding.cache
+        #if canImport(FoundationNetworking)
+        if handOffToFoundation(binding) { return }
+        #endif
+        let original = request
+        let prepared = Self.prepare(original, settings: binding.settings)
+        let request = prepared.request, options = prepared.options, cache = binding.cache, settings = binding.settings
         delivery.start(Task {
             do {
                 let response = try await cache.response(for: request, options: options)
+                settings.storeCookies(from: response, for: original)
                 delivery.deliver(response, for: request)
             } catch {
                 delivery.fail(HTTPCacheURLProtocol.urlError(for: error))
@@ -94,17 +111,18 @@ public class HTTPCacheURLProtocol: URLProtocol {
     /// Cancels the cache's work; nothing reaches the client after this.
     override public func stopLoading() {
         delivery.withLock { $0 }?.stop()
+        #if canImport(FoundationNetworking)
+        handedOff.withLock { $0 }?.stopLoading()
+        #endif
     }
 
     // MARK: Requests and errors
 
-    /// The request the cache sends: tagged, with the session's additional header fields it lacks,
-    /// the body read from its stream, and the options its cache policy maps to.
-    static func prepare(_ original: URLRequest, additionalHeaders: [String: String]) -> (request: URLRequest, options: HTTPRequestOptions) {
-        var request = original
-        for (name, value) in additionalHeaders where request.value(forHTTPHeaderField: name) == nil {
-            request.setValue(value, forHTTPHeaderField: name)
-        }
+    /// The request the cache sends: tagged, with the session's settings applied where the request
+    /// has none of its own (``SessionSettings/apply(to:)``), the body read from its stream, and the
+    /// options its cache policy and the session's partitioning map to.
+    static func prepare(_ original: URLRequest, settings: SessionSettings) -> (request: URLRequest, options: HTTPRequestOptions) {
+        var request = settings.apply(to: original)
         if request.httpBody == nil, let stream = request.httpBodyStream {
             request.httpBodyStream = nil
             request.httpBody = read(stream)
@@ -113,24 +131,19 @@ public class HTTPCacheURLProtocol: URLProtocol {
             // Foundation leaves this policy unimplemented; asking intermediaries too is what it promises.
             request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
         }
-        let options = HTTPRequestOptions(policy: HTTPCachePolicy(request.cachePolicy))
+        let options = HTTPRequestOptions(policy: HTTPCachePolicy(request.cachePolicy),
+                                         partition: settings.partitioning.partition(for: request))
+        // The session's cookies are in the request now; the transport's session must neither add
+        // its own nor keep the ones the response sets (on Apple platforms; see URLSessionTransport).
+        request.httpShouldHandleCookies = false
         if let mutable = (request as NSURLRequest).mutableCopy() as? NSMutableURLRequest {
             URLProtocol.setProperty(true, forKey: innerRequestKey, in: mutable)
             request = mutable as URLRequest
         }
+        // Set again after the copy: swift-corelibs-foundation lets a request's timeout override the
+        // session's only when it was set on that very `URLRequest` value, and the copy forgets it.
+        request.timeoutInterval = request.timeoutInterval
         return (request, options)
-    }
-
-    /// Whether the request has a body the protocol cannot see. swift-corelibs-foundation gives a
-    /// protocol only the task's request, without the body of an upload task (`upload(for:from:)`):
-    /// such requests are left to the built-in HTTP protocol, which sends them whole.
-    static func hidesItsBody(_ request: URLRequest) -> Bool {
-        #if canImport(FoundationNetworking)
-        let method = (request.httpMethod ?? "GET").uppercased()
-        return ["POST", "PUT", "PATCH"].contains(method) && request.httpBody == nil && request.httpBodyStream == nil
-        #else
-        return false
-        #endif
     }
 
     private static func read(_ stream: InputStream) -> Data {

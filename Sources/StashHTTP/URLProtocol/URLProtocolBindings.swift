@@ -7,8 +7,8 @@ import Stash
 /// `httpAdditionalHeaders` (neither Apple's URL loading system nor swift-corelibs-foundation puts
 /// them into the request the protocol sees). The one thing a configuration hands the loading system
 /// is the list of protocol *classes*. So every set-up made by
-/// ``Foundation/URLSessionConfiguration/cached(by:)`` gets a class of its own, bound here to its
-/// cache and to the configuration's additional header fields.
+/// ``Foundation/URLSessionConfiguration/cached(by:partition:)`` gets a class of its own, bound here
+/// to its cache and to the configuration's settings the protocol keeps (``SessionSettings``).
 ///
 /// The classes are specialisations of one generic subclass, `Slot<Number>`, where `Number` spells
 /// the slot's number in binary as nested types: distinct numbers give distinct classes at run time
@@ -19,13 +19,15 @@ final class URLProtocolBindings: Sendable {
     /// What one protocol class answers with.
     struct Binding: Sendable {
         let cache: HTTPCache
+        /// The session configuration's settings the protocol keeps.
+        let settings: SessionSettings
         /// The session configuration's `httpAdditionalHeaders`, added to requests that lack them.
-        let additionalHeaders: [String: String]
+        var additionalHeaders: [String: String] { settings.additionalHeaders }
     }
 
     private struct Key: Hashable {
         let cache: ObjectIdentifier
-        let additionalHeaders: [String: String]
+        let settings: SessionSettings
     }
 
     private struct State {
@@ -38,16 +40,16 @@ final class URLProtocolBindings: Sendable {
 
     private let state = Locked(State())
 
-    /// The class bound to `cache` and `additionalHeaders`: the same class for the same pair, so
-    /// that sessions set up alike share one.
-    func protocolClass(for cache: HTTPCache, additionalHeaders: [String: String]) -> HTTPCacheURLProtocol.Type {
-        let key = Key(cache: ObjectIdentifier(cache), additionalHeaders: additionalHeaders)
+    /// The class bound to `cache` and `settings`: the same class for the same pair, so that
+    /// sessions set up alike share one.
+    func protocolClass(for cache: HTTPCache, settings: SessionSettings) -> HTTPCacheURLProtocol.Type {
+        let key = Key(cache: ObjectIdentifier(cache), settings: settings)
         return state.withLock { state in
             if let existing = state.classes[key] { return existing }
             let made = Self.makeClass(number: state.nextNumber)
             state.nextNumber += 1
             state.classes[key] = made
-            state.bindings[ObjectIdentifier(made)] = Binding(cache: cache, additionalHeaders: additionalHeaders)
+            state.bindings[ObjectIdentifier(made)] = Binding(cache: cache, settings: settings)
             return made
         }
     }
