@@ -82,7 +82,25 @@ final class RedisServer: @unchecked Sendable {
         guard let process else { return }
         self.process = nil
         _ = sendSignal(process.processIdentifier, SIGKILL)
+        _ = sendSignal(process.processIdentifier, SIGCONT) // a paused one dies only once continued
         process.waitUntilExit()
+    }
+
+    /// Freezes the server with SIGSTOP (as a stalled host would): connections stay open, nothing answers.
+    func pause() {
+        if let process { _ = sendSignal(process.processIdentifier, SIGSTOP) }
+    }
+
+    /// Thaws the server after ``pause()``.
+    func resume() {
+        if let process { _ = sendSignal(process.processIdentifier, SIGCONT) }
+    }
+
+    /// A number from `INFO stats`, such as `total_connections_received`.
+    func stat(_ name: String) throws -> Int {
+        let info = try client().send(["INFO", "stats"]).string ?? ""
+        let line = info.split(whereSeparator: \.isNewline).first { $0.hasPrefix(name + ":") }
+        return line.flatMap { Int($0.dropFirst(name.count + 1)) } ?? -1
     }
 
     /// Reads the server's log until it is ready (true) or it ends or 10 s pass (false).
