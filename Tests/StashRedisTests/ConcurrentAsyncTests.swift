@@ -7,12 +7,13 @@ import Stash
 /// once, and calls on one key keep their submission order.
 @Suite("Redis async API concurrency", .enabled(if: RedisServer.isAvailable, RedisServer.skipReason))
 struct ConcurrentAsyncTests {
-    /// Values are decimal text; decoding the text "block" waits until `gate` opens (at most 5 s).
+    /// Values are decimal text; decoding the text "block" waits until `gate` opens (at most 20 s: on
+    /// a serialising API the test fails after that, rather than hang).
     private static func blockingTransformer(_ gate: DispatchSemaphore) -> Transformer<Int> {
         Transformer(toData: { Data(String($0).utf8) }, fromData: { data in
             let text = String(decoding: data, as: UTF8.self)
             if text == "block" {
-                _ = gate.wait(timeout: .now() + 5)
+                _ = gate.wait(timeout: .now() + 20)
                 return -1
             }
             return Int(text) ?? -2
@@ -27,7 +28,7 @@ struct ConcurrentAsyncTests {
         let store = try RedisStorage(configuration: server.configuration, namespace: "p", transformer: Self.blockingTransformer(gate))
         let slowDone = LockedFlag()
         store.async.entry(forKey: "slow") { _ in slowDone.set() }
-        // No time bound (the machine may be loaded): the slow read runs until the gate opens (or 5 s).
+        // No time bound (the machine may be loaded): the slow read runs until the gate opens.
         #expect(try await store.async.entry(forKey: "fast").object == 1)
         #expect(!slowDone.isSet, "the fast read finished while the slow one still ran")
         gate.signal()

@@ -10,11 +10,17 @@ import Stash
 /// So a read submitted after a write of its key sees the write, and independent callers (other keys,
 /// or reads of one key) never wait behind one another's round trips. Calls beyond the pool's size
 /// wait here, in order, holding no thread.
+///
+/// A call blocks its thread for a round trip, so it runs on a lane of its own (a serial queue, which
+/// libdispatch serves with a thread of its own whenever it has work), not on the global queue: on
+/// Linux that queue has about one thread per core, and calls blocked on a stalled server would keep
+/// every other caller (and every completion handler in the process) waiting.
 final class AsyncCallScheduler: Sendable {
     private struct Job {
         let id: UInt64
         let call: AsyncCall
-        let run: @Sendable () -> Void
+        var lane: Int
+        let run: @Sendable (_ done: @escaping @Sendable () -> Void) -> Void
     }
 
     private struct State {
@@ -22,19 +28,27 @@ final class AsyncCallScheduler: Sendable {
         /// Submitted, not started, in submission order.
         var waiting: [Job] = []
         var running: [UInt64: AsyncCall] = [:]
+        /// The lanes no running call uses.
+        var freeLanes: [Int] = []
         /// Mutations submitted and not finished, per key; and those on every key.
         var mutations: [String: Int] = [:]
         var mutationsOfAll = 0
     }
 
-    private let state = Locked(State())
+    private let state: Locked<State>
     private let limit: Int
+    private let lanes: [DispatchQueue]
 
     init(limit: Int) {
         self.limit = max(1, limit)
+        lanes = (0..<max(1, limit)).map { DispatchQueue(label: "StashRedis.async.\($0)") }
+        var initial = State()
+        initial.freeLanes = Array(lanes.indices)
+        state = Locked(initial)
     }
 
-    /// Runs `work` on a global queue once the call may start; `work` must call `done` when finished.
+    /// Runs `work` on a lane once the call may start; `work` must call `done` when finished, and then
+    /// not block (a completion handler belongs on another queue).
     func submit(_ call: AsyncCall, _ work: @escaping @Sendable (_ done: @escaping @Sendable () -> Void) -> Void) {
         let ready: [Job] = state.withLock { state in
             state.nextID += 1
@@ -42,7 +56,7 @@ final class AsyncCallScheduler: Sendable {
             if call.kind == .mutation {
                 if let key = call.key { state.mutations[key, default: 0] += 1 } else { state.mutationsOfAll += 1 }
             }
-            state.waiting.append(Job(id: id, call: call, run: { [self] in work { self.finish(id, call) } }))
+            state.waiting.append(Job(id: id, call: call, lane: -1, run: work))
             return startable(&state)
         }
         ready.forEach(start)
@@ -53,9 +67,11 @@ final class AsyncCallScheduler: Sendable {
         state.withLock { $0.mutationsOfAll == 0 && $0.mutations[key] == nil }
     }
 
-    private func finish(_ id: UInt64, _ call: AsyncCall) {
+    private func finish(_ job: Job) {
+        let (id, call) = (job.id, job.call)
         let ready: [Job] = state.withLock { state in
             state.running[id] = nil
+            state.freeLanes.append(job.lane)
             if call.kind == .mutation {
                 if let key = call.key {
                     state.mutations[key, default: 1] -= 1
@@ -70,7 +86,7 @@ final class AsyncCallScheduler: Sendable {
     }
 
     private func start(_ job: Job) {
-        DispatchQueue.global().async(execute: job.run)
+        lanes[job.lane].async { job.run { self.finish(job) } }
     }
 
     /// Takes the jobs that may start now out of `waiting` (in order, up to the limit) into `running`.
@@ -88,6 +104,8 @@ final class AsyncCallScheduler: Sendable {
             }
             if !blockers.conflicts(with: job.call) {
                 state.running[job.id] = job.call
+                var job = job
+                job.lane = state.freeLanes.removeLast() // one free per free slot
                 ready.append(job)
             } else {
                 kept.append(job)

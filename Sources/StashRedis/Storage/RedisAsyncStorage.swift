@@ -57,14 +57,20 @@ public final class RedisAsyncStorage<T: Sendable>: AsyncStorageAware, Sendable {
         scheduler.submit(call) { done in
             let result = Result { try work(storage) }
             done()
-            completion(result) // already on a global queue, never the caller's stack
+            // Not on the call's lane: a handler that blocks must not hold up the calls after it.
+            DispatchQueue.global().async { completion(result) }
         }
     }
 
     public func perform<Value: Sendable>(_ call: AsyncCall,
                                          _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value) async throws -> Value {
-        try await withCheckedThrowingContinuation { continuation in
-            submit(call, work) { continuation.resume(with: $0) }
+        let storage = storage
+        return try await withCheckedThrowingContinuation { continuation in
+            scheduler.submit(call) { done in
+                let result = Result { try work(storage) }
+                done()
+                continuation.resume(with: result) // resuming never blocks: straight from the lane
+            }
         }
     }
 
