@@ -97,6 +97,32 @@ struct ConcurrentAsyncTests {
         #expect(try await store.async.allKeys().isEmpty)
     }
 
+    @Test("completion handlers and transformers that call back into the store, from 8 threads, on a pool of 1")
+    func reentrantCallsFinish() async throws {
+        let server = try RedisServer()
+        var config = server.configuration
+        config.poolSize = 1
+        let store = try RedisHybridStorage(configuration: config, namespace: "r", transformer: NearCacheTests.intTransformer)
+        #expect(store.coherence.listener.waitUntilTracking(connections: 1))
+        let finished = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            let count = LockedValues()
+            DispatchQueue.concurrentPerform(iterations: 8) { thread in
+                for round in 0..<10 {
+                    let key = "k\(thread)"
+                    store.async.setObject(round, forKey: key) { _ in
+                        // Inside a completion handler: the sync API, then the async API again.
+                        let now = (try? store.object(forKey: key)) ?? -1
+                        store.async.object(forKey: key) { result in
+                            let again = (try? result.get()) ?? -1
+                            if count.append(again >= now ? 1 : 0, expected: 1) == 80 { continuation.resume(returning: 80 - count.mismatches.count) }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(finished == 80, "a later read returned an older value than an earlier one")
+    }
+
     @Test("many async callers on a pool of 2: all finish, at most 2 connections used")
     func boundedByPool() async throws {
         let server = try RedisServer()

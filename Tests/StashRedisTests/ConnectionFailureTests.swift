@@ -110,6 +110,38 @@ struct ConnectionFailureTests {
         #expect(store.allKeys.isEmpty, "the protocol's non-throwing property is documented as empty on failure")
     }
 
+    @Test("the password changed on a running server: authenticated connections go on, new ones name the problem, the old password back recovers")
+    func passwordChangedWhileRunning() throws {
+        let server = try RedisServer(["--requirepass", "old"])
+        var config = server.configuration
+        config.password = "old"
+        let store = try RedisHybridStorage(configuration: config, namespace: "n", transformer: NearCacheTests.intTransformer)
+        #expect(store.coherence.listener.waitUntilTracking(connections: 1))
+        try store.setObject(1, forKey: "k")
+        var admin = config
+        admin.poolSize = 1
+        let side = RedisClient(configuration: admin)
+        try side.send(["CONFIG", "SET", "requirepass", "new"])
+        #expect(try store.object(forKey: "k") == 1, "connections made before the change stay authenticated")
+        // The tracking connection breaks; it cannot come back with the old password.
+        let list = try side.send(["CLIENT", "LIST"]).string ?? ""
+        for line in list.split(separator: "\n") where line.contains("name=stash-invalidation") {
+            if let id = line.split(separator: " ").first(where: { $0.hasPrefix("id=") })?.dropFirst(3) {
+                try side.send(["CLIENT", "KILL", "ID", String(id)])
+            }
+        }
+        var named = false
+        for _ in 0..<5_000 where !named {
+            if case .authenticationFailed? = store.coherenceError { named = true } else { usleep(1_000) }
+        }
+        #expect(named, "\(String(describing: store.coherenceError))")
+        #expect(store.memoryStorage.count == 0 && !store.isMemoryCoherent, "no memory without invalidations")
+        #expect(try store.object(forKey: "k") == 1, "reads go to Redis on the authenticated pooled connection")
+        try side.send(["CONFIG", "SET", "requirepass", "old"])
+        #expect(store.coherence.listener.waitUntilTracking(connections: 2), "back within the backoff")
+        #expect(store.coherenceError == nil)
+    }
+
     static func number(_ name: String, _ info: String) -> Int {
         NearCacheTests.stat(name, info).flatMap { Int($0.dropFirst(name.count + 1)) } ?? -1
     }

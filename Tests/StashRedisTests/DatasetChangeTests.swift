@@ -100,3 +100,20 @@ struct DatasetChangeTests {
         #expect(!a.coherence.listener.readsGeneration)
     }
 }
+
+/// Servers that cannot take the generation key: the near cache must still work.
+@Suite("Redis near cache on servers that refuse writes", .enabled(if: RedisServer.isAvailable, RedisServer.skipReason))
+struct RefusingServerTests {
+    @Test("a full server (maxmemory, noeviction) refuses the generation's SET: memory is still used")
+    func fullServer() throws {
+        let server = try RedisServer()
+        try server.client().send(["SET", "n:k", "1"])
+        try server.client().send(["CONFIG", "SET", "maxmemory", "1"]) // every write is now refused with OOM
+        #expect(throws: (any Error).self) { try server.client().send(["SET", "x", "1"]) }
+        let store = try RedisHybridStorage(configuration: server.configuration, namespace: "n",
+                                           transformer: NearCacheTests.intTransformer)
+        #expect(store.coherence.listener.waitUntilTracking(connections: 1, seconds: 5), "\(String(describing: store.coherenceError))")
+        #expect(try store.object(forKey: "k") == 1)
+        #expect(store.memoryStorage.count == 1, "the value was admitted to memory")
+    }
+}

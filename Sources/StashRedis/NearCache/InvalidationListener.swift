@@ -242,20 +242,25 @@ final class InvalidationListener: Sendable {
         }
     }
 
-    /// The database's generation token, created (`SET … NX`, a random UUID) when there is none; nil
-    /// when the user's ACL forbids the key (then swaps cannot be noticed; Docs/Redis.md says so).
+    /// The database's generation token, created (`SET … NX`, a random UUID) when there is none. Nil
+    /// when the user's ACL forbids the key, or when there is none and none can be written (a full
+    /// server with `noeviction`, a read-only replica): memory still works, and swaps are noticed once
+    /// a token exists. Only a `GET` while one exists, as a full server refuses every `SET`.
     private func currentGeneration(on connection: RedisConnection) throws -> Data? {
         let key = Self.generationKey
+        let read = try connection.send([["GET", key]])
+        if case .error(let message) = read.first { return try refused(message) }
+        if let token = read.first?.data { return token }
         let replies = try connection.send([["SET", key, UUID().uuidString, "NX"], ["GET", key]])
-        for case .error(let message) in replies {
-            if message.hasPrefix("NOPERM") {
-                state.withLock { $0.generationReadable = false }
-                return nil
-            }
-            throw RedisError.server(message)
-        }
-        guard let token = replies.last?.data else { throw RedisError.protocolError("no generation token after SET NX") }
-        return token
+        if case .error(let message) = replies.last { return try refused(message) }
+        return replies.last?.data // nil when the SET was refused (OOM, READONLY)
+    }
+
+    /// A refusal to read the generation key: the ACL's `NOPERM` turns generations off; anything else is thrown.
+    private func refused(_ message: String) throws -> Data? {
+        guard message.hasPrefix("NOPERM") else { throw RedisError.server(message) }
+        state.withLock { $0.generationReadable = false }
+        return nil
     }
 
     /// Takes `generation` as the database's; another one than memory's means a swap: memory is flushed.

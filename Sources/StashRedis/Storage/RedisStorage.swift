@@ -161,15 +161,25 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
 
     /// The entry for `key` and the size of its bytes; value and expiry are read in one `MULTI`/`EXEC`,
     /// with the value of `alsoRead` (the near cache's generation key) when one is given.
+    ///
+    /// A server over `maxmemory` refuses every command inside `MULTI`, reads too (`EXECABORT`): then
+    /// the same reads go as a plain pipeline, value first, so a read still works on a full server
+    /// (value and expiry may then come from two writes; a near cache is told of the second by its
+    /// invalidation, and a generation read after the value can only be newer, so a swap in between
+    /// flushes rather than hides).
     func fetch(forKey key: String, alsoRead extra: String? = nil) throws -> (entry: Entry<T>, size: Int, extra: Data?) {
         let name = redisKey(key)
-        var commands: [[any RESPArgument]] = [["MULTI"], ["GET", name], ["PEXPIRETIME", name]]
-        if let extra { commands.append(["GET", extra]) }
-        commands.append(["EXEC"])
-        let replies = try call("GET", name) { try $0.pipeline(commands) }
-        guard let results = replies.last?.array, results.count == commands.count - 2 else {
-            throw io("GET", name, RedisError.protocolError("unexpected reply \(replies.last.map { "\($0)" } ?? "none")"))
+        var reads: [[any RESPArgument]] = [["GET", name], ["PEXPIRETIME", name]]
+        if let extra { reads.append(["GET", extra]) }
+        var results = try call("GET", name) { client -> [RESPValue] in
+            let replies = try client.pipeline([["MULTI"]] + reads + [["EXEC"]])
+            if case .error(let message)? = replies.last, message.hasPrefix("EXECABORT") { return try client.pipeline(reads) }
+            return replies.last?.array ?? []
         }
+        guard results.count == reads.count else {
+            throw io("GET", name, RedisError.protocolError("unexpected reply to \(reads.count) reads: \(results)"))
+        }
+        if results.count == 3, case .error = results[2] { results[2] = .null } // no generation: flushes, never hides
         if case .error(let message) = results[0] { throw io("GET", name, RedisError.server(message)) }
         guard let data = results[0].data else { throw StorageError.notFound }
         let object = try transformer.decode(data)
