@@ -123,6 +123,23 @@ struct ConcurrentAsyncTests {
         #expect(finished == 80, "a later read returned an older value than an earlier one")
     }
 
+    @Test("a completion handler that blocks holds up no later call, even on a pool of 1")
+    func blockingCompletionHandler() async throws {
+        let server = try RedisServer()
+        var config = server.configuration
+        config.poolSize = 1
+        let store = try RedisStorage(configuration: config, namespace: "h", transformer: NearCacheTests.intTransformer)
+        let release = DispatchSemaphore(value: 0)
+        let released = LockedFlag()
+        store.async.setObject(1, forKey: "a") { _ in
+            if release.wait(timeout: .now() + 20) == .success { released.set() }
+        }
+        try await store.async.setObject(2, forKey: "b")
+        #expect(try await store.async.object(forKey: "b") == 2)
+        #expect(!released.isSet, "the later calls finished while the first handler still blocked")
+        release.signal()
+    }
+
     @Test("many async callers on a pool of 2: all finish, at most 2 connections used")
     func boundedByPool() async throws {
         let server = try RedisServer()

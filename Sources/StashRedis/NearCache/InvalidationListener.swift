@@ -3,7 +3,7 @@ import Stash
 
 /// Keeps a near cache's memory layer coherent with Redis through `CLIENT TRACKING`.
 ///
-/// One RESP3 connection of its own subscribes with `CLIENT TRACKING ON BCAST PREFIX namespace:`:
+/// One RESP3 connection of its own subscribes with `CLIENT TRACKING ON BCAST PREFIX <keyPrefix>`:
 /// Redis then pushes an `invalidate` message naming every key of the namespace that any client
 /// changes (or that expires or is evicted). A thread reads those pushes and drops the keys from
 /// memory. While that connection is not established, or after it broke, the memory layer is
@@ -13,6 +13,10 @@ import Stash
 /// A read admits its value to memory only with a ``Ticket`` taken before the read was sent, and
 /// only if no invalidation of that key (nor a flush, nor a break) was processed since: so an
 /// invalidation that overtakes a slower read can never be undone by that read's late insert.
+///
+/// `SWAPDB` sends no invalidation, so the database's generation token (``generationKey``) is read
+/// every heartbeat and with every read's value: another token flushes memory (Docs/Redis.md lists
+/// which whole-dataset changes are noticed, and how soon).
 final class InvalidationListener: Sendable {
     /// The state of the listener when a read was sent.
     struct Ticket {
@@ -56,7 +60,7 @@ final class InvalidationListener: Sendable {
     private let prefix: String
     private let drop: @Sendable (String) -> Void
     private let flush: @Sendable () -> Void
-    /// How long the connection may stay silent before a `PING` checks it.
+    /// How often the connection checks the database's generation (a `GET` that also proves it alive).
     let heartbeat: TimeInterval
 
     /// Starts listening for invalidations of keys under `prefix`.

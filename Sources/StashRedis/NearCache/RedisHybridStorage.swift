@@ -34,8 +34,9 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
     /// - Parameters:
     ///   - memoryConfig: The memory layer's limits; an entry's cost is its encoded size in bytes.
     ///     Its `expiry` is not used: a memory copy lives as long as the Redis value (or its invalidation).
-    ///   - heartbeat: How long the invalidation connection may be silent before a `PING` checks it
-    ///     (a dead connection is noticed within this plus the command timeout).
+    ///   - heartbeat: How often the invalidation connection reads the database's generation (noticing a
+    ///     `SWAPDB`, and checking that the connection is alive: a dead one is noticed within this plus
+    ///     the command timeout).
     /// - Throws: ``StorageError/invalidName(_:)`` for an empty namespace.
     public convenience init(configuration: RedisConfiguration, namespace: String, expiry: Expiry = .never,
                             memoryConfig: MemoryConfig = MemoryConfig(), transformer: Transformer<T>,

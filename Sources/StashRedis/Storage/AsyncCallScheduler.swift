@@ -14,7 +14,10 @@ import Stash
 /// A call blocks its thread for a round trip, so it runs on a lane of its own (a serial queue, which
 /// libdispatch serves with a thread of its own whenever it has work), not on the global queue: on
 /// Linux that queue has about one thread per core, and calls blocked on a stalled server would keep
-/// every other caller (and every completion handler in the process) waiting.
+/// every other caller (and every completion handler in the process) waiting. A call frees its slot
+/// (`done`) before its completion handler runs, and its lane once the handler returns: the handler
+/// runs on the lane without another thread hop, and one that blocks holds up no other call (the next
+/// call takes another lane, made when none is free).
 final class AsyncCallScheduler: Sendable {
     private struct Job {
         let id: UInt64
@@ -28,27 +31,23 @@ final class AsyncCallScheduler: Sendable {
         /// Submitted, not started, in submission order.
         var waiting: [Job] = []
         var running: [UInt64: AsyncCall] = [:]
-        /// The lanes no running call uses.
+        /// Every lane made so far, and those neither a call nor its completion handler uses.
+        var lanes: [DispatchQueue] = []
         var freeLanes: [Int] = []
         /// Mutations submitted and not finished, per key; and those on every key.
         var mutations: [String: Int] = [:]
         var mutationsOfAll = 0
     }
 
-    private let state: Locked<State>
+    private let state = Locked(State())
     private let limit: Int
-    private let lanes: [DispatchQueue]
 
     init(limit: Int) {
         self.limit = max(1, limit)
-        lanes = (0..<max(1, limit)).map { DispatchQueue(label: "StashRedis.async.\($0)") }
-        var initial = State()
-        initial.freeLanes = Array(lanes.indices)
-        state = Locked(initial)
     }
 
-    /// Runs `work` on a lane once the call may start; `work` must call `done` when finished, and then
-    /// not block (a completion handler belongs on another queue).
+    /// Runs `work` on a lane once the call may start; `work` calls `done` when the call is finished
+    /// (its completion handler may run after that, still inside `work`).
     func submit(_ call: AsyncCall, _ work: @escaping @Sendable (_ done: @escaping @Sendable () -> Void) -> Void) {
         let ready: [Job] = state.withLock { state in
             state.nextID += 1
@@ -71,7 +70,6 @@ final class AsyncCallScheduler: Sendable {
         let (id, call) = (job.id, job.call)
         let ready: [Job] = state.withLock { state in
             state.running[id] = nil
-            state.freeLanes.append(job.lane)
             if call.kind == .mutation {
                 if let key = call.key {
                     state.mutations[key, default: 1] -= 1
@@ -86,7 +84,11 @@ final class AsyncCallScheduler: Sendable {
     }
 
     private func start(_ job: Job) {
-        lanes[job.lane].async { job.run { self.finish(job) } }
+        let lane = state.withLock { $0.lanes[job.lane] }
+        lane.async {
+            job.run { self.finish(job) }
+            self.state.withLock { $0.freeLanes.append(job.lane) }
+        }
     }
 
     /// Takes the jobs that may start now out of `waiting` (in order, up to the limit) into `running`.
@@ -105,7 +107,12 @@ final class AsyncCallScheduler: Sendable {
             if !blockers.conflicts(with: job.call) {
                 state.running[job.id] = job.call
                 var job = job
-                job.lane = state.freeLanes.removeLast() // one free per free slot
+                if let free = state.freeLanes.popLast() {
+                    job.lane = free
+                } else {
+                    job.lane = state.lanes.count
+                    state.lanes.append(DispatchQueue(label: "StashRedis.async.\(job.lane)"))
+                }
                 ready.append(job)
             } else {
                 kept.append(job)

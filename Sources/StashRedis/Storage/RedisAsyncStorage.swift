@@ -21,8 +21,9 @@ extension RedisStore {
 /// a call waits for every earlier call that conflicts with it (a mutation of its key, or a call on
 /// every key such as `removeAll`), so a read submitted after a write of its key sees that write. A
 /// near cache answers a memory hit at once, on the caller's thread, unless a mutation of that key
-/// submitted earlier has not finished. Completion handlers run on a global queue, so they may call
-/// the store freely.
+/// submitted earlier has not finished. Completion handlers run on the call's own lane once the call
+/// has given up its place (a memory hit's on a global queue), never on the caller's stack, so they may
+/// call the store freely, and one that blocks holds up no other call.
 public final class RedisAsyncStorage<T: Sendable>: AsyncStorageAware, Sendable {
     private let storage: any StorageAware<T> & Sendable
     private let keys: @Sendable () throws -> [String]
@@ -57,8 +58,7 @@ public final class RedisAsyncStorage<T: Sendable>: AsyncStorageAware, Sendable {
         scheduler.submit(call) { done in
             let result = Result { try work(storage) }
             done()
-            // Not on the call's lane: a handler that blocks must not hold up the calls after it.
-            DispatchQueue.global().async { completion(result) }
+            completion(result) // on the call's lane, after it gave up its slot: a handler that blocks holds up no call
         }
     }
 
