@@ -76,6 +76,23 @@ final class RedisServer: @unchecked Sendable {
         child.kill()
     }
 
+    /// Freezes the server with SIGSTOP (as a stalled host would): connections stay open, nothing answers.
+    func pause() {
+        child?.signal(SIGSTOP)
+    }
+
+    /// Thaws the server after ``pause()``.
+    func resume() {
+        child?.signal(SIGCONT)
+    }
+
+    /// A number from `INFO stats`, such as `total_connections_received`.
+    func stat(_ name: String) throws -> Int {
+        let info = try client().send(["INFO", "stats"]).string ?? ""
+        let line = info.split(whereSeparator: \.isNewline).first { $0.hasPrefix(name + ":") }
+        return line.flatMap { Int($0.dropFirst(name.count + 1)) } ?? -1
+    }
+
     /// A port nobody listens on now: bound to port 0, the kernel picks one.
     static func freePort() -> Int {
         let fd = socket(AF_INET, streamSocketType, 0)

@@ -177,7 +177,13 @@ public final class ChildProcess: @unchecked Sendable {
     /// Kills the child with SIGKILL, as a crash or a power cut would stop it, and waits for it.
     public func kill() {
         sendSignal(process.processIdentifier, SIGKILL)
+        sendSignal(process.processIdentifier, SIGCONT) // a stopped child dies only once continued
         process.waitUntilExit()
+    }
+
+    /// Sends `signal` to the child (SIGSTOP and SIGCONT freeze and thaw it, as a stalled host would).
+    public func signal(_ signal: Int32) {
+        sendSignal(process.processIdentifier, signal)
     }
 
     /// Waits for the child to end by itself, killing it after `seconds`.

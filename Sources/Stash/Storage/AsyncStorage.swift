@@ -11,11 +11,13 @@ import Foundation
 /// hop, as long as no mutation submitted through this API is still waiting: a read never overtakes
 /// a write submitted before it.
 ///
+/// The operations themselves come from ``AsyncStorageAware``; this type decides how they run.
+///
 /// ```swift
 /// storage.async.object(forKey: "me") { result in … }
 /// let user = try await storage.async.object(forKey: "me")
 /// ```
-public final class AsyncStorage<T: Sendable>: Sendable {
+public final class AsyncStorage<T: Sendable>: AsyncStorageAware, Sendable {
     let innerStorage: HybridStorage<T>
 
     /// Wraps a hybrid storage.
@@ -23,109 +25,21 @@ public final class AsyncStorage<T: Sendable>: Sendable {
         innerStorage = storage
     }
 
-    // MARK: Completion handlers
-
-    /// Reads the value for `key` with its metadata (expired values included, flagged).
-    public func entry(forKey key: String, completion: @escaping @Sendable (Result<Entry<T>, any Error>) -> Void) {
-        run(completion) { try $0.entry(forKey: key) }
-    }
-
-    /// Reads the valid value for `key`; fails with ``StorageError/expired(_:)`` for an expired one.
-    public func object(forKey key: String, completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        run(completion) { try $0.object(forKey: key) }
-    }
-
-    /// Tells whether a valid value exists for `key`.
-    public func existsObject(forKey key: String, completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
-        run(completion) { try $0.existsObject(forKey: key) }
-    }
-
-    /// Tells whether the value for `key` has expired.
-    public func isExpiredObject(forKey key: String, completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
-        run(completion) { try $0.isExpiredObject(forKey: key) }
-    }
-
-    /// Stores `object` for `key`; `expiry` overrides the default.
-    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil,
-                          completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        mutate(completion) { try $0.setObject(object, forKey: key, expiry: expiry) }
-    }
-
-    /// Removes the value for `key`.
-    public func removeObject(forKey key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        mutate(completion) { try $0.removeObject(forKey: key) }
-    }
-
-    /// Removes every value.
-    public func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        mutate(completion) { try $0.removeAll() }
-    }
-
-    /// Removes every expired value.
-    public func removeExpiredObjects(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        mutate(completion) { try $0.removeExpiredObjects() }
-    }
-
     /// Removes expired, then least recently used values until at most `size` bytes remain on disk.
     public func trim(toSize size: Int, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        mutate(completion) { try $0.trim(toSize: size) }
+        let storage = innerStorage
+        submit(AsyncCall(.mutation, key: nil, awaited: false), { _ in try storage.trim(toSize: size) }, completion: completion)
     }
 
     /// Lists every stored key (expired ones included), in the queue's order with other operations.
     public func allKeys(completion: @escaping @Sendable (Result<[String], any Error>) -> Void) {
-        run(completion) { $0.allKeys }
-    }
-
-    // MARK: async/await
-
-    /// Reads the value for `key` with its metadata (expired values included, flagged).
-    public func entry(forKey key: String) async throws -> Entry<T> {
-        if canAnswerFromMemory, let entry = innerStorage.memoryEntry(forKey: key) { return entry }
-        return try await run { try $0.entry(forKey: key) }
-    }
-
-    /// Reads the valid value for `key`; throws ``StorageError/expired(_:)`` for an expired one.
-    public func object(forKey key: String) async throws -> T {
-        if canAnswerFromMemory, let object = try innerStorage.memoryObject(forKey: key) { return object }
-        return try await run { try $0.object(forKey: key) }
-    }
-
-    /// Tells whether a valid value exists for `key`.
-    public func existsObject(forKey key: String) async throws -> Bool {
-        // Answered from memory or the disk index, never the queue, once no earlier write is pending.
-        if canAnswerFromMemory { return try innerStorage.existsObject(forKey: key) }
-        return try await run { try $0.existsObject(forKey: key) }
-    }
-
-    /// Tells whether the value for `key` has expired.
-    public func isExpiredObject(forKey key: String) async throws -> Bool {
-        if canAnswerFromMemory { return try innerStorage.isExpiredObject(forKey: key) }
-        return try await run { try $0.isExpiredObject(forKey: key) }
-    }
-
-    /// Stores `object` for `key`; `expiry` overrides the default.
-    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) async throws {
-        try await mutate { try $0.setObject(object, forKey: key, expiry: expiry) }
-    }
-
-    /// Removes the value for `key`.
-    public func removeObject(forKey key: String) async throws {
-        try await mutate { try $0.removeObject(forKey: key) }
-    }
-
-    /// Removes every value.
-    public func removeAll() async throws {
-        try await mutate { try $0.removeAll() }
-    }
-
-    /// Removes every expired value.
-    public func removeExpiredObjects() async throws {
-        try await mutate { try $0.removeExpiredObjects() }
+        submit(AsyncCall(.read, key: nil, awaited: false), { $0.allKeys }, completion: completion)
     }
 
     /// Removes expired, then least recently used values until at most `size` bytes remain on disk.
     public func trim(toSize size: Int) async throws {
-        try await mutate { try $0.trim(toSize: size) }
+        let storage = innerStorage
+        try await perform(AsyncCall(.mutation, key: nil, awaited: true)) { _ in try storage.trim(toSize: size) }
     }
 
     /// Every stored key (expired ones included), in the queue's order with other operations.
@@ -136,6 +50,41 @@ public final class AsyncStorage<T: Sendable>: Sendable {
         }
     }
 
+    // MARK: AsyncStorageAware: every call on the store's queue, reads from memory when nothing waits
+
+    public func submit<Value: Sendable>(_ call: AsyncCall, _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value,
+                                        completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        if call.kind == .mutation { mutate(completion, work) } else { run(completion, work) }
+    }
+
+    public func perform<Value: Sendable>(_ call: AsyncCall,
+                                         _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value) async throws -> Value {
+        call.kind == .mutation ? try await mutate(work) : try await run(work)
+    }
+
+    /// A memory hit for an awaited read, once no earlier mutation waits. A completion handler's read
+    /// keeps its place on the queue, as it always has.
+    public func immediateEntry(for call: AsyncCall) -> Entry<T>? {
+        guard call.isAwaited, let key = call.key, canAnswerFromMemory else { return nil }
+        return innerStorage.memoryEntry(forKey: key)
+    }
+
+    public func immediateObject(for call: AsyncCall) throws -> T? {
+        guard call.isAwaited, let key = call.key, canAnswerFromMemory else { return nil }
+        return try innerStorage.memoryObject(forKey: key)
+    }
+
+    /// Answered from memory or the disk index, never the queue, once no earlier write is pending.
+    public func immediateExistence(for call: AsyncCall) throws -> Bool? {
+        guard call.isAwaited, let key = call.key, canAnswerFromMemory else { return nil }
+        return try innerStorage.existsObject(forKey: key)
+    }
+
+    public func immediateExpiry(for call: AsyncCall) throws -> Bool? {
+        guard call.isAwaited, let key = call.key, canAnswerFromMemory else { return nil }
+        return try innerStorage.isExpiredObject(forKey: key)
+    }
+
     // MARK: Plumbing
 
     /// Whether an `async` read may be answered without the queue: no mutation submitted through this
@@ -144,7 +93,7 @@ public final class AsyncStorage<T: Sendable>: Sendable {
 
     /// Runs `work` on the queue; `completion` runs on a global queue once observers heard of its changes.
     private func run<Value: Sendable>(_ completion: @escaping @Sendable (Result<Value, any Error>) -> Void,
-                                      _ work: @escaping @Sendable (HybridStorage<T>) throws -> Value) {
+                                      _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value) {
         let storage = innerStorage
         let engine = storage.engine
         engine.async { _ in
@@ -160,7 +109,7 @@ public final class AsyncStorage<T: Sendable>: Sendable {
 
     /// ``run(_:_:)`` for a mutation: counted as pending from now until it has run.
     private func mutate<Value: Sendable>(_ completion: @escaping @Sendable (Result<Value, any Error>) -> Void,
-                                         _ work: @escaping @Sendable (HybridStorage<T>) throws -> Value) {
+                                         _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value) {
         let pending = innerStorage.engine.pendingAsyncMutations
         pending.begin()
         run(completion) { storage in
@@ -171,7 +120,7 @@ public final class AsyncStorage<T: Sendable>: Sendable {
 
     /// Runs `work` on the queue and returns once observers heard of its changes: straight from the
     /// queue when it made none (or they are delivered already), else after delivering on a global queue.
-    private func run<Value: Sendable>(_ work: @escaping @Sendable (HybridStorage<T>) throws -> Value) async throws -> Value {
+    private func run<Value: Sendable>(_ work: @escaping @Sendable (any StorageAware<T>) throws -> Value) async throws -> Value {
         let storage = innerStorage
         let engine = storage.engine
         return try await withCheckedThrowingContinuation { continuation in
@@ -192,7 +141,7 @@ public final class AsyncStorage<T: Sendable>: Sendable {
     }
 
     /// ``run(_:)`` for a mutation: counted as pending from now until it has run.
-    private func mutate<Value: Sendable>(_ work: @escaping @Sendable (HybridStorage<T>) throws -> Value) async throws -> Value {
+    private func mutate<Value: Sendable>(_ work: @escaping @Sendable (any StorageAware<T>) throws -> Value) async throws -> Value {
         let pending = innerStorage.engine.pendingAsyncMutations
         pending.begin()
         return try await run { storage in

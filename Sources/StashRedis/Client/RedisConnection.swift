@@ -36,7 +36,12 @@ final class RedisConnection {
         handshake.append(["CLIENT", "ID"])
         let replies = try send(handshake, deadline: deadline, timeout: configuration.connectTimeout, operation: "handshake")
         for reply in replies {
-            if case .error(let message) = reply { throw RedisError.server(message) }
+            guard case .error(let message) = reply else { continue }
+            if message.hasPrefix("WRONGPASS") || message.hasPrefix("NOAUTH") {
+                throw RedisError.authenticationFailed(user: configuration.username ?? "default",
+                                                      server: configuration.displayURL, reply: message)
+            }
+            throw RedisError.server(message)
         }
         clientID = replies.last?.integer ?? 0
     }
@@ -79,12 +84,6 @@ final class RedisConnection {
     func takePushes() -> [[RESPValue]] {
         defer { pendingPushes.removeAll() }
         return pendingPushes
-    }
-
-    /// Writes one command without waiting for its reply (the listener reads replies and pushes as they come).
-    func write(_ command: [any RESPArgument]) throws {
-        let timeout = configuration.commandTimeout
-        try socket.write(RESPEncoder.encode([command]), deadline: .now + .seconds(timeout), timeout: timeout)
     }
 
     /// The command's name, for error messages (never its arguments: they may hold values or passwords).

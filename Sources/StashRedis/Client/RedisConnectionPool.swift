@@ -32,7 +32,7 @@ final class RedisConnectionPool: Sendable {
     /// runs once more on a new connection: every command Stash sends may safely be sent twice.
     func withConnection<Result>(_ body: (RedisConnection) throws -> Result) throws -> Result {
         guard permits.wait(timeout: .now() + configuration.commandTimeout) == .success else {
-            throw RedisError.timeout(operation: "waiting for a free connection", seconds: configuration.commandTimeout)
+            throw RedisError.noFreeConnection(seconds: configuration.commandTimeout, poolSize: max(1, configuration.poolSize))
         }
         defer { permits.signal() }
         var (connection, reused) = try checkOut()
@@ -66,6 +66,12 @@ final class RedisConnectionPool: Sendable {
         return (try connect(), false)
     }
 
+    /// How long until a new connection attempt is allowed (zero when it is now).
+    var timeUntilNextAttempt: Duration {
+        let now = ContinuousClock.now
+        return state.withLock { now < $0.nextAttempt ? now.duration(to: $0.nextAttempt) : .zero }
+    }
+
     /// Opens a connection, unless attempts are paused after a failure.
     func connect(resp3: Bool = false, name: String = "stash") throws -> RedisConnection {
         let now = ContinuousClock.now
@@ -80,8 +86,8 @@ final class RedisConnectionPool: Sendable {
             state.withLock { $0.failures = 0 }
             return connection
         } catch let error as RedisError {
-            // A server's refusal (a wrong password) is no outage: report it as it is, without pausing.
-            if case .server = error { throw error }
+            // Every failure pauses new attempts, a refusal too: a wrong password retried at full speed
+            // is a connection storm (each attempt costs the server a connection and an ACL check).
             state.withLock { state in
                 state.failures += 1
                 let pause = min(configuration.maximumBackoff,

@@ -14,6 +14,13 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     case server(String)
     /// The bytes from the server are no RESP, or not the reply the command expects.
     case protocolError(String)
+    /// The server refused the credentials (`WRONGPASS`, or `NOAUTH` when no password was configured)
+    /// for `user` at `server` (its `redis://host:port/db`); `reply` is the server's text. Retrying will
+    /// not help until the configuration or the server's ACL changes, so attempts back off like an outage's.
+    case authenticationFailed(user: String, server: String, reply: String)
+    /// All ``RedisConfiguration/poolSize`` connections stayed busy for `seconds`: this process is
+    /// sending more than its pool carries. Nothing is known to be wrong with Redis or any connection.
+    case noFreeConnection(seconds: Double, poolSize: Int)
     /// A call came during the pause after a failed connection attempt; `last` is that failure.
     case backingOff(retryIn: Double, last: String)
     /// A `redis://` URL that does not parse.
@@ -29,8 +36,12 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
             return code == 0 ? "the server closed the connection" : "the connection failed: \(String(cString: strerror(code))) (errno \(code))"
         case .server(let message): return "Redis replied: \(message)"
         case .protocolError(let message): return "protocol error: \(message)"
+        case .authenticationFailed(let user, let server, let reply):
+            return "\(server) refused user '\(user)': \(reply) (check RedisConfiguration.username and .password)"
+        case .noFreeConnection(let seconds, let poolSize):
+            return "no free connection within \(seconds) s: all \(poolSize) of the pool were busy (raise RedisConfiguration.poolSize)"
         case .backingOff(let retryIn, let last):
-            return "Redis is unreachable (\(last)); next attempt in \(String(format: "%.3f", retryIn)) s"
+            return "\(last); the next connection attempt is in \(String(format: "%.3f", retryIn)) s"
         case .invalidURL(let url): return "invalid Redis URL '\(url)' (expected redis://[user:password@]host[:port][/db])"
         }
     }
@@ -38,7 +49,7 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Whether the connection that saw this error is unusable and must be closed.
     var breaksConnection: Bool {
         switch self {
-        case .server: return false
+        case .server, .noFreeConnection: return false
         default: return true
         }
     }

@@ -35,8 +35,9 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
     /// - Parameters:
     ///   - memoryConfig: The memory layer's limits; an entry's cost is its encoded size in bytes.
     ///     Its `expiry` is not used: a memory copy lives as long as the Redis value (or its invalidation).
-    ///   - heartbeat: How long the invalidation connection may be silent before a `PING` checks it
-    ///     (a dead connection is noticed within this plus the command timeout).
+    ///   - heartbeat: How often the invalidation connection reads the database's generation (noticing a
+    ///     `SWAPDB`, and checking that the connection is alive: a dead one is noticed within this plus
+    ///     the command timeout).
     /// - Throws: ``StorageError/invalidName(_:)`` for an empty namespace.
     public convenience init(configuration: RedisConfiguration, namespace: String, expiry: Expiry = .never,
                             memoryConfig: MemoryConfig = MemoryConfig(), transformer: Transformer<T>,
@@ -45,7 +46,7 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
                                      transformer: transformer, now: now)
         let memory = MemoryStorage<T>(config: memoryConfig, now: now)
         let listener = InvalidationListener(
-            pool: redis.client.pool, prefix: "\(namespace):", heartbeat: heartbeat,
+            pool: redis.client.pool, prefix: redis.keyPrefix, heartbeat: heartbeat,
             drop: { memory.removeObject(forKey: $0) }, flush: { memory.removeAll() })
         self.init(memoryStorage: memory, redisStorage: redis, coherence: Coherence(listener))
     }
@@ -58,8 +59,9 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
         clock = redisStorage.now
     }
 
-    /// The asynchronous API: completion handlers and `async` functions, run in submission order.
-    public var async: RedisAsyncStorage<T> { RedisAsyncStorage(self, queue: redisStorage.observers.asyncQueue) }
+    /// The asynchronous API: completion handlers and `async` functions, run concurrently on the pool
+    /// (calls on one key keep their submission order); a memory hit is answered at once.
+    public var async: RedisAsyncStorage<T> { RedisAsyncStorage(self, scheduler: redisStorage.observers.scheduler) }
 
     /// A view of the same store whose values are `U`: same memory layer, coherence, client and observers.
     public func transform<U: Sendable>(transformer: Transformer<U>) -> RedisHybridStorage<U> {
@@ -70,6 +72,12 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
     /// Whether the memory layer is in use now (tracking is on); when false every read goes to Redis.
     public var isMemoryCoherent: Bool { listener.isTracking }
 
+    /// Why the memory layer is off, when it is: the last failure of the invalidation connection
+    /// (``RedisError/authenticationFailed(user:server:reply:)`` for a wrong password, `connectFailed`
+    /// while Redis is down…); nil while tracking is on. It names the problem once, where a log would
+    /// repeat it per attempt; attempts meanwhile back off up to ``RedisConfiguration/maximumBackoff``.
+    public var coherenceError: RedisError? { listener.problem }
+
     private var listener: InvalidationListener { coherence.listener }
 
     // MARK: StorageAware
@@ -77,6 +85,11 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
     public var allKeys: [String] { redisStorage.allKeys }
 
     public func keys() throws -> [String] { try redisStorage.keys() }
+
+    func memoryEntry(forKey key: String) -> Entry<T>? {
+        guard let entry = try? memoryStorage.entry(forKey: key), !entry.isExpired else { return nil }
+        return entry
+    }
 
     public func entry(forKey key: String) throws -> Entry<T> {
         // No check of the tracking state first: memory holds nothing while tracking is off (values are
@@ -101,9 +114,11 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
     private func entryFromRedis(forKey key: String) throws -> Entry<T> {
         let ticket = listener.beginRead()
         defer { listener.endRead() }
-        let (entry, size) = try guarded { try redisStorage.fetch(forKey: key) }
+        let (entry, size, generation) = try guarded {
+            try redisStorage.fetch(forKey: key, alsoRead: listener.readsGeneration ? InvalidationListener.generationKey : nil)
+        }
         if let ticket {
-            listener.admit(key, ticket: ticket) {
+            listener.admit(key, ticket: ticket, generation: generation) {
                 try? memoryStorage.setObject(entry.object, forKey: key, expiry: entry.expiry, cost: size)
             }
         }

@@ -5,136 +5,89 @@ public import Stash
 protocol RedisStore: StorageAware, Sendable {
     /// Every key, or the error that prevented listing them.
     func keys() throws -> [String]
+    /// The valid entry held in memory for `key` (the near cache's), without asking Redis; nil when none.
+    func memoryEntry(forKey key: String) -> Entry<T>?
+}
+
+extension RedisStore {
+    func memoryEntry(forKey key: String) -> Entry<T>? { nil }
 }
 
 /// The asynchronous API of a Redis store: completion handlers and `async` functions, with the same
-/// names as Stash's `AsyncStorage`.
+/// names as Stash's `AsyncStorage` (both are ``AsyncStorageAware``; only how calls run differs).
 ///
-/// Calls run on one serial queue per store (shared by its views), in the order they are submitted;
-/// completion handlers run on a global queue, so they may call the store freely.
-public final class RedisAsyncStorage<T: Sendable>: Sendable {
+/// Calls run concurrently, as many at once as the client's pool has connections, so independent
+/// callers never wait behind one another's round trips. Submission order is kept where it matters:
+/// a call waits for every earlier call that conflicts with it (a mutation of its key, or a call on
+/// every key such as `removeAll`), so a read submitted after a write of its key sees that write. A
+/// near cache answers a memory hit at once, on the caller's thread, unless a mutation of that key
+/// submitted earlier has not finished. Completion handlers run on the call's own lane once the call
+/// has given up its place (a memory hit's on a global queue), never on the caller's stack, so they may
+/// call the store freely, and one that blocks holds up no other call.
+public final class RedisAsyncStorage<T: Sendable>: AsyncStorageAware, Sendable {
     private let storage: any StorageAware<T> & Sendable
     private let keys: @Sendable () throws -> [String]
-    private let queue: DispatchQueue
+    private let memoryEntry: @Sendable (String) -> Entry<T>?
+    private let scheduler: AsyncCallScheduler
 
-    init<Store: RedisStore>(_ storage: Store, queue: DispatchQueue) where Store.T == T {
+    init<Store: RedisStore>(_ storage: Store, scheduler: AsyncCallScheduler) where Store.T == T {
         self.storage = storage
         keys = { try storage.keys() }
-        self.queue = queue
+        memoryEntry = { storage.memoryEntry(forKey: $0) }
+        self.scheduler = scheduler
     }
 
-    // MARK: Completion handlers
-
-    /// Reads the value for `key` with its expiry.
-    public func entry(forKey key: String, completion: @escaping @Sendable (Result<Entry<T>, any Error>) -> Void) {
-        run(completion) { try $0.entry(forKey: key) }
-    }
-
-    /// Reads the valid value for `key`.
-    public func object(forKey key: String, completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        run(completion) { try $0.object(forKey: key) }
-    }
-
-    /// Tells whether a valid value exists for `key`.
-    public func existsObject(forKey key: String, completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
-        run(completion) { try $0.existsObject(forKey: key) }
-    }
-
-    /// Tells whether the value for `key` has expired.
-    public func isExpiredObject(forKey key: String, completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
-        run(completion) { try $0.isExpiredObject(forKey: key) }
-    }
-
-    /// Stores `object` for `key`; `expiry` overrides the default.
-    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil,
-                          completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        run(completion) { try $0.setObject(object, forKey: key, expiry: expiry) }
-    }
-
-    /// Removes the value for `key`.
-    public func removeObject(forKey key: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        run(completion) { try $0.removeObject(forKey: key) }
-    }
-
-    /// Removes every value of the namespace.
-    public func removeAll(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        run(completion) { try $0.removeAll() }
-    }
-
-    /// Removes every expired value (Redis already does; observers are told).
-    public func removeExpiredObjects(completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        run(completion) { try $0.removeExpiredObjects() }
-    }
-
-    /// Lists every key of the namespace.
+    /// Lists every key of the namespace; fails with the Redis error when it cannot (never an empty list instead).
     public func allKeys(completion: @escaping @Sendable (Result<[String], any Error>) -> Void) {
         let keys = keys
-        run(completion) { _ in try keys() }
-    }
-
-    // MARK: async/await
-
-    /// Reads the value for `key` with its expiry.
-    public func entry(forKey key: String) async throws -> Entry<T> {
-        try await run { try $0.entry(forKey: key) }
-    }
-
-    /// Reads the valid value for `key`.
-    public func object(forKey key: String) async throws -> T {
-        try await run { try $0.object(forKey: key) }
-    }
-
-    /// Tells whether a valid value exists for `key`.
-    public func existsObject(forKey key: String) async throws -> Bool {
-        try await run { try $0.existsObject(forKey: key) }
-    }
-
-    /// Tells whether the value for `key` has expired.
-    public func isExpiredObject(forKey key: String) async throws -> Bool {
-        try await run { try $0.isExpiredObject(forKey: key) }
-    }
-
-    /// Stores `object` for `key`; `expiry` overrides the default.
-    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) async throws {
-        try await run { try $0.setObject(object, forKey: key, expiry: expiry) }
-    }
-
-    /// Removes the value for `key`.
-    public func removeObject(forKey key: String) async throws {
-        try await run { try $0.removeObject(forKey: key) }
-    }
-
-    /// Removes every value of the namespace.
-    public func removeAll() async throws {
-        try await run { try $0.removeAll() }
-    }
-
-    /// Removes every expired value (Redis already does; observers are told).
-    public func removeExpiredObjects() async throws {
-        try await run { try $0.removeExpiredObjects() }
+        submit(AsyncCall(.read, key: nil, awaited: false), { _ in try keys() }, completion: completion)
     }
 
     /// Every key of the namespace.
+    /// - Throws: `StorageError.io` when Redis fails (never an empty list instead).
     public func allKeys() async throws -> [String] {
         let keys = keys
-        return try await run { _ in try keys() }
+        return try await perform(AsyncCall(.read, key: nil, awaited: true)) { _ in try keys() }
     }
 
-    // MARK: Plumbing
+    // MARK: AsyncStorageAware: concurrent calls, memory hits at once
 
-    private func run<Value: Sendable>(_ completion: @escaping @Sendable (Result<Value, any Error>) -> Void,
-                                      _ work: @escaping @Sendable (any StorageAware<T> & Sendable) throws -> Value) {
+    public func submit<Value: Sendable>(_ call: AsyncCall, _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value,
+                                        completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         let storage = storage
-        queue.async {
+        scheduler.submit(call) { done in
             let result = Result { try work(storage) }
-            DispatchQueue.global().async { completion(result) }
+            done()
+            completion(result) // on the call's lane, after it gave up its slot: a handler that blocks holds up no call
         }
     }
 
-    private func run<Value: Sendable>(_ work: @escaping @Sendable (any StorageAware<T> & Sendable) throws -> Value) async throws -> Value {
+    public func perform<Value: Sendable>(_ call: AsyncCall,
+                                         _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value) async throws -> Value {
         let storage = storage
         return try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work(storage) }) }
+            scheduler.submit(call) { done in
+                let result = Result { try work(storage) }
+                done()
+                continuation.resume(with: result) // resuming never blocks: straight from the lane
+            }
         }
+    }
+
+    public func immediateEntry(for call: AsyncCall) -> Entry<T>? {
+        guard let key = call.key, scheduler.mayAnswerAtOnce(key) else { return nil }
+        return memoryEntry(key)
+    }
+
+    public func immediateObject(for call: AsyncCall) throws -> T? {
+        immediateEntry(for: call)?.object
+    }
+
+    public func immediateExistence(for call: AsyncCall) throws -> Bool? {
+        immediateEntry(for: call) == nil ? nil : true
+    }
+
+    public func immediateExpiry(for call: AsyncCall) throws -> Bool? {
+        immediateEntry(for: call) == nil ? nil : false
     }
 }

@@ -43,8 +43,12 @@ final class RedisObservers: Sendable {
 
     private let state = Locked(State())
     private let deliveryQueue = DispatchQueue(label: "StashRedis.observers")
-    /// The serial queue of ``RedisAsyncStorage`` (shared by every view of the store).
-    let asyncQueue = DispatchQueue(label: "StashRedis.async")
+    /// The scheduler of ``RedisAsyncStorage`` (shared by every view of the store), set by the store.
+    let scheduler: AsyncCallScheduler
+
+    init(asyncLimit: Int) {
+        scheduler = AsyncCallScheduler(limit: asyncLimit)
+    }
 
     /// Whether anyone observes: a write then builds no event delivery at all.
     private var hasObservers: Bool {

@@ -13,7 +13,8 @@ public import Stash
 /// try sessions.setObject(session, forKey: session.id)
 /// let again = try await sessions.async.object(forKey: session.id)
 /// ```
-/// A value is stored as the transformer's bytes, unchanged, under the Redis key `namespace:key`;
+/// A value is stored as the transformer's bytes, unchanged, under the Redis key ``keyPrefix`` + key
+/// (`namespace:key` for a namespace without `:` or `%`);
 /// its expiry is Redis's own (`SET … PXAT`), so Redis removes it when it expires: unlike the disk
 /// store, an expired value is not returned flagged but is gone (``StorageError/notFound``).
 /// Every failure to reach Redis is ``StorageError/io(operation:path:underlying:)`` whose cause is a
@@ -22,8 +23,12 @@ public import Stash
 public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
     /// The client (and its pool of connections) the store talks through; shared by its views.
     public let client: RedisClient
-    /// The prefix of every Redis key of the store (`namespace:key`).
+    /// The namespace, as given.
     public let namespace: String
+    /// The prefix of every Redis key of the store: the namespace (in NFC) with `%` and `:` escaped as
+    /// `%25` and `%3A`, then one `:`. It holds no other `:`, so no namespace's keys start with another's
+    /// prefix: namespace `a` never sees the keys of `a:b`, and `a` + `b:c` is not `a:b` + `c`.
+    public let keyPrefix: String
     /// The expiry of values written without one.
     public let expiry: Expiry
     /// Converts values to the stored bytes and back.
@@ -48,21 +53,23 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
                             transformer: Transformer<T>, now: @escaping @Sendable () -> Date = { Date() }) throws {
         guard !namespace.isEmpty, !namespace.contains("\0") else { throw StorageError.invalidName(namespace) }
         self.init(client: client, namespace: namespace, expiry: expiry, transformer: transformer, now: now,
-                  observers: RedisObservers())
+                  observers: RedisObservers(asyncLimit: client.configuration.poolSize))
     }
 
     init(client: RedisClient, namespace: String, expiry: Expiry, transformer: Transformer<T>,
          now: @escaping @Sendable () -> Date, observers: RedisObservers) {
         self.client = client
         self.namespace = namespace
+        keyPrefix = Self.encodedNamespace(namespace) + ":"
         self.expiry = expiry
         self.transformer = transformer
         self.now = now
         self.observers = observers
     }
 
-    /// The asynchronous API: completion handlers and `async` functions, run in submission order.
-    public var async: RedisAsyncStorage<T> { RedisAsyncStorage(self, queue: observers.asyncQueue) }
+    /// The asynchronous API: completion handlers and `async` functions, run concurrently on the pool
+    /// (calls on one key keep their submission order).
+    public var async: RedisAsyncStorage<T> { RedisAsyncStorage(self, scheduler: observers.scheduler) }
 
     /// A view of the same namespace whose values are `U`: same client, same observers.
     public func transform<U: Sendable>(transformer: Transformer<U>) -> RedisStorage<U> {
@@ -82,14 +89,16 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
 
     /// The value alone, with one `GET`: Redis never returns an expired value, so no expiry is needed.
     public func object(forKey key: String) throws -> T {
-        let reply = try call("GET", key) { try $0.send(["GET", redisKey(key)]) }
+        let name = redisKey(key)
+        let reply = try call("GET", name) { try $0.send(["GET", name]) }
         guard let data = reply.data else { throw StorageError.notFound }
         return try transformer.decode(data)
     }
 
     /// Whether the key exists, with one `EXISTS` (Redis never counts an expired key).
     public func existsObject(forKey key: String) throws -> Bool {
-        try call("EXISTS", key) { try $0.send(["EXISTS", redisKey(key)]) } == .integer(1)
+        let name = redisKey(key)
+        return try call("EXISTS", name) { try $0.send(["EXISTS", name]) } == .integer(1)
     }
 
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
@@ -99,7 +108,8 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
 
     public func removeObject(forKey key: String) throws {
         let key = canonicalKey(key)
-        try call("UNLINK", key) { try $0.send(["UNLINK", redisKey(key)]) }
+        let name = redisKey(key)
+        try call("UNLINK", name) { try $0.send(["UNLINK", name]) }
         observers.publish(.remove(keys: [key]))
     }
 
@@ -107,7 +117,7 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
     public func removeAll() throws {
         var removed: [String] = []
         try scan { batch in
-            _ = try call("UNLINK", "\(namespace):*") { try $0.send(["UNLINK"] + batch.map { redisKey($0) }) }
+            _ = try call("UNLINK", keyPrefix + "*") { try $0.send(["UNLINK"] + batch.map { redisKey($0) }) }
             removed += batch
         }
         observers.publish(.removeAll(keys: removed))
@@ -128,9 +138,23 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
         return keys
     }
 
-    /// The Redis key of `key`: the namespace, a colon, then the key in Unicode's canonical composition (NFC).
+    /// The Redis key of `key`: ``keyPrefix``, then the key in Unicode's canonical composition (NFC).
     public func redisKey(_ key: String) -> String {
-        "\(namespace):\(canonicalKey(key))"
+        keyPrefix + canonicalKey(key)
+    }
+
+    /// The namespace as it appears in Redis keys: NFC, with `%` and `:` percent-escaped (and nothing
+    /// else, so an ordinary namespace reads as itself). Injective, and free of `:`.
+    static func encodedNamespace(_ namespace: String) -> String {
+        var encoded = ""
+        for scalar in canonicalKey(namespace).unicodeScalars {
+            switch scalar {
+            case "%": encoded += "%25"
+            case ":": encoded += "%3A"
+            default: encoded.unicodeScalars.append(scalar)
+            }
+        }
+        return encoded
     }
 
     // MARK: Plumbing (shared with the near cache)
@@ -148,14 +172,28 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 
-    /// The entry for `key` and the size of its bytes; value and expiry are read in one `MULTI`/`EXEC`.
-    func fetch(forKey key: String) throws -> (entry: Entry<T>, size: Int) {
+    /// The entry for `key` and the size of its bytes; value and expiry are read in one `MULTI`/`EXEC`,
+    /// with the value of `alsoRead` (the near cache's generation key) when one is given.
+    ///
+    /// A server over `maxmemory` refuses every command inside `MULTI`, reads too (`EXECABORT`): then
+    /// the same reads go as a plain pipeline, value first, so a read still works on a full server
+    /// (value and expiry may then come from two writes; a near cache is told of the second by its
+    /// invalidation, and a generation read after the value can only be newer, so a swap in between
+    /// flushes rather than hides).
+    func fetch(forKey key: String, alsoRead extra: String? = nil) throws -> (entry: Entry<T>, size: Int, extra: Data?) {
         let name = redisKey(key)
-        let replies = try call("GET", key) { try $0.pipeline([["MULTI"], ["GET", name], ["PEXPIRETIME", name], ["EXEC"]]) }
-        guard let results = replies.last?.array, results.count == 2 else {
-            throw io("GET", key, RedisError.protocolError("unexpected reply \(replies.last.map { "\($0)" } ?? "none")"))
+        var reads: [[any RESPArgument]] = [["GET", name], ["PEXPIRETIME", name]]
+        if let extra { reads.append(["GET", extra]) }
+        var results = try call("GET", name) { client -> [RESPValue] in
+            let replies = try client.pipeline([["MULTI"]] + reads + [["EXEC"]])
+            if case .error(let message)? = replies.last, message.hasPrefix("EXECABORT") { return try client.pipeline(reads) }
+            return replies.last?.array ?? []
         }
-        if case .error(let message) = results[0] { throw io("GET", key, RedisError.server(message)) }
+        guard results.count == reads.count else {
+            throw io("GET", name, RedisError.protocolError("unexpected reply to \(reads.count) reads: \(results)"))
+        }
+        if results.count == 3, case .error = results[2] { results[2] = .null } // no generation: flushes, never hides
+        if case .error(let message) = results[0] { throw io("GET", name, RedisError.server(message)) }
         guard let data = results[0].data else { throw StorageError.notFound }
         let object = try transformer.decode(data)
         let expiry: Expiry
@@ -165,7 +203,7 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
             expiry = .never
         }
         let isExpired = if case .date(let date) = expiry { now() >= date } else { false }
-        return (Entry(object: object, expiry: expiry, isExpired: isExpired), data.count)
+        return (Entry(object: object, expiry: expiry, isExpired: isExpired), data.count, extra == nil ? nil : results[2].data)
     }
 
     /// Stores `data` (the transformer's bytes) for `key`: `SET … PXAT` with the absolute expiry in milliseconds.
@@ -177,18 +215,19 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
             try removeObject(forKey: key)
             return
         }
-        var command: [any RESPArgument] = ["SET", redisKey(key), data]
+        let name = keyPrefix + key // already canonical
+        var command: [any RESPArgument] = ["SET", name, data]
         if date < .distantFuture { command += ["PXAT", Self.unixMilliseconds(date)] }
         // Key observers get the replaced value too: `SET … GET` returns it in the same command.
         let wantsPrevious = observers.hasKeyObservers(key)
         if wantsPrevious { command.append("GET") }
-        let reply = try call("SET", key) { try $0.send(command) }
+        let reply = try call("SET", name) { try $0.send(command) }
         observers.publish(.set(key: key, value: data, previous: wantsPrevious ? reply.data : nil))
     }
 
     /// Calls `body` with every batch of keys (without the prefix) that `SCAN` finds in the namespace.
     private func scan(_ body: ([String]) throws -> Void) throws {
-        let pattern = "\(Self.escapeGlob(namespace)):*"
+        let pattern = Self.escapeGlob(keyPrefix) + "*"
         var cursor = "0"
         repeat {
             let reply = try call("SCAN", pattern) { try $0.send(["SCAN", cursor, "MATCH", pattern, "COUNT", 1000]) }
@@ -196,7 +235,7 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
                 throw io("SCAN", pattern, RedisError.protocolError("unexpected reply \(reply)"))
             }
             cursor = next
-            let prefixLength = namespace.utf8.count + 1
+            let prefixLength = keyPrefix.utf8.count
             let keys = names.compactMap { $0.data.map { String(decoding: $0.dropFirst(prefixLength), as: UTF8.self) } }
             if !keys.isEmpty { try body(keys) }
         } while cursor != "0"
@@ -212,18 +251,22 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
         return escaped
     }
 
-    /// Runs a Redis call, turning its failures into ``StorageError/io(operation:path:underlying:)``.
+    /// Runs a Redis call, turning its failures into ``StorageError/io(operation:path:underlying:)``;
+    /// `path` is the Redis key (or pattern) it works on.
     @discardableResult
-    func call<Result>(_ operation: String, _ key: String, _ body: (RedisClient) throws -> Result) throws -> Result {
+    func call<Result>(_ operation: String, _ path: String, _ body: (RedisClient) throws -> Result) throws -> Result {
         do {
             return try body(client)
         } catch let error as RedisError {
-            throw io(operation, key, error)
+            throw io(operation, path, error)
         }
     }
 
-    private func io(_ operation: String, _ key: String, _ error: RedisError) -> StorageError {
-        StorageError.io(operation: "Redis \(operation)", path: "\(client.configuration.displayURL) \(namespace):\(key)", underlying: error)
+    /// The server is named in `operation` and the Redis key (or the `SCAN` pattern) in `path`: the key
+    /// is where the value lives inside the server, as a file's path is inside a disk store.
+    /// Reads as "Redis GET on redis://127.0.0.1:6379/0 failed for profiles:me: …".
+    private func io(_ operation: String, _ path: String, _ error: RedisError) -> StorageError {
+        StorageError.io(operation: "Redis \(operation) on \(client.configuration.displayURL)", path: path, underlying: error)
     }
 }
 

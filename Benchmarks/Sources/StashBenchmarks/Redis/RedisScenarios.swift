@@ -55,6 +55,20 @@ enum RedisScenarios {
             { _ in try twoThreads(keyCount) { side in for command in getCommands { try raws[side].call(command, replyBytes: getReply) } } },
         ])
         bench.add(Row("Redis hit, 2 clients (per op, both together)", stash: two[0], baseline: two[1], vs: "2 raw connections"))
+        // Two callers of one store's async API, each waiting for its reply: they must not be serialised.
+        let shared = stores[0].async
+        let twoAsync = try Measure.interleaved(rounds: rounds, [
+            { _ in try twoThreads(keyCount) { _ in
+                let replied = DispatchSemaphore(value: 0)
+                for key in keys {
+                    shared.object(forKey: key) { consume((try? $0.get())?.count ?? 0); replied.signal() }
+                    replied.wait()
+                }
+            } },
+            { _ in try twoThreads(keyCount) { side in for command in getCommands { try raws[side].call(command, replyBytes: getReply) } } },
+        ])
+        bench.add(Row("Redis async hit, 2 callers of one store (per op, both together)", stash: twoAsync[0], baseline: twoAsync[1],
+                      vs: "2 raw connections"))
 
         // MARK: Near cache memory hit against the disk Storage's
         try nearCacheHit(bench, config: config, keys: keys, rounds: rounds)
