@@ -16,6 +16,9 @@ public import Observation
 /// `Storage` or `DiskStorage` of the same folder in this process. Changes made on other threads reach
 /// ``values`` on the main actor, in commit order, shortly after they are committed; a change made
 /// through ``set(_:forKey:expiry:)`` or ``remove(forKey:)`` shows when the call returns.
+///
+/// Needs the Observation module: macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1 (any Linux toolchain).
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *)
 @MainActor
 @Observable
 public final class ObservableCollection<Value: Sendable> {

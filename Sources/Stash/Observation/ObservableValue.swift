@@ -19,6 +19,9 @@ public import Observation
 ///
 /// SwiftUI needs no code of its own: the type is `@Observable`, so views that read ``value`` are
 /// updated, and outside SwiftUI `withObservationTracking` tells when it changes.
+///
+/// Needs the Observation module: macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1 (any Linux toolchain).
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *)
 @MainActor
 @Observable
 public final class ObservableValue<Value: Sendable> {
