@@ -66,10 +66,6 @@ struct ListedEntry: Encodable {
     }
 }
 
-/// `date` in ISO 8601, UTC, to the second: `2030-01-01T09:00:00Z`.
-func iso8601(_ date: Date) -> String {
-    date.formatted(.iso8601)
-}
 
 /// A key as the listing shows it: as it is when that is unambiguous, else ``quoted(_:)``.
 func displayKey(_ key: String) -> String {
@@ -107,5 +103,23 @@ private func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
     switch scalar.properties.generalCategory {
     case .control, .lineSeparator, .paragraphSeparator: return true
     default: return scalar.properties.isBidiControl
+    }
+}
+
+/// What `stash stats` reports, and the object `stash stats --json` writes.
+struct StoreSummary: Encodable {
+    let path: String
+    let entries: Int
+    /// The bytes of all values.
+    let bytes: Int
+    let expired: Int
+    /// Damage that opening the store found and dropped, in words; empty after a clean open.
+    let recoveryIssues: [String]
+
+    /// The summary as a pretty-printed JSON object with sorted keys.
+    func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
     }
 }
