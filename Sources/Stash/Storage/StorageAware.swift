@@ -38,6 +38,8 @@ public protocol StorageAware<T> {
 
     /// Stores `object` for `key`, replacing any value.
     /// - Parameters:
+    ///   - object: The value to store.
+    ///   - key: Its key; canonically equivalent spellings are one key.
     ///   - expiry: Overrides the layer's default expiry; `.seconds(n)` counts from now.
     func setObject(_ object: T, forKey key: String, expiry: Expiry?) throws
 

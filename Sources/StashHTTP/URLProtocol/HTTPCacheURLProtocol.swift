@@ -9,7 +9,7 @@ public import Foundation
 /// against `URLSession` (your own, a library's, a generated API client's) gets the offline cache
 /// without changing a call site.
 ///
-/// You do not list this class yourself: ``Foundation/URLSessionConfiguration/cached(by:)`` puts a
+/// You do not list this class yourself: `URLSessionConfiguration.cached(by:)` puts a
 /// subclass bound to your cache into the configuration's `protocolClasses`.
 ///
 /// ```swift
@@ -43,7 +43,7 @@ public class HTTPCacheURLProtocol: URLProtocol {
     private let delivery = LockedBox<Delivery?>(nil)
 
     /// Stops serving `cache` through every session configuration made for it by
-    /// ``Foundation/URLSessionConfiguration/cached(by:)``: their requests go straight to the network
+    /// `URLSessionConfiguration.cached(by:)`: their requests go straight to the network
     /// from then on, and the cache can be deallocated once nothing else holds it.
     /// - Parameter cache: The cache to let go of.
     public static func unbind(_ cache: HTTPCache) {

@@ -6,7 +6,7 @@ import Foundation
 /// `httpAdditionalHeaders` (neither Apple's URL loading system nor swift-corelibs-foundation puts
 /// them into the request the protocol sees). The one thing a configuration hands the loading system
 /// is the list of protocol *classes*. So every set-up made by
-/// ``Foundation/URLSessionConfiguration/cached(by:)`` gets a class of its own, bound here to its
+/// `URLSessionConfiguration.cached(by:)` gets a class of its own, bound here to its
 /// cache and to the configuration's additional header fields.
 ///
 /// The classes are specialisations of one generic subclass, `Slot<Number>`, where `Number` spells
