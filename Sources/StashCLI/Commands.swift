@@ -111,15 +111,16 @@ struct StoreCommands {
     private func list() throws {
         let now = Date()
         let prefix = invocation.arguments.first ?? ""
+        let dates = DateTexts()
         let entries = TerminalProgress.during("listing") {
             storage.entryInfos.filter { prefix.isEmpty || $0.key.hasPrefix(prefix) }
-                .sorted { $0.key < $1.key }.map { ListedEntry($0, now: now) }
+                .sorted { $0.key < $1.key }.map { ListedEntry($0, now: now, dates: dates) }
         }
         let output = BufferedOutput()
         if invocation.json {
             output.writeLine(try ListedEntry.json(entries))
         } else {
-            for line in ListedEntry.table(entries) { output.writeLine(line) }
+            ListedEntry.writeTable(entries, to: output)
         }
     }
 
