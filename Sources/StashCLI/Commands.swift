@@ -118,7 +118,7 @@ struct StoreCommands {
         }
         let output = BufferedOutput()
         if invocation.json {
-            output.writeLine(try ListedEntry.json(entries))
+            ListedEntry.writeJSON(entries, to: output)
         } else {
             ListedEntry.writeTable(entries, to: output)
         }

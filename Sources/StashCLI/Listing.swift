@@ -34,13 +34,50 @@ struct ListedEntry: Encodable {
         try container.encode(expired, forKey: .expired)
     }
 
-    /// The entries as a pretty-printed JSON array.
-    static func json(_ entries: [ListedEntry]) throws -> String {
-        if entries.isEmpty { return "[]" }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(entries), as: UTF8.self)
+    /// ``json(_:)`` written straight into `output`, object by object, in the same form (pretty-printed,
+    /// keys sorted, slashes unescaped): `JSONEncoder` took 7 s for a million entries.
+    static func writeJSON(_ entries: [ListedEntry], to output: BufferedOutput) {
+        guard !entries.isEmpty else {
+            output.writeLine("[]")
+            return
+        }
+        output.writeLine("[")
+        for (index, entry) in entries.enumerated() {
+            output.writeLine("  {")
+            output.writeLine("    \"expired\" : \(entry.expired),")
+            output.writeLine("    \"expiry\" : " + (entry.expiry.map(jsonString) ?? "null") + ",")
+            output.writeLine("    \"key\" : " + jsonString(entry.key) + ",")
+            output.writeLine("    \"lastAccess\" : " + jsonString(entry.lastAccess) + ",")
+            output.writeLine("    \"size\" : \(entry.size)")
+            output.writeLine(index == entries.count - 1 ? "  }" : "  },")
+        }
+        output.writeLine("]")
     }
+
+    /// `text` as a JSON string: quotes, backslashes and control characters escaped, the rest as it is.
+    static func jsonString(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case "\u{08}": result += "\\b"
+            case "\u{0C}": result += "\\f"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    result.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return result + "\""
+    }
+
 
     /// The entries as aligned lines: key, size in bytes, expiry, last access, and `expired` when it is.
     /// A key that needs it is quoted and escaped (see ``quoted(_:)``), so one entry is one line.

@@ -140,6 +140,23 @@ struct CLITests {
         }
     }
 
+    @Test("ls --json escapes every key so that it decodes to the key stored, whatever its characters")
+    func lsJSONKeepsHostileKeys() throws {
+        let keys: Set<String> = ["quote\"d", "back\\slash", "nul\0byte", "tab\tand\r\u{08}\u{0C}\u{1B}", "sep\u{2028}\u{202E}",
+                                 "cafe\u{301}", "emoji 👩‍👩‍👧", "slash/../x", "", " leading space", "{\"json\": [1]}"]
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                for key in keys { try storage.setObject(Data(key.utf8), forKey: key) }
+            }
+            let entries = try listJSON(in: folder)
+            #expect(entries.count == keys.count)
+            #expect(Set(entries.map(\.key)) == keys)
+            // Every key's spelling is kept byte for byte (NFD stays NFD).
+            #expect(Set(entries.map { Array($0.key.utf8) }) == Set(keys.map { Array($0.utf8) }))
+            #expect(try stash(["ls", "--json", "nothing-here"], in: folder).output == "[]\n")
+        }
+    }
+
     @Test("rm removes one key and leaves the others; removing a missing key is no error")
     func rmRemovesOneKey() throws {
         try withScratchFolder { folder in
