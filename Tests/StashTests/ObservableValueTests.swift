@@ -112,7 +112,53 @@ struct ObservableValueTests {
         #expect(center.registrationCount == before)
     }
 
+    @Test("the inbox of a value keeps only the latest change however long the main actor is busy")
+    func inboxKeepsLatestOnly() {
+        let inbox = MainActorInbox<Int>(keepsLatestOnly: true)
+        #expect(inbox.append(1))   // asks for a drain
+        #expect(!inbox.append(2))  // one is scheduled already
+        #expect(inbox.takeAll() == [2])
+        #expect(inbox.append(3))
+        let all = MainActorInbox<Int>()
+        _ = all.append(1)
+        _ = all.append(2)
+        #expect(all.takeAll() == [1, 2])
+    }
+
     // MARK: ObservableCollection
+
+    @Test("after concurrent writes and removals from two threads the collection equals the store")
+    func collectionConvergesUnderConcurrentWriters() async throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        let other = try makeUserStorage(in: directory)
+        let all = ObservableCollection(prefix: "k.", in: storage)
+        let onMain = try await change(of: { _ = all.values }) {
+            DispatchQueue.concurrentPerform(iterations: 2) { thread in
+                var generator = SeededGenerator(seed: UInt64(thread + 1))
+                for step in 0..<150 {
+                    let key = "k.\(generator.below(40))"
+                    if generator.below(4) == 0 {
+                        try? other.removeObject(forKey: key)
+                    } else {
+                        try? other.setObject(User(name: key, age: thread * 1_000 + step), forKey: key)
+                    }
+                }
+            }
+        }
+        #expect(onMain == true)
+        func stored() -> [String: User] {
+            Dictionary(uniqueKeysWithValues: storage.allKeys(withPrefix: "k.").compactMap { key in
+                (try? storage.object(forKey: key)).map { (key, $0) }
+            })
+        }
+        var rounds = 0
+        while all.values != stored(), rounds < 200 {
+            rounds += 1
+            _ = try await change(of: { _ = all.values }, within: 5) {}
+        }
+        #expect(all.values == stored())
+    }
 
     @Test("the collection follows the keys under its prefix through another Storage and another view")
     func collectionFollowsPrefix() async throws {

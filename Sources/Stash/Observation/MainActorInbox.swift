@@ -14,10 +14,18 @@ final class MainActorInbox<Change: Sendable>: Sendable {
     }
 
     private let state = Locked(State())
+    /// Whether only the latest change matters (a value's): then the inbox holds one change at most,
+    /// however long the main actor is busy.
+    private let keepsLatestOnly: Bool
+
+    init(keepsLatestOnly: Bool = false) {
+        self.keepsLatestOnly = keepsLatestOnly
+    }
 
     /// Appends `change`; true when no drain is scheduled yet (the caller then schedules one).
     func append(_ change: Change) -> Bool {
         state.withLock { state in
+            if keepsLatestOnly { state.changes.removeAll(keepingCapacity: true) }
             state.changes.append(change)
             defer { state.drainScheduled = true }
             return !state.drainScheduled

@@ -36,7 +36,7 @@ public final class ObservableValue<Value: Sendable> {
     @ObservationIgnored public let key: String
     /// The storage it reads and writes through.
     @ObservationIgnored public let storage: Storage<Value>
-    @ObservationIgnored private let inbox = MainActorInbox<Value?>()
+    @ObservationIgnored private let inbox = MainActorInbox<Value?>(keepsLatestOnly: true)
     @ObservationIgnored private let token: ObservationToken
 
     /// Follows `key` in `storage`, starting from the value stored now (read on the main actor, so
