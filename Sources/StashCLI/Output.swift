@@ -20,7 +20,22 @@ final class BufferedOutput {
 
     /// Appends `line` and a newline; writes a block once one is full.
     func writeLine(_ line: String) {
-        buffer.append(contentsOf: line.utf8)
+        append(line)
+        endLine()
+    }
+
+    /// Appends `text`, no newline.
+    func append(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+    }
+
+    /// Appends `count` spaces (none when `count` is not positive).
+    func writeSpaces(_ count: Int) {
+        if count > 0 { buffer.append(contentsOf: repeatElement(UInt8(ascii: " "), count: count)) }
+    }
+
+    /// Ends the line; writes a block once one is full.
+    func endLine() {
         buffer.append(UInt8(ascii: "\n"))
         if buffer.count >= blockSize { flush() }
     }
