@@ -12,11 +12,12 @@ enum Command: String, CaseIterable {
         case .set: return "usage: stash set KEY [VALUE] [--ttl SECONDS] [--durable] [--dir PATH]"
         case .get: return "usage: stash get KEY [--dir PATH]"
         case .rm: return "usage: stash rm KEY [--dir PATH]"
-        case .ls: return "usage: stash ls [--json] [--dir PATH]"
+        case .ls: return "usage: stash ls [PREFIX] [--json] [--dir PATH]"
+        case .stats: return "usage: stash stats [--json] [--dir PATH]"
         case .trim: return "usage: stash trim --max-size BYTES [--dir PATH]"
         case .check: return "usage: stash check [--repair] [--dir PATH]"
         case .tour, .help: return "usage: stash \(rawValue)"
-        case .stats, .purgeExpired, .clear: return "usage: stash \(rawValue) [--dir PATH]"
+        case .purgeExpired, .clear: return "usage: stash \(rawValue) [--dir PATH]"
         }
     }
 
@@ -25,8 +26,9 @@ enum Command: String, CaseIterable {
         switch self {
         case .set: return 1...2
         case .get, .rm: return 1...1
+        case .ls: return 0...1
         case .help: return 0...Int.max
-        case .ls, .stats, .trim, .purgeExpired, .clear, .check, .tour: return 0...0
+        case .stats, .trim, .purgeExpired, .clear, .check, .tour: return 0...0
         }
     }
 }
@@ -46,7 +48,7 @@ struct UsageError: Error {
 /// A command line that parsed: what to run, on which store, with which options.
 struct Invocation {
     var command: Command
-    /// The positional arguments after the command's name (KEY, VALUE).
+    /// The positional arguments after the command's name (KEY, VALUE, PREFIX).
     var arguments: [String] = []
     /// `--dir`: the store folder itself; nil for the default store.
     var directory: String?
@@ -158,11 +160,11 @@ struct Invocation {
         let allowed: Set<String>
         switch command {
         case .set: allowed = ["--dir", "--ttl", "--durable"]
-        case .ls: allowed = ["--dir", "--json"]
+        case .ls, .stats: allowed = ["--dir", "--json"]
         case .trim: allowed = ["--dir", "--max-size"]
         case .check: allowed = ["--dir", "--repair"]
         case .tour, .help: allowed = []
-        case .get, .rm, .stats, .purgeExpired, .clear: allowed = ["--dir"]
+        case .get, .rm, .purgeExpired, .clear: allowed = ["--dir"]
         }
         if let stray = options.subtracting(allowed).sorted().first {
             throw UsageError(message: "\(command.rawValue) does not take \(stray)", command: command)

@@ -65,7 +65,7 @@ struct StoreCommands {
         case .get: return try get()
         case .rm: try storage.removeObject(forKey: key)
         case .ls: try list()
-        case .stats: stats()
+        case .stats: try stats()
         case .trim: try trim()
         case .purgeExpired: try purgeExpired()
         case .clear: try clear()
@@ -106,32 +106,42 @@ struct StoreCommands {
         return ExitStatus.success
     }
 
-    /// `ls [--json]`: one entry per line (or a JSON array), sorted by key; no value is read.
+    /// `ls [PREFIX] [--json]`: one entry per line (or a JSON array), sorted by key; no value is read.
+    /// With PREFIX, only the keys that start with it (`String.hasPrefix`, as `allKeys(withPrefix:)`).
     private func list() throws {
         let now = Date()
+        let prefix = invocation.arguments.first ?? ""
+        let dates = DateTexts()
         let entries = TerminalProgress.during("listing") {
-            storage.entryInfos.sorted { $0.key < $1.key }.map { ListedEntry($0, now: now) }
+            storage.entryInfos.filter { prefix.isEmpty || $0.key.hasPrefix(prefix) }
+                .sorted { $0.key < $1.key }.map { ListedEntry($0, now: now, dates: dates) }
         }
+        let output = BufferedOutput()
         if invocation.json {
-            print(try ListedEntry.json(entries))
+            ListedEntry.writeJSON(entries, to: output)
         } else {
-            ListedEntry.table(entries).forEach { print($0) }
+            ListedEntry.writeTable(entries, to: output)
         }
     }
 
-    /// `stats`: where the store is and what it holds.
-    private func stats() {
+    /// `stats [--json]`: where the store is and what it holds.
+    private func stats() throws {
         let now = Date()
         let infos = storage.entryInfos
-        let expired = infos.filter { $0.isExpired(at: now) }.count
-        print("path:     \(storage.path)")
-        print("entries:  \(infos.count)")
-        print("bytes:    \(storage.totalSize)")
-        print("expired:  \(expired)")
-        let issues = storage.recoveryIssues
-        if !issues.isEmpty {
-            print("recovery issues (damaged data dropped when the store was opened): \(issues.count)")
-            issues.forEach { print("  - \($0)") }
+        let summary = StoreSummary(path: storage.path, entries: infos.count, bytes: storage.totalSize,
+                                   expired: infos.filter { $0.isExpired(at: now) }.count,
+                                   recoveryIssues: storage.recoveryIssues.map(\.description))
+        if invocation.json {
+            print(try summary.json())
+            return
+        }
+        print("path:     \(summary.path)")
+        print("entries:  \(summary.entries)")
+        print("bytes:    \(summary.bytes)")
+        print("expired:  \(summary.expired)")
+        if !summary.recoveryIssues.isEmpty {
+            print("recovery issues (damaged data dropped when the store was opened): \(summary.recoveryIssues.count)")
+            summary.recoveryIssues.forEach { print("  - \($0)") }
         }
     }
 

@@ -98,9 +98,11 @@ struct RedisCommands {
         return ExitStatus.success
     }
 
-    /// Every key with its size and expiry, sorted by key, read with one pipeline per 1,000 keys.
+    /// Every key (under `ls`'s PREFIX) with its size and expiry, sorted by key, read with one pipeline per 1,000 keys.
     private func entries() throws -> [(key: String, size: Int, expiry: Date?)] {
-        let keys = try storage.keys().sorted()
+        // `ls PREFIX`: the keys that start with it, as `allKeys(withPrefix:)` (String.hasPrefix).
+        let prefix = invocation.command == .ls ? invocation.arguments.first ?? "" : ""
+        let keys = try storage.keys().filter { prefix.isEmpty || $0.hasPrefix(prefix) }.sorted()
         var entries: [(key: String, size: Int, expiry: Date?)] = []
         for start in stride(from: 0, to: keys.count, by: 1_000) {
             let batch = keys[start..<min(keys.count, start + 1_000)]

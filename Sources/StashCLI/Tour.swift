@@ -1,9 +1,9 @@
 import Foundation
 import Stash
 
-/// `stash tour`: the README's main job. A short guided session with a real `Storage` of a Codable
-/// type in a fresh temporary folder (removed at the end), on a clock the tour moves by hand
-/// (Stash's public `ManualClock`, the one users' tests take too).
+/// `stash tour`: a short guided session with a real `Storage` of a Codable type in a fresh temporary
+/// folder (removed at the end), on a clock the tour moves by hand (Stash's public `ManualClock`, the
+/// one users' tests take too).
 enum Tour {
     /// The tour's model: a small Codable struct, as app code stores them.
     struct Note: Codable, Sendable {
@@ -23,7 +23,8 @@ enum Tour {
         print("Stash tour: a Storage<Note> in a fresh temporary folder, on a clock the tour moves by hand.")
         try await firstSession(config, clock)
         try secondSession(config, clock)
-        print("Done: the temporary folder is removed. Try `stash set greeting hello` and `stash ls` next.")
+        print("Done: the temporary folder is removed. Next, on a store of your own: "
+            + "`swift run stash set greeting hello`, then `swift run stash ls`.")
     }
 
     private static func open(_ config: DiskConfig, _ clock: ManualClock) throws -> Storage<Note> {

@@ -21,6 +21,9 @@ func runStash(_ arguments: [String]) async -> Int32 {
             if let status = StoreCommands.answerWithoutStore(invocation) { return status }
             return try StoreCommands(invocation).run()
         }
+    } catch StorageError.notAStore(let directory) {
+        writeError("stash: " + notAStoreMessage(directory))
+        return ExitStatus.failure
     } catch let error as UsageError {
         writeError("stash: \(error.message)")
         writeError(error.usageLine)
@@ -35,6 +38,18 @@ func runStash(_ arguments: [String]) async -> Int32 {
     }
 }
 
+/// Why `directory` cannot be opened: it is no store; when it holds stores (the `directory` of a
+/// `DiskConfig`, given to `--dir` in place of a store), their names and the `--dir` that opens one.
+func notAStoreMessage(_ directory: String) -> String {
+    let names = DiskConfig.storeNames(in: URL(fileURLWithPath: directory, isDirectory: true))
+    guard let first = names.first else {
+        return "\(directory) is not empty and is not a Stash store; nothing in it was changed"
+    }
+    let listed = names.prefix(20).map(displayKey).joined(separator: ", ") + (names.count > 20 ? ", …" : "")
+    return "\(directory) is not a store but the folder that holds stores (\(plural(names.count, "store"))): \(listed); "
+        + "pass the store itself, for example --dir \(directory)/\(first)"
+}
+
 let helpText = """
     stash: look into and edit a Stash disk store (raw bytes per key) from the shell.
 
@@ -46,25 +61,32 @@ let helpText = """
           --durable          ...flushed to stable storage (fsync) before stash exits
       get KEY                write KEY's value to stdout, byte for byte
       rm KEY                 remove KEY (a missing key is no error)
-      ls                     list key, size in bytes, expiry and last access (no value is read)
+      ls [PREFIX]            list key, size in bytes, expiry and last access (no value is read),
+                             sorted by key; with PREFIX only the keys that start with it
           --json             ...as a JSON array of {key, size, expiry, lastAccess, expired}
       stats                  the store's path, entry count, total bytes and expired count
+          --json             ...as a JSON object {path, entries, bytes, expired, recoveryIssues}
       trim --max-size BYTES  remove expired, then least recently used values, down to BYTES
       purge-expired          remove every expired value
       clear                  remove every value
       check                  verify every record and value read-only; exit 5 if something is damaged
           --repair           ...and drop what is damaged (exit 0 once the store is clean)
-      tour                   a guided session with a temporary Storage (the README's main job)
+      tour                   a guided session with a temporary Storage<Note> (stores, reads, expires)
       help                   this text
 
     options (before or after the command):
-      --dir PATH   the store folder itself (default: \(DiskConfig(name: "stash-cli").storeURL.path))
+      --dir PATH   the store folder itself (default: \(DiskConfig(name: "stash-cli").storeURL.path));
+                   given the folder that holds stores, stash names them
       -h, --help   this text
       --           end of options: what follows is KEY or VALUE even if it starts with '-'
 
     exit status: 0 done, 1 storage error, 2 wrong usage, 3 no such key (get), 4 value expired (get),
       5 damage found (check)
     One process at a time may open a store: a store in use elsewhere is reported, not shared.
+
+    From a package that depends on Stash, or from a clone of it, run the tool as
+    `swift run stash COMMAND ...`; `swift build -c release --product stash` builds a binary to copy
+    onto your PATH.
     """
 
 exit(await runStash(Array(CommandLine.arguments.dropFirst())))

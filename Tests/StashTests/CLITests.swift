@@ -140,6 +140,23 @@ struct CLITests {
         }
     }
 
+    @Test("ls --json escapes every key so that it decodes to the key stored, whatever its characters")
+    func lsJSONKeepsHostileKeys() throws {
+        let keys: Set<String> = ["quote\"d", "back\\slash", "nul\0byte", "tab\tand\r\u{08}\u{0C}\u{1B}", "sep\u{2028}\u{202E}",
+                                 "cafe\u{301}", "emoji 👩‍👩‍👧", "slash/../x", "", " leading space", "{\"json\": [1]}"]
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                for key in keys { try storage.setObject(Data(key.utf8), forKey: key) }
+            }
+            let entries = try listJSON(in: folder)
+            #expect(entries.count == keys.count)
+            #expect(Set(entries.map(\.key)) == keys)
+            // Every key's spelling is kept byte for byte (NFD stays NFD).
+            #expect(Set(entries.map { Array($0.key.utf8) }) == Set(keys.map { Array($0.utf8) }))
+            #expect(try stash(["ls", "--json", "nothing-here"], in: folder).output == "[]\n")
+        }
+    }
+
     @Test("rm removes one key and leaves the others; removing a missing key is no error")
     func rmRemovesOneKey() throws {
         try withScratchFolder { folder in
@@ -215,6 +232,68 @@ struct CLITests {
         }
     }
 
+    @Test("stats --json writes one object with the path, counts, bytes and recovery issues")
+    func statsAsJSON() throws {
+        struct Summary: Decodable { let path: String; let entries: Int; let bytes: Int; let expired: Int; let recoveryIssues: [String] }
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                try storage.setObject(Data(repeating: 1, count: 10), forKey: "a")
+                try storage.setObject(Data(repeating: 1, count: 5), forKey: "b", expiry: .date(Date(timeIntervalSinceNow: -10)))
+            }
+            let run = try stash(["stats", "--json"], in: folder)
+            #expect(run.status == 0, "\(run.stderr)")
+            let summary = try JSONDecoder().decode(Summary.self, from: run.stdout)
+            #expect(summary.path.hasSuffix("/store") && summary.entries == 2 && summary.bytes == 15 && summary.expired == 1)
+            #expect(summary.recoveryIssues.isEmpty)
+        }
+    }
+
+    @Test("ls PREFIX lists only the keys that start with it, canonically equivalent spellings included")
+    func listByPrefix() throws {
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                for key in ["inbox.1", "inbox.2", "inboxes", "archive.1", "cafe\u{301}.menu", "caf\u{E9}.hours", "cafeteria"] {
+                    try storage.setObject(Data(key.utf8), forKey: key)
+                }
+            }
+            let inbox = try stash(["ls", "inbox."], in: folder)
+            #expect(inbox.status == 0, "\(inbox.stderr)")
+            #expect(inbox.output.split(separator: "\n").map { String($0.prefix { $0 != " " }) } == ["inbox.1", "inbox.2"])
+            let cafe = try stash(["ls", "--json", "caf\u{E9}"], in: folder)
+            let keys = try JSONDecoder().decode([ListedEntry].self, from: cafe.stdout).map(\.key)
+            #expect(Set(keys) == ["cafe\u{301}.menu", "caf\u{E9}.hours"])
+            #expect(try stash(["ls", "nothing"], in: folder).output.isEmpty)
+            #expect(try stash(["ls", "--", "-dash"], in: folder).status == 0)
+        }
+    }
+
+    @Test("--dir naming the folder that holds stores names them, changes nothing and exits 1",
+          arguments: [["ls"], ["stats"], ["get", "k"], ["set", "k", "v"]])
+    func dirOfStoresNamesThem(arguments: [String]) throws {
+        try withScratchFolder { folder in
+            let parent = folder.appendingPathComponent("caches")
+            for name in ["Users", "HTTP", "MyApp/Images"] {
+                _ = try DiskStorage(config: DiskConfig(name: name, directory: parent), transformer: TransformerFactory.forData())
+            }
+            try Data("mine".utf8).write(to: parent.appendingPathComponent("notes.txt"))
+            let before = try FileManager.default.subpathsOfDirectory(atPath: parent.path).sorted()
+            let run = try stash(["--dir", parent.path] + arguments, in: folder, addDir: false)
+            #expect(run.status == 1)
+            #expect(run.stdout.isEmpty)
+            #expect(run.stderr.contains("is not a store but the folder that holds stores (3 stores): HTTP, MyApp/Images, Users"), "\(run.stderr)")
+            #expect(run.stderr.contains("--dir \(parent.path)/HTTP"))
+            #expect(try FileManager.default.subpathsOfDirectory(atPath: parent.path).sorted() == before)
+
+            // A folder of other files only is still "not a Stash store".
+            let other = folder.appendingPathComponent("other")
+            try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
+            try Data("x".utf8).write(to: other.appendingPathComponent("file"))
+            let plain = try stash(["--dir", other.path] + arguments, in: folder, addDir: false)
+            #expect(plain.status == 1)
+            #expect(plain.stderr.contains("is not empty and is not a Stash store"))
+        }
+    }
+
     // Contract 7: damage found at open is reported by every command, on stderr; exit statuses stay the command's.
     @Test("damage found when the store is opened is reported on stderr by get, ls and set, with their usual exit status",
           arguments: [["get", "a"], ["ls"], ["set", "b", "v"], ["get", "missing"]])
@@ -251,7 +330,7 @@ struct CLITests {
     }
 
     @Test("wrong usage exits 2 with an error and a usage line on stderr and nothing on stdout", arguments: [
-        [], ["frob"], ["get"], ["rm"], ["set"], ["get", "a", "b"], ["ls", "extra"], ["ls", "--bogus"],
+        [], ["frob"], ["get"], ["rm"], ["set"], ["get", "a", "b"], ["ls", "a", "b"], ["ls", "--bogus"], ["stats", "extra"],
         ["ls", "--ttl", "5"], ["ls", "--json=yes"], ["set", "k", "v", "--ttl", "soon"], ["set", "k", "--ttl", "-1"],
         ["trim"], ["trim", "--max-size", "lots"], ["trim", "--max-size"], ["get", "-k"], ["set", "k", "v", "--durable=yes"], ["get", "k", "--durable"],
     ])
@@ -275,10 +354,11 @@ struct CLITests {
             let run = try stash(arguments, in: folder, addDir: false)
             #expect(run.status == 0)
             #expect(run.stderr.isEmpty)
-            for word in ["set KEY [VALUE]", "--ttl SECONDS", "--durable", "get KEY", "rm KEY", "ls", "--json", "stats",
-                         "trim --max-size BYTES", "purge-expired", "clear", "tour", "--dir PATH", "--help"] {
+            for word in ["set KEY [VALUE]", "--ttl SECONDS", "--durable", "get KEY", "rm KEY", "ls [PREFIX]", "--json", "stats",
+                         "trim --max-size BYTES", "purge-expired", "clear", "tour", "--dir PATH", "--help", "swift run stash"] {
                 #expect(run.output.contains(word), "help lacks \(word)")
             }
+            #expect(!run.output.contains("main job"))
         }
     }
 
@@ -307,6 +387,7 @@ struct CLITests {
             let opened = try #require(lines.first { $0.hasPrefix(" 1. opened a Storage<Note> at ") })
             let path = opened.dropFirst(" 1. opened a Storage<Note> at ".count).prefix { $0 != " " }
             #expect(path.hasSuffix("/notes"))
+            #expect(lines.last?.contains("`swift run stash set greeting hello`") == true, "\(lines.last ?? "")")
             #expect(!FileManager.default.fileExists(atPath: String(path)))
         }
     }

@@ -16,16 +16,16 @@ struct ReadmeTourTests {
         try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52,
                   0, 0, 0, 16, 0, 0, 0, 16, 8, 6, 0, 0, 0, 0, 0, 0, 0]).write(to: avatarURL)
 
-        // --- README begins (DiskConfig gains `directory:` and the clock `now:` for the test) ---
-        let storage = try Storage<User>(
-            diskConfig: DiskConfig(name: "Users", expiry: .seconds(86_400), maxSize: 50_000_000, directory: directory.url),
-            memoryConfig: MemoryConfig(countLimit: 200, totalCostLimit: 5_000_000),
-            transformer: TransformerFactory.forCodable(ofType: User.self),
-            now: clock.function
-        )
+        // --- README begins (the set-up gains `directory:` and the clock `now:` for the test) ---
+        let storage = try Storage<User>(name: "Users", expiry: .seconds(86_400), maxSize: 50_000_000,
+                                        directory: directory.url, now: clock.function)
 
         try storage.setObject(User(name: "Ada", age: 36), forKey: "me")
         let me = try storage.object(forKey: "me")
+
+        try storage.setObject(me, forKey: "team.ada")
+        print(storage.allKeys(withPrefix: "team."))
+        #expect(storage.allKeys(withPrefix: "team.") == ["team.ada"])
 
         try storage.setObject(me, forKey: "short", expiry: .seconds(60))
         clock.advance(by: 61) // "…later"
@@ -44,6 +44,10 @@ struct ReadmeTourTests {
         let raw: Storage<Data> = storage.transformData()
         let json = try raw.object(forKey: "me")
         #expect(try JSONDecoder().decode(User.self, from: json).age == 36)
+
+        let profile = await ObservableValue("me", in: storage)
+        print(await profile.value?.name ?? "nobody")
+        #expect(await profile.value?.name == "Ada")
 
         let screen = Screen()
         let token = storage.addObserver(screen, forKey: "me") { screen, storage, change in

@@ -84,7 +84,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     /// Answered from the index under its own lock, without waiting for the queue; still
-    /// linearizable with every other operation (see ``DiskEngine/record(forKey:)``).
+    /// linearizable with every other operation (see `DiskEngine.record(forKey:)`).
     public func existsObject(forKey key: String) -> Bool {
         let now = now().timeIntervalSince1970
         return engine.record(forKey: key).map { now < $0.expiry } ?? false

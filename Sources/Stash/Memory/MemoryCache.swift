@@ -133,6 +133,9 @@ package final class MemoryCache: Sendable {
     }
 
     var keys: [String] { state.withLock { $0.items.keys } }
+
+    /// The keys that `isIncluded` accepts, filtered under the lock.
+    func keys(where isIncluded: (String) -> Bool) -> [String] { state.withLock { $0.items.keys(where: isIncluded) } }
     var count: Int { state.withLock { $0.items.count } }
     var totalCost: Int { state.withLock { $0.totalCost } }
 

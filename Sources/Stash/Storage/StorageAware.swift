@@ -13,6 +13,15 @@ public protocol StorageAware<T> {
     /// Every stored key, expired ones included, in no particular order.
     var allKeys: [String] { get }
 
+    /// The stored keys that start with `prefix` (expired ones included), in no particular order: the
+    /// keys `k` of ``allKeys`` for which `k.hasPrefix(prefix)`.
+    ///
+    /// "Starts with" is Swift's `String.hasPrefix`: it compares whole characters (extended grapheme
+    /// clusters) under canonical equivalence, so `"caf\u{E9}"` (NFC) finds `"cafe\u{301}.menu"` (NFD)
+    /// and the reverse, while `"cafe"` does not find `"caf\u{E9}"` (its last character is `"\u{E9}"`,
+    /// not `"e"`). The empty prefix lists every key.
+    func allKeys(withPrefix prefix: String) -> [String]
+
     /// The value for `key` with its metadata; expired values are returned too, flagged by ``Entry/isExpired``.
     /// - Throws: ``StorageError/notFound``; ``StorageError/decodingFailed(_:)`` when the bytes do not decode
     ///   as `T` (the entry is kept); ``StorageError/corrupted(_:)`` for damaged bytes (the entry is dropped);
@@ -29,6 +38,8 @@ public protocol StorageAware<T> {
 
     /// Stores `object` for `key`, replacing any value.
     /// - Parameters:
+    ///   - object: The value to store.
+    ///   - key: Its key; canonically equivalent spellings are one key.
     ///   - expiry: Overrides the layer's default expiry; `.seconds(n)` counts from now.
     func setObject(_ object: T, forKey key: String, expiry: Expiry?) throws
 
@@ -47,6 +58,11 @@ public protocol StorageAware<T> {
 }
 
 extension StorageAware {
+    /// Filters ``allKeys``; layers with an index of their own filter it in place.
+    public func allKeys(withPrefix prefix: String) -> [String] {
+        allKeys.filter { $0.hasPrefix(prefix) }
+    }
+
     /// Stores `object` for `key` with the layer's default expiry.
     public func setObject(_ object: T, forKey key: String) throws {
         try setObject(object, forKey: key, expiry: nil)

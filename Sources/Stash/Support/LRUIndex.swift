@@ -148,6 +148,13 @@ struct LRUIndex<Value> {
     /// Every key, in no particular order.
     var keys: [String] { nodes.map(\.key) }
 
+    /// The keys that `isIncluded` accepts, in no particular order, copying no other key out.
+    func keys(where isIncluded: (String) -> Bool) -> [String] {
+        var result: [String] = []
+        for index in nodes.indices where isIncluded(nodes[index].key) { result.append(nodes[index].key) }
+        return result
+    }
+
     /// Every entry, in no particular order.
     var entries: [(key: String, value: Value)] { nodes.map { ($0.key, $0.value) } }
 

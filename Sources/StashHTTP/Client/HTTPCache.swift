@@ -4,7 +4,7 @@ public import Stash
 public import FoundationNetworking
 #endif
 
-/// An offline-first HTTP client: a transport in front of a ``Stash/Storage`` of responses, following
+/// An offline-first HTTP client: a transport in front of a `Storage` of responses, following
 /// RFC 9111 as a private cache and RFC 5861's stale-on-error extensions.
 ///
 /// ```swift

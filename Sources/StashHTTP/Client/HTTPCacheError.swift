@@ -21,7 +21,7 @@ public enum HTTPCacheError: Error, Sendable, CustomStringConvertible {
     case revalidationInProgress
     /// The request has no URL, or a URL without a scheme.
     case invalidRequest(String)
-    /// The store failed; `underlying` is the ``Stash/StorageError``.
+    /// The store failed; `underlying` is the `StorageError`.
     case storage(underlying: StorageError)
     /// The body did not decode to the requested type; `underlying` is the decoder's error.
     case decoding(underlying: any Error)

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 
 /// The storage keys of the HTTP cache, readable strings so that maintenance can select entries by
-/// namespace or URL prefix from ``Stash/Storage/allKeys`` without reading any value.
+/// namespace or URL prefix from `Storage.allKeys` without reading any value.
 ///
 /// A response is stored under `http-response <namespace> <METHOD> <normalized URL> <vary values>`, and
 /// the `Vary` header names last seen for a (namespace, method, URL) under

@@ -4,7 +4,7 @@ public import Stash
 /// One HTTP response as the cache keeps it: what the server sent, when it was asked and answered,
 /// and which request header values selected it.
 ///
-/// The storage entry itself never expires (``Stash/Expiry/never``): HTTP freshness is computed
+/// The storage entry itself never expires (`Expiry.never`): HTTP freshness is computed
 /// from these fields on every read (RFC 9111 §4.2), and a stale response must stay available for
 /// offline use until maintenance or the store's size limit removes it.
 public struct StoredResponse: Sendable, Hashable, Codable {

@@ -8,7 +8,7 @@ public import Foundation
 extension HTTPCachePolicy {
     /// The StashHTTP policy that stands for a Foundation cache policy, as ``HTTPCacheURLProtocol``
     /// applies it to every request of a session set up with
-    /// ``Foundation/URLSessionConfiguration/cached(by:partition:)``.
+    /// `URLSessionConfiguration.cached(by:partition:)`.
     ///
     /// | `URLRequest.CachePolicy` | ``HTTPCachePolicy`` |
     /// |---|---|

@@ -10,7 +10,7 @@ import Stash
 /// against `URLSession` (your own, a library's, a generated API client's) gets the offline cache
 /// without changing a call site.
 ///
-/// You do not list this class yourself: ``Foundation/URLSessionConfiguration/cached(by:partition:)`` puts a
+/// You do not list this class yourself: `URLSessionConfiguration.cached(by:partition:)` puts a
 /// subclass bound to your cache into the configuration's `protocolClasses`.
 ///
 /// ```swift
@@ -56,7 +56,7 @@ public class HTTPCacheURLProtocol: URLProtocol {
     #endif
 
     /// Stops serving `cache` through every session configuration made for it by
-    /// ``Foundation/URLSessionConfiguration/cached(by:partition:)``: their requests go straight to the network
+    /// `URLSessionConfiguration.cached(by:partition:)`: their requests go straight to the network
     /// from then on, and the cache can be deallocated once nothing else holds it.
     /// - Parameter cache: The cache to let go of.
     public static func unbind(_ cache: HTTPCache) {

@@ -7,8 +7,8 @@ import Stash
 /// `httpAdditionalHeaders` (neither Apple's URL loading system nor swift-corelibs-foundation puts
 /// them into the request the protocol sees). The one thing a configuration hands the loading system
 /// is the list of protocol *classes*. So every set-up made by
-/// ``Foundation/URLSessionConfiguration/cached(by:partition:)`` gets a class of its own, bound here
-/// to its cache and to the configuration's settings the protocol keeps (``SessionSettings``).
+/// `URLSessionConfiguration.cached(by:partition:)` gets a class of its own, bound here to its cache
+/// and to the configuration's settings the protocol keeps (``SessionSettings``).
 ///
 /// The classes are specialisations of one generic subclass, `Slot<Number>`, where `Number` spells
 /// the slot's number in binary as nested types: distinct numbers give distinct classes at run time

@@ -33,12 +33,17 @@ public final class RedisHybridStorage<T: Sendable>: RedisStore, Sendable {
 
     /// Opens the namespace on Redis with a memory layer in front of it.
     /// - Parameters:
+    ///   - configuration: The Redis server and its timeouts.
+    ///   - namespace: The key prefix; `removeAll()` and `allKeys` touch only keys under it.
+    ///   - expiry: The default expiry, resolved to an absolute date when a value is written.
     ///   - memoryConfig: The memory layer's limits; an entry's cost is its encoded size in bytes.
     ///     Its `expiry` is not used: a memory copy lives as long as the Redis value (or its invalidation).
     ///   - heartbeat: How often the invalidation connection reads the database's generation (noticing a
     ///     `SWAPDB`, and checking that the connection is alive: a dead one is noticed within this plus
     ///     the command timeout).
-    /// - Throws: ``StorageError/invalidName(_:)`` for an empty namespace.
+    ///   - transformer: Converts values to the stored bytes and back.
+    ///   - now: The clock `.seconds(n)` counts from; Redis's own clock decides when a value goes.
+    /// - Throws: `StorageError.invalidName(_:)` for an empty namespace.
     public convenience init(configuration: RedisConfiguration, namespace: String, expiry: Expiry = .never,
                             memoryConfig: MemoryConfig = MemoryConfig(), transformer: Transformer<T>,
                             heartbeat: TimeInterval = 1, now: @escaping @Sendable () -> Date = { Date() }) throws {

@@ -16,8 +16,8 @@ public import Stash
 /// A value is stored as the transformer's bytes, unchanged, under the Redis key ``keyPrefix`` + key
 /// (`namespace:key` for a namespace without `:` or `%`);
 /// its expiry is Redis's own (`SET … PXAT`), so Redis removes it when it expires: unlike the disk
-/// store, an expired value is not returned flagged but is gone (``StorageError/notFound``).
-/// Every failure to reach Redis is ``StorageError/io(operation:path:underlying:)`` whose cause is a
+/// store, an expired value is not returned flagged but is gone (`StorageError.notFound`).
+/// Every failure to reach Redis is `StorageError.io(operation:path:underlying:)` whose cause is a
 /// ``RedisError``, thrown within the configured timeouts.
 @available(watchOS, unavailable, message: "watchOS restricts BSD sockets to audio streaming apps (TN3135): Redis cannot be reached from a watch app")
 public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
@@ -38,10 +38,12 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
 
     /// Opens the store `namespace` on the Redis server `configuration` names (connecting lazily).
     /// - Parameters:
+    ///   - configuration: The Redis server and its timeouts.
     ///   - namespace: The key prefix; ``removeAll()`` and ``allKeys`` touch only keys under it.
     ///   - expiry: The default expiry, resolved to an absolute date when a value is written.
+    ///   - transformer: Converts values to the stored bytes and back.
     ///   - now: The clock `.seconds(n)` counts from; Redis's own clock decides when a value goes.
-    /// - Throws: ``StorageError/invalidName(_:)`` for an empty namespace or one with a NUL byte.
+    /// - Throws: `StorageError.invalidName(_:)` for an empty namespace or one with a NUL byte.
     public convenience init(configuration: RedisConfiguration, namespace: String, expiry: Expiry = .never,
                             transformer: Transformer<T>, now: @escaping @Sendable () -> Date = { Date() }) throws {
         try self.init(client: RedisClient(configuration: configuration), namespace: namespace, expiry: expiry,
@@ -131,7 +133,7 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
     // MARK: Beyond StorageAware
 
     /// Every key of the namespace, listed with `SCAN`.
-    /// - Throws: ``StorageError/io(operation:path:underlying:)`` when Redis fails.
+    /// - Throws: `StorageError.io(operation:path:underlying:)` when Redis fails.
     public func keys() throws -> [String] {
         var keys: [String] = []
         try scan { keys += $0 }
@@ -251,7 +253,7 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
         return escaped
     }
 
-    /// Runs a Redis call, turning its failures into ``StorageError/io(operation:path:underlying:)``;
+    /// Runs a Redis call, turning its failures into `StorageError.io(operation:path:underlying:)`;
     /// `path` is the Redis key (or pattern) it works on.
     @discardableResult
     func call<Result>(_ operation: String, _ path: String, _ body: (RedisClient) throws -> Result) throws -> Result {

@@ -98,6 +98,31 @@ final class SQLiteStore: @unchecked Sendable {
         }
     }
 
+    /// The keys that start with `prefix` (ASCII), as SQLite users list a namespace: a range scan
+    /// `key >= prefix AND key < prefix-with-its-last-byte-plus-one` over the primary key's index.
+    func keys(withASCIIPrefix prefix: String) throws -> [String] {
+        var upper = Array(prefix.utf8)
+        precondition(!upper.isEmpty && upper.allSatisfy { $0 < 0x7F }, "an ASCII prefix")
+        upper[upper.count - 1] += 1
+        return try lock.withLock { _ in
+            var statement: OpaquePointer?
+            guard sqlite3_prepare_v2(db, "SELECT key FROM kv WHERE key >= ?1 AND key < ?2", -1, &statement, nil) == SQLITE_OK else {
+                throw failure("prepare")
+            }
+            defer { sqlite3_finalize(statement) }
+            var keys: [String] = []
+            var lower = prefix
+            try lower.withUTF8 { low in
+                try upper.withUnsafeBufferPointer { high in
+                    sqlite3_bind_text(statement, 1, UnsafeRawPointer(low.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(low.count), nil)
+                    sqlite3_bind_text(statement, 2, UnsafeRawPointer(high.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(high.count), nil)
+                    try step(statement) { row in keys.append(String(cString: sqlite3_column_text(row, 0))) }
+                }
+            }
+            return keys
+        }
+    }
+
     // MARK: - Statements
 
     private func prepare(_ sql: String) throws -> OpaquePointer? {

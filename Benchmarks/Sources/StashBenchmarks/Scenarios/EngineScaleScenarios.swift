@@ -3,8 +3,8 @@ import MallocStats
 import Stash
 
 /// The engine at many entries (200-byte `Data` values, 19-byte keys): disk allocated per entry,
-/// opening and the first read, index memory, and — at the largest count — trimming to half and
-/// removeAll; Stash's `DiskStorage<Data>` against LevelDB, LMDB and SQLite.
+/// opening and the first read, index memory, prefix listing (``PrefixScenarios``), and — at the
+/// largest count — trimming to half and removeAll; Stash's `DiskStorage<Data>` against LevelDB, LMDB and SQLite.
 enum EngineScaleScenarios {
     static let peers = ["LevelDB", "LMDB", "SQLite"]
 
@@ -21,7 +21,8 @@ enum EngineScaleScenarios {
             let wantsOpen = bench.settings.wants(openLabel, peers: peers)
             let wantsMemory = largest && bench.settings.wants(memoryLabel)
             let wantsBulk = largest && bulkLabels.contains { bench.settings.wants($0, peers: ["SQLite"]) }
-            let wanted = wantsDisk || wantsOpen || wantsMemory || wantsBulk
+            let wantsPrefix = PrefixScenarios.wanted(bench, count)
+            let wanted = wantsDisk || wantsOpen || wantsMemory || wantsBulk || wantsPrefix
             guard wanted else { continue }
             print("== engine, \(count) entries of 200 B")
             let directory = try bench.freshDirectory("engine-\(count)")
@@ -45,6 +46,9 @@ enum EngineScaleScenarios {
             }
             if wantsMemory {
                 try indexMemory(bench: bench, label: memoryLabel, folders: folders, count: count)
+            }
+            if wantsPrefix {
+                try PrefixScenarios.run(bench: bench, count: count, folders: folders)
             }
             if wantsBulk {
                 try bulkRemoval(bench: bench, count: count, folders: folders)

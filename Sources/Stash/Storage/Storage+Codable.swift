@@ -1,0 +1,49 @@
+public import Foundation
+
+extension Storage where T: Codable {
+    /// Opens (creating if needed) a store of `Codable` values in one line, with defaults that suit an app.
+    ///
+    /// ```swift
+    /// struct Todo: Codable, Sendable { var title: String; var done: Bool }
+    /// let todos = try Storage<[Todo]>(name: "Todos")
+    /// try todos.setObject([Todo(title: "Milk", done: false)], forKey: "inbox")
+    /// ```
+    ///
+    /// Values are stored as the JSON of a plain `JSONEncoder`
+    /// (``TransformerFactory/forCodable(ofType:)``). For other settings, or another transformer, use
+    /// ``init(diskConfig:memoryConfig:transformer:now:)``, which this initializer calls.
+    /// - Parameters:
+    ///   - name: The store's folder inside `directory`, as ``DiskConfig/name``.
+    ///   - expiry: The expiry of values written without one; `.never` by default.
+    ///   - maxSize: The most bytes of values kept on disk; 0 (the default) means no limit.
+    ///   - directory: The parent folder; nil (the default) is the platform's caches folder
+    ///     (``DiskConfig/cachesDirectory``: `Library/Caches` on Apple platforms, `$XDG_CACHE_HOME` or
+    ///     `~/.cache` on Linux), which the system may empty when storage runs low. Pass your
+    ///     Application Support folder for data that must stay.
+    ///   - memoryConfig: The memory layer's limits; by default ``MemoryConfig/standard``
+    ///     (1,000 values and 20 MB of encoded bytes).
+    ///   - now: The clock that expiry is measured against (inject one in tests).
+    /// - Throws: The errors of ``init(diskConfig:memoryConfig:transformer:now:)``.
+    public convenience init(
+        name: String,
+        expiry: Expiry = .never,
+        maxSize: Int = 0,
+        directory: URL? = nil,
+        memoryConfig: MemoryConfig = .standard,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        try self.init(
+            diskConfig: DiskConfig(name: name, expiry: expiry, maxSize: maxSize, directory: directory),
+            memoryConfig: memoryConfig,
+            transformer: TransformerFactory.forCodable(ofType: T.self),
+            now: now
+        )
+    }
+}
+
+extension MemoryConfig {
+    /// The memory limits of the one-line ``Storage/init(name:expiry:maxSize:directory:memoryConfig:now:)``:
+    /// at most 1,000 values and 20 MB of encoded bytes in memory, least recently used evicted first
+    /// (evicted values are still on disk). `MemoryConfig()` has no limits at all.
+    public static let standard = MemoryConfig(countLimit: 1_000, totalCostLimit: 20_000_000)
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Observation
+import Testing
+import Stash // the public API only, as readers of the guide use it
+
+/// The snippets of `Docs/GettingStarted.md` (also the DocC catalog's GettingStarted article) that
+/// present the one-line set-up, prefix listing, the Observation types and `StorageError`'s equality,
+/// compiled and run. A folder of the test's own replaces the caches folder.
+@Suite("Getting started snippets")
+struct GettingStartedSnippetTests {
+    private struct Todo: Codable, Sendable, Equatable { var title: String; var done: Bool }
+
+    @Test("the one-line set-up")
+    func oneLineSetUp() throws {
+        let directory = TemporaryDirectory()
+        // --- guide begins (`directory:` added and `support` replaced: the test keeps to its own folder) ---
+        let todos = try Storage<[Todo]>(name: "Todos", directory: directory.url)
+        try todos.setObject([Todo(title: "Milk", done: false)], forKey: "inbox")
+
+        _ = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask)[0]
+        let support = directory.url
+        let sessions = try Storage<User>(name: "Sessions", expiry: .seconds(3600), maxSize: 10_000_000,
+                                         directory: support)
+        // --- guide ends ---
+        #expect(try todos.object(forKey: "inbox") == [Todo(title: "Milk", done: false)])
+        #expect(sessions.path.hasSuffix("/Sessions"))
+    }
+
+    @Test("listing keys by prefix")
+    func listingByPrefix() async throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        // --- guide begins ---
+        try storage.setObject(User(name: "Ada", age: 36), forKey: "user.42.profile")
+        try storage.setObject(User(name: "Bob", age: 41), forKey: "user.43.profile")
+        print(storage.allKeys(withPrefix: "user.42."))
+        let namespace = await storage.async.allKeys(withPrefix: "user.")
+        // --- guide ends ---
+        #expect(storage.allKeys(withPrefix: "user.42.") == ["user.42.profile"])
+        #expect(Set(namespace) == ["user.42.profile", "user.43.profile"])
+        try storage.setObject(User(name: "menu", age: 1), forKey: "cafe\u{301}.menu")
+        #expect(storage.allKeys(withPrefix: "caf\u{E9}") == ["cafe\u{301}.menu"])
+        #expect(storage.allKeys(withPrefix: "cafe").isEmpty)
+    }
+
+    @MainActor
+    final class TeamModel {
+        let me: ObservableValue<User>
+        let team: ObservableCollection<User>
+
+        init(storage: Storage<User>) {
+            me = ObservableValue("me", in: storage)
+            team = ObservableCollection(prefix: "team.", in: storage)
+        }
+
+        func rename(to name: String) throws {
+            try me.set(User(name: name, age: me.value?.age ?? 0))
+        }
+    }
+
+    @Test("SwiftUI and Observation: the model of the guide")
+    @MainActor
+    func observationModel() throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        try storage.setObject(User(name: "Ada", age: 36), forKey: "me")
+        try storage.setObject(User(name: "Bob", age: 41), forKey: "team.bob")
+        let model = TeamModel(storage: storage)
+        #expect(model.me.value == User(name: "Ada", age: 36))
+        #expect(model.team.values == ["team.bob": User(name: "Bob", age: 41)])
+        try model.rename(to: "Ada L.")
+        #expect(model.me.value == User(name: "Ada L.", age: 36))
+        #expect(model.team.values.sorted { $0.key < $1.key }.map(\.key) == ["team.bob"])
+    }
+
+    // --- guide begins (in a test target of the reader's own) ---
+    @Test func aMissingProfileIsNotFound() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let storage = try Storage<User>(name: "store", directory: folder)
+        #expect(throws: StorageError.notFound) { try storage.object(forKey: "me") }
+    }
+    // --- guide ends ---
+}
