@@ -32,7 +32,7 @@ private func fuzzSegment(_ bytes: [UInt8]) {
         _ = SegmentFormat.record(in: raw, at: 0, salt: 0)
     }
     let salt = bytes.count >= 8 ? bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) } : 1
-    let segment = SegmentFormat.header(id: 1, salt: salt, flags: 0) + bytes.dropFirst(min(8, bytes.count))
+    let segment = SegmentFormat.header(.init(id: 1, salt: salt, flags: 0, store: 1, floor: 0)) + bytes.dropFirst(min(8, bytes.count))
     segment.withUnsafeBytes { raw in
         guard let header = SegmentFormat.parseHeader(raw) else { preconditionFailure("a valid header did not parse") }
         var end = SegmentFormat.headerLength
