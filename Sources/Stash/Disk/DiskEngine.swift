@@ -34,6 +34,8 @@ final class DiskEngine: @unchecked Sendable {
 
     /// The folder identity the engine is registered under (see ``Registry``).
     private let registeredIdentity: Locked<FolderIdentity>
+    /// The store's folder now (it changes when the store opens its path anew).
+    private let folder: Locked<FolderHandle>
 
     private init(directory: String, identity: FolderIdentity, readOnly: Bool, maxSize: Int, durable: Bool) throws {
         self.directory = directory
@@ -43,6 +45,7 @@ final class DiskEngine: @unchecked Sendable {
         self.durable = durable
         store = try DiskStore(directory: directory, readOnly: readOnly, durable: durable)
         index = store.sharedIndex
+        folder = Locked(store.folder.handle)
         values = store.values
         groupCommit = store.groupCommit
         queueID = Self.nextQueueID.withLock { id in
@@ -55,8 +58,9 @@ final class DiskEngine: @unchecked Sendable {
         store.isOnOwningQueue = { [queueID] in DispatchQueue.getSpecific(key: Self.queueKey) == queueID }
         store.schedule = { [weak self] work in self?.async(work) }
         // A folder made anew at the path has another identity: openers of the path find this engine.
-        store.didReopen = { [weak self] identity in
-            guard let self, let identity else { return }
+        store.didReopen = { [weak self] handle in
+            guard let self, let identity = handle.identity else { return }
+            folder.withLock { $0 = handle }
             let old = registeredIdentity.withLock { old in
                 defer { old = identity }
                 return old
@@ -91,7 +95,7 @@ final class DiskEngine: @unchecked Sendable {
         if !readOnly { try FileIO.createDirectory(path) }
         let canonical = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         guard let identity = FolderIdentity(path: canonical) else { throw FileIO.error("open", canonical, code: ENOENT) }
-        let engine = try registry.engine(for: identity, directory: canonical) {
+        let engine = try registry.engine(for: identity, directory: canonical, readOnly: readOnly) {
             try DiskEngine(directory: canonical, identity: identity, readOnly: readOnly, maxSize: maxSize, durable: durable)
         }
         if engine.readOnly, !readOnly { throw StorageError.readOnly(directory: engine.directory) }
@@ -105,6 +109,12 @@ final class DiskEngine: @unchecked Sendable {
 
     private func isRegistered(as identity: FolderIdentity) -> Bool {
         registeredIdentity.withLock { $0 == identity }
+    }
+
+    /// Whether this is a writer whose folder was removed underneath: it opens the folder made anew at
+    /// its path on its next write, and a writer opening that path shares it.
+    private var isOrphanedWriter: Bool {
+        !readOnly && folder.withLock { $0 }.isRemoved
     }
 
     /// Throws when a second opener asks for other settings than this engine's.
@@ -232,14 +242,15 @@ extension DiskEngine {
             return try body(&retained)
         }
 
-        /// The open engine of `identity`, or of `directory` if that engine's folder was removed
-        /// underneath (the path now names a new folder, which it takes over), or a new one from `make`.
-        func engine(for identity: FolderIdentity, directory: String, make: () throws -> DiskEngine) throws -> DiskEngine {
+        /// The open engine of `identity`, or, for a writer, the writer engine of `directory` whose folder
+        /// was removed underneath (the path now names a new folder, which it takes over), or a new one
+        /// from `make`. A folder moved away keeps its engine; the path then gets one of its own.
+        func engine(for identity: FolderIdentity, directory: String, readOnly: Bool, make: () throws -> DiskEngine) throws -> DiskEngine {
             let found: DiskEngine? = withLock { retained in
                 while true {
                     switch slots[identity] {
                     case nil:
-                        if let orphan = engine(of: directory, notAt: identity, retained: &retained) { return orphan }
+                        if !readOnly, let orphan = orphanedWriter(of: directory, retained: &retained) { return orphan }
                         slots[identity] = .opening
                         return nil
                     case .open(let weak):
@@ -270,13 +281,12 @@ extension DiskEngine {
             }
         }
 
-        /// An open engine of `directory` that is registered under another identity: its folder was
-        /// removed (or replaced) underneath it.
-        private func engine(of directory: String, notAt identity: FolderIdentity, retained: inout [DiskEngine]) -> DiskEngine? {
+        /// An open writer engine of `directory` whose folder was removed underneath it.
+        private func orphanedWriter(of directory: String, retained: inout [DiskEngine]) -> DiskEngine? {
             for slot in slots.values {
                 guard case .open(let weak) = slot, let engine = weak.engine else { continue }
                 retained.append(engine)
-                if engine.directory == directory, !engine.isRegistered(as: identity) { return engine }
+                if engine.directory == directory, engine.isOrphanedWriter { return engine }
             }
             return nil
         }

@@ -54,7 +54,7 @@ extension DiskStore {
         assertOnQueue()
         let outputCount = UInt32(liveBytes / Self.segmentLimit + 2)
         let firstOutput = nextSegmentID
-        nextSegmentID += outputCount
+        nextSegmentID = try Self.segmentID(after: firstOutput, skipping: outputCount)
         do {
             try roll()
         } catch {
@@ -68,13 +68,12 @@ extension DiskStore {
 
     /// Copies `entries`' records out of `victims` into new segments `first`, `first + 1`, …, flushed.
     /// Runs off the queue: it touches no state of the store.
-    /// Each output's header names the first output as its floor: once published, it supersedes the inputs.
     static func compact(_ entries: [(key: String, value: DiskRecord)], victims: [SegmentFile], into first: UInt32,
                         count: UInt32, folder: FolderHandle, store: UInt64) -> CompactionResult {
         var result = CompactionResult()
         let byID = Dictionary(uniqueKeysWithValues: victims.map { ($0.id, $0) })
         do {
-            var output = try SegmentFile.create(id: first, in: folder, store: store, floor: first, flags: SegmentFormat.compactionFlag,
+            var output = try SegmentFile.create(id: first, in: folder, store: store, flags: SegmentFormat.compactionFlag,
                                                 durable: false, unpublished: true)
             result.outputs.append(output)
             var buffer: [UInt8] = []
@@ -88,7 +87,7 @@ extension DiskStore {
                 if SegmentOffsets.end(output.length, appending: buffer.count, bytes.count) > segmentLimit, output.id + 1 < first + count, !buffer.isEmpty || output.recordBytes > 0 {
                     try output.append(buffer)
                     buffer.removeAll(keepingCapacity: true)
-                    output = try SegmentFile.create(id: output.id + 1, in: folder, store: store, floor: first,
+                    output = try SegmentFile.create(id: output.id + 1, in: folder, store: store,
                                                     flags: SegmentFormat.compactionFlag, durable: false, unpublished: true)
                     result.outputs.append(output)
                 }
@@ -121,8 +120,8 @@ extension DiskStore {
     }
 
     /// Points the index at the copies (where it still points at the originals: a key written or
-    /// removed meanwhile keeps its newer record), writes a snapshot or removes the old one (it names
-    /// the inputs), then removes the inputs, oldest first.
+    /// removed meanwhile keeps its newer record), starts a segment whose floor supersedes the inputs,
+    /// writes a snapshot or removes the old one (it names the inputs), then removes the inputs, oldest first.
     func finishCompaction(_ result: CompactionResult, victims: [SegmentFile], epoch: Int) {
         assertOnQueue()
         isCompacting = false
@@ -140,8 +139,6 @@ extension DiskStore {
             return
         }
         for output in result.outputs { segments[output.id] = output }
-        // Published: the outputs supersede the inputs; segments started from now on say so too.
-        if let first = result.outputs.first { floor = max(floor, first.floor) }
         // Reads during the compaction were recorded against the originals' positions, which replay
         // no longer knows: such entries get an access record for their copy.
         var usedMeanwhile: [DiskRecord] = []
@@ -168,6 +165,11 @@ extension DiskStore {
             let current = record(forKey: key)
             if current?.segment == from.segment, current?.offset == from.offset { drop(key) }
         }
+        // The outputs supersede the inputs from one atomic step on: a new active segment whose floor is
+        // the first output's number, created once every output is published and flushed. Before it
+        // (a crash between two renames, say), the inputs stay in force and replay with whichever outputs
+        // are published, which only copy them. Without it the inputs stay, until a later compaction.
+        guard let first = result.outputs.first?.id, (try? roll(floor: first)) != nil else { return }
         do {
             if withIndex({ $0.count }) >= Self.snapshotMinimum {
                 try writeSnapshot()

@@ -95,7 +95,9 @@ extension DiskStore {
         try? groupCommit.switchFile(to: nil)
         for record in oldIndex.entries { if let id = record.value.fileID { values.remove(id) } }
         if durable { try folder.handle.sync() }
-        try? roll(floor: nextSegmentID)
+        // The next segment supersedes whatever was deleted, also if it can only be made later.
+        floor = nextSegmentID
+        try? roll()
     }
 
     /// Removes every value that expired at or before `now`; returns their keys.

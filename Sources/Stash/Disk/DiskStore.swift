@@ -48,8 +48,8 @@ final class DiskStore {
     var recoveryIssues: [StorageError] = []
     let values: ValueFiles
     let groupCommit = GroupCommit()
-    /// Told the new folder's identity when the store opened its path anew (``reopen()``).
-    var didReopen: (FolderIdentity?) -> Void = { _ in }
+    /// Told the new folder when the store opened its path anew (``reopen()``).
+    var didReopen: (FolderHandle) -> Void = { _ in }
     /// Runs work on the engine's queue later (compaction hands its results back through it).
     var schedule: @Sendable (@escaping @Sendable (DiskStore) -> Void) -> Void = { _ in }
     /// The folder: replaced when the store opens its path anew after the folder was removed (``reopen()``).
@@ -314,15 +314,31 @@ final class DiskStore {
         return false
     }
 
-    /// Seals the active segment and starts a new one.
+    /// Seals the active segment and starts a new one (carrying `newFloor`, which then becomes the
+    /// store's floor). A number a file that is not the store's already has is passed over.
     func roll(floor newFloor: UInt32? = nil) throws {
-        let next = try SegmentFile.create(id: nextSegmentID, in: folder.handle, store: folder.storeID, floor: newFloor ?? floor,
-                                          durable: durable)
+        var next: SegmentFile?
+        while next == nil {
+            do {
+                next = try SegmentFile.create(id: nextSegmentID, in: folder.handle, store: folder.storeID, floor: newFloor ?? floor,
+                                              durable: durable)
+            } catch where FileIO.isErrno(error, .EEXIST) {
+                nextSegmentID = try Self.segmentID(after: nextSegmentID, skipping: 1)
+            }
+        }
+        guard let next else { return }
         if let newFloor { floor = newFloor }
         try groupCommit.switchFile(to: next)
-        nextSegmentID += 1
+        nextSegmentID = next.id == .max ? .max : next.id + 1 // the one after .max fails as taken, then runs out
         segments[next.id] = next
         active = next
+    }
+
+    /// `id + count`, or an error when segment numbers run out (never in practice: 4 billion segments).
+    static func segmentID(after id: UInt32, skipping count: UInt32) throws -> UInt32 {
+        let (next, overflow) = id.addingReportingOverflow(count)
+        if overflow { throw StorageError.corrupted("the store has run out of segment numbers (\(hex(UInt64(id), digits: 8)))") }
+        return next
     }
 }
 

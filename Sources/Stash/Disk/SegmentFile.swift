@@ -134,6 +134,11 @@ final class SegmentFile: @unchecked Sendable {
     /// Gives an unpublished compaction output its segment name (the caller then flushes the folder).
     func publish() throws {
         guard path.hasSuffix(Self.unpublishedSuffix) else { return }
+        // A file of that name that is not the store's (planted, copied in) is never replaced.
+        var existing = stat()
+        if fstatat(folder.fd, Self.name(of: id), &existing, AT_SYMLINK_NOFOLLOW) == 0 {
+            throw FileIO.error("rename", folder.filePath(Self.name(of: id)), code: EEXIST)
+        }
         try folder.rename(Self.name(of: id) + Self.unpublishedSuffix, Self.name(of: id))
         path = folder.filePath(Self.name(of: id))
     }

@@ -17,7 +17,8 @@ import Musl
 /// identity, a random number every segment of the store repeats in its header, so that a segment
 /// copied in from another store is recognised as foreign. A store upgraded from format 2 adds
 /// `legacy <8 hex digits>`: its segments below that number have version-2 headers, which carry no
-/// identity, and are still its own.
+/// identity, and are still its own. The last line, `check <8 hex digits>`, is the low 32 bits of the
+/// XXH64 of the text before it: a flipped bit in the identity is damage, not another identity.
 final class StoreFolder {
     static let markerName = "stash-store"
     static let format = 3
@@ -47,6 +48,9 @@ final class StoreFolder {
     private(set) var storeID: UInt64 = 0
     /// Segments below this number may have version-2 headers (a store upgraded from format 2).
     private(set) var legacyBelow: UInt32 = 0
+    /// The marker says format 2: the store's version-2 segments are counted when they are opened, and
+    /// a writer then gives the store an identity (``adoptIdentity(_:legacyBelow:rewrite:)``).
+    private(set) var isFormat2 = false
     /// What was wrong with the marker, if anything.
     private(set) var issues: [StorageError] = []
 
@@ -95,7 +99,7 @@ final class StoreFolder {
     static func markerText(storeID: UInt64, legacyBelow: UInt32 = 0) -> String {
         var text = "Stash store, format \(format)\nid \(hex(storeID, digits: 16))\n"
         if legacyBelow > 0 { text += "legacy \(hex(UInt64(legacyBelow), digits: 8))\n" }
-        return text
+        return text + "check \(hex(UInt64(UInt32(truncatingIfNeeded: XXH64.hash(Data(text.utf8)))), digits: 8))\n"
     }
 
     /// Marks the folder as store `storeID` (written under a temporary name, then renamed, flushed).
@@ -118,13 +122,13 @@ final class StoreFolder {
         if let first = lines.first, first.hasPrefix(prefix), let format = Int(first.dropFirst(prefix.count)) {
             if format > Self.format { throw StorageError.unsupportedFormat(directory: directory, format: format) }
             if format == 2, text == prefix + "2\n" {
-                // Every segment so far has a version-2 header: all of them stay the store's.
-                let below = names.compactMap(SegmentFile.id(ofName:)).max().map { $0 &+ 1 } ?? 1
-                legacyBelow = below
-                if !readOnly { try writeMarker(storeID: Self.newStoreID(), legacyBelow: below) }
+                // Every segment so far has a version-2 header: all of them stay the store's (counted
+                // when they are opened).
+                isFormat2 = true
                 return
             }
             if format == Self.format, let parsed = Self.parse(lines), text == Self.markerText(storeID: parsed.id, legacyBelow: parsed.legacy) {
+                // The check line matched too (it is part of the text compared).
                 (storeID, legacyBelow) = parsed
                 return
             }
@@ -145,20 +149,18 @@ final class StoreFolder {
     /// Whether the marker was unreadable, so that the identity must come from the segments.
     var needsIdentity: Bool { storeID == 0 && !issues.isEmpty }
 
-    /// Whether version-2 segments count as the store's whatever their number: a format-2 store opened
-    /// read-only (its marker is not rewritten).
-    var needsLegacy: Bool { storeID == 0 && legacyBelow > 0 }
 
     /// Takes `storeID` (the one the store's segments carry) as the store's identity after a damaged
-    /// marker; a writer rewrites the marker with it. With no segment to take it from, a new one.
-    /// Version-2 segments below `legacyBelow` stay the store's.
-    func adoptIdentity(_ storeID: UInt64?, legacyBelow: UInt32) throws {
+    /// marker or a format-2 one; with `rewrite`, a writer rewrites the marker with it. With no segment
+    /// to take it from, a new one. Version-2 segments below `legacyBelow` stay the store's.
+    func adoptIdentity(_ storeID: UInt64?, legacyBelow: UInt32, rewrite: Bool) throws {
         let id = storeID ?? Self.newStoreID()
-        if readOnly {
+        if readOnly || !rewrite {
             (self.storeID, self.legacyBelow) = (id, legacyBelow)
         } else {
             try writeMarker(storeID: id, legacyBelow: legacyBelow)
         }
+        isFormat2 = false
     }
 
     /// Takes the folder's lock, or throws ``StorageError/inUse(directory:)``.
