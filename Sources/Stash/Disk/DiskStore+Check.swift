@@ -62,7 +62,12 @@ extension DiskStore {
         return report
     }
 
-    /// Compacts every segment now, on the queue (a compaction under way is discarded).
+    /// Compacts every segment now, on the queue.
+    ///
+    /// A background compaction under way is discarded (its finish, still to come on the queue, finds
+    /// the epoch changed and removes its outputs) but still counts as running until then
+    /// (`isCompacting` is its own), so no other starts meanwhile; and this one copies only once the
+    /// background one's copy is over (``copyAlone(in:_:)``): two compactions never overlap.
     func compactNow() throws {
         assertOnQueue()
         try ensureActive()
@@ -70,8 +75,11 @@ extension DiskStore {
         epoch += 1
         let live = withIndex { index in index.entries.reduce(0) { $0 + Int($1.value.length) } }
         let plan = try beginCompaction(liveBytes: live)
-        let result = Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
-                                  folder: folder.handle, store: folder.storeID)
+        let (folder, store) = (folder.handle, folder.storeID)
+        let result = Self.copyAlone(in: directory) {
+            Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
+                         folder: folder, store: store)
+        }
         if let failure = result.failure {
             for file in result.outputs { file.remove() }
             throw failure

@@ -30,13 +30,38 @@ extension DiskStore {
         guard let plan = try? beginCompaction(liveBytes: total - dead) else { return }
         isCompacting = true
         let epoch = epoch
-        let (folder, store) = (folder.handle, folder.storeID)
+        let (folder, store, directory) = (folder.handle, folder.storeID, directory)
         let schedule = schedule
         DispatchQueue.global(qos: .utility).async {
-            let result = Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
-                                      folder: folder, store: store)
-            schedule { $0.finishCompaction(result, victims: plan.victims, epoch: epoch) }
+            let result = Self.copyAlone(in: directory) {
+                Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
+                             folder: folder, store: store)
+            }
+            schedule { store in
+                // Cleared here only (also when the finish discards a stale result): while it is set,
+                // no other background compaction starts, and `compactNow` leaves it alone.
+                store.isCompacting = false
+                store.finishCompaction(result, victims: plan.victims, epoch: epoch)
+            }
         }
+    }
+
+    /// One lock per store folder, held while a compaction copies: a compaction on demand
+    /// (``compactNow()``) waits for the copy of a background one under way, and a store opened
+    /// again on the folder for the copy its predecessor left running. Never held across the queue.
+    private static let copyLocks = Locked<[String: NSLock]>([:])
+
+    /// Runs `copy` while no other compaction of the folder `directory` copies.
+    static func copyAlone<Result>(in directory: String, _ copy: () -> Result) -> Result {
+        let lock = copyLocks.withLock { locks in
+            if let lock = locks[directory] { return lock }
+            let lock = NSLock()
+            locks[directory] = lock
+            return lock
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        return copy()
     }
 
     /// What a compaction copies, from where, and into which ids.
@@ -124,7 +149,6 @@ extension DiskStore {
     /// writes a snapshot or removes the old one (it names the inputs), then removes the inputs, oldest first.
     func finishCompaction(_ result: CompactionResult, victims: [SegmentFile], epoch: Int) {
         assertOnQueue()
-        isCompacting = false
         // The outputs are published (renamed to segment names, the folder flushed) only here, on the
         // queue of the store that started the compaction and only if nothing made them stale: a store
         // closed meanwhile, a removeAll or a folder made anew leaves unpublished files no replay reads.

@@ -6,7 +6,8 @@ import Foundation
 /// observer registered at that moment and handed to a ``DeliveryLine``, which the caller of the
 /// mutating call drains once it is off the queue, before the call returns (or its completion runs).
 /// So observers are called synchronously with respect to the call, in commit order, never on the
-/// store's queue, and may call the storage from their closures (Contract items 4 and 12, Docs/Contract.md).
+/// store's queue, and may call the storage, this store or another, from their closures (Contract items 4 and 12;
+/// ``DeliveryLine`` says what a call made from inside a closure waits for).
 final class ObservationCenter: Sendable {
     /// Delivers one event to one observer.
     typealias Delivery = @Sendable (StoreEvent) -> Void
@@ -77,7 +78,8 @@ final class ObservationCenter: Sendable {
         line.isDelivered(through: mark)
     }
 
-    /// Returns once every change up to `mark` has reached its observers (see ``DeliveryLine``).
+    /// Returns once every change up to `mark` has reached its observers; from inside an observer
+    /// closure, hands them on instead of waiting for another thread (see ``DeliveryLine``).
     /// Never call it on the store's queue.
     func deliver(through mark: UInt64) {
         line.deliver(through: mark)

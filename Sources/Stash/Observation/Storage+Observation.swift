@@ -5,8 +5,12 @@ extension Storage {
     ///
     /// Closures are called before the mutating call returns (before its completion runs, for the
     /// async API), on the calling thread or on the thread delivering an earlier change, in commit
-    /// order, and never on the store's queue, so they may call the storage. A change made from inside
-    /// an observer closure is delivered right after that closure returns. Delivery stops when the
+    /// order, and never on the store's queue, so they may call this storage or another one. A call
+    /// made from inside an observer closure never waits for another thread's delivery: its change is
+    /// delivered right after that closure returns (this store), before the call returns (a store no
+    /// thread is delivering), or by the thread delivering that store's changes, before the outermost
+    /// call of this thread returns. So observers writing into each other's stores cannot deadlock
+    /// (Docs/Architecture.md, "Threads and queues"). Delivery stops when the
     /// token is cancelled, when `observer` is released, or when this storage is released; a change
     /// committed while the observer was alive still reaches it.
     /// - Returns: A token whose ``ObservationToken/cancel()`` stops the observation.
