@@ -477,7 +477,7 @@ struct FaultInjectionTests {
 
     // MARK: 6. A segment unusable at open
 
-    @Test("a segment replaced by a directory: opening throws an I/O error (EISDIR), again on a retry, and the store opens once the segment is back")
+    @Test("a segment replaced by a directory: the store opens without it (reported, the directory left alone), and whole again once the segment is back")
     func journalReplacedByDirectory() throws {
         let directory = TemporaryDirectory()
         let saved = directory.path + "/segment.saved"
@@ -489,15 +489,13 @@ struct FaultInjectionTests {
         let journal = try activeSegment(directory.storePath())
         try FileManager.default.moveItem(atPath: journal, toPath: saved)
         try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: false)
+        try Data("planted".utf8).write(to: URL(fileURLWithPath: journal + "/inside"))
 
         for attempt in 1...2 {
-            let error = storageError { _ = try openDataStore(directory.diskConfig()) }
-            if case .io(_, let path, let underlying as POSIXError)? = error {
-                #expect(underlying.code == .EISDIR, "attempt \(attempt)")
-                #expect(path == journal, "attempt \(attempt)")
-            } else {
-                Issue.record("attempt \(attempt): expected an I/O error with EISDIR, got \(String(describing: error))")
-            }
+            let disk = try openDataStore(directory.storePath(), readOnly: attempt == 2)
+            #expect(disk.allKeys.isEmpty, "attempt \(attempt)")
+            #expect(disk.recoveryIssues.contains { "\($0)".contains("not a regular file") }, "attempt \(attempt): \(disk.recoveryIssues)")
+            #expect(FileManager.default.fileExists(atPath: journal + "/inside"), "the directory was touched")
         }
 
         try FileManager.default.removeItem(atPath: journal)

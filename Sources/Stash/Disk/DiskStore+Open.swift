@@ -59,13 +59,18 @@ extension DiskStore {
                 continue // deleted since the listing (old segments a removeAll of this process deletes in the background)
             } catch where [.ELOOP, .EISDIR, .ENXIO, .EOPNOTSUPP].contains(where: { FileIO.isErrno(error, $0) }) {
                 recoveryIssues.append(.corrupted("\(name) is not a regular file; it was ignored and left alone"))
+                hasUnreadSegments = true
                 continue
             }
             guard let segment else {
                 // Both header copies damaged, or a crash right after the file was created: without
                 // its salt no record in it can be verified.
                 recoveryIssues.append(.corrupted("segment \(name) has no valid header; its records were dropped"))
-                if !readOnly, let size = fileSize(name), size <= SegmentFormat.headerLength { try? folder.handle.remove(name) }
+                if !readOnly, let size = fileSize(name), size <= SegmentFormat.headerLength {
+                    try? folder.handle.remove(name)
+                } else {
+                    hasUnreadSegments = true
+                }
                 continue
             }
             opened.append(segment)
@@ -73,7 +78,7 @@ extension DiskStore {
         // A header that names another number than the file's name: copied or renamed from elsewhere.
         opened.removeAll { segment in
             guard !segment.path.hasSuffix("/" + SegmentFile.name(of: segment.id)) else { return false }
-            recoveryIssues.append(.corrupted("\((segment.path as NSString).lastPathComponent) is the copy of another segment; it was ignored and left alone"))
+            recoveryIssues.append(.corrupted("\((segment.path as NSString).lastPathComponent) holds segment \(SegmentFile.name(of: segment.id)) of this or another store (a copy); it was ignored and left alone"))
             return true
         }
         if folder.needsIdentity || folder.isFormat2 { try adoptIdentity(from: opened) }
@@ -232,8 +237,11 @@ extension DiskStore {
                 segment.remove()
             }
         }
-        // Value files no record names: written by a write that a crash cut short before its record.
-        for id in valueFiles where !referencedFiles.contains(id) { values.remove(id) }
+        // Value files no record names: written by a write that a crash cut short before its record. Not
+        // while a segment of the store could not be read: its records may name them.
+        if !hasUnreadSegments {
+            for id in valueFiles where !referencedFiles.contains(id) { values.remove(id) }
+        }
         if let last = segments.keys.max(), let file = segments[last], file.length < Self.segmentLimit {
             active = file
             try groupCommit.switchFile(to: file)
@@ -262,6 +270,7 @@ extension DiskStore {
         active = nil
         nextSegmentID = 1
         floor = 0
+        hasUnreadSegments = false
         recoveryIssues += fresh.issues
         try open()
         didReopen(fresh.handle)

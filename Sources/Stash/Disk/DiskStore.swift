@@ -54,6 +54,9 @@ final class DiskStore {
     var schedule: @Sendable (@escaping @Sendable (DiskStore) -> Void) -> Void = { _ in }
     /// The folder: replaced when the store opens its path anew after the folder was removed (``reopen()``).
     var folder: StoreFolder
+    /// Whether opening met a segment it could not read (not a regular file, or a damaged header): the
+    /// value files no record names are then kept, since its records may name them.
+    var hasUnreadSegments = false
     /// Segments numbered below this are superseded (``SegmentFormat``'s `floor`); new segments carry it.
     var floor: UInt32 = 0
     /// Every segment of the store by id; the active one is the highest.

@@ -84,6 +84,7 @@ final class SegmentFile: @unchecked Sendable {
     /// Opens the segment named for `id` in `folder` and reads it (whole, or only its header when
     /// `wholeFile` is false: then the bytes returned are the header alone); nil if it has no valid
     /// segment header. Its ``id`` is the one its header says, which the caller compares with `id`.
+    /// - Throws: `EISDIR` or `ENXIO` for a folder, FIFO or device in the segment's place.
     static func open(_ id: UInt32, in folder: FolderHandle, writable: Bool, wholeFile: Bool = true) throws -> (file: SegmentFile, bytes: [UInt8])? {
         let name = name(of: id)
         let path = folder.filePath(name)
@@ -94,8 +95,8 @@ final class SegmentFile: @unchecked Sendable {
             var info = stat()
             guard fstat(fd, &info) == 0 else { throw FileIO.error("fstat", path) }
             guard (info.st_mode & S_IFMT) == S_IFREG else {
-                close(fd)
-                return nil
+                // A folder, FIFO or device in a segment's place: not the store's file, left alone.
+                throw FileIO.error("open", path, code: (info.st_mode & S_IFMT) == S_IFDIR ? EISDIR : ENXIO)
             }
             let bytes: [UInt8]?
             if wholeFile {
