@@ -208,6 +208,24 @@ func runOverwrite(_ path: String, count: Int) throws -> Never {
     exit(0)
 }
 
+/// Batches of eight keys, `b0`…`b7`, each batch writing one sequence number to all of them (one of
+/// them, now and then, large enough for a file of its own). Emits `batch N` once each returned.
+func runBatches(_ path: String, seed: UInt64) throws -> Never {
+    let storage = try openStore(path, maxSize: 0)
+    var random = SeededGenerator(seed: seed)
+    var sequence = seed &* 1_000_000
+    while true {
+        sequence += 1
+        var batch = StorageBatch<Data>()
+        for index in 0..<8 {
+            let size = index == 0 && random.below(4) == 0 ? 300_000 : random.below(2_000)
+            batch.setObject(TortureValue.make(key: "b\(index)", sequence: sequence, payloadCount: size), forKey: "b\(index)")
+        }
+        try storage.write(batch)
+        writeLine("batch \(sequence)")
+    }
+}
+
 func runHold(_ path: String) throws -> Never {
     let storage = try openStore(path, maxSize: 0)
     emit("ready")
@@ -221,7 +239,7 @@ func main(_ arguments: [String]) -> Never {
         arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     }
     let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N"
-        + " | StashTorture hold DIR | StashTorture overwrite DIR --count N"
+        + " | StashTorture hold DIR | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
     guard arguments.count >= 2 else { fail(usage, status: 2) }
     do {
         switch arguments[0] {
@@ -235,6 +253,9 @@ func main(_ arguments: [String]) -> Never {
             try runSnapshot(arguments[1], seed: seed)
         case "hold":
             try runHold(arguments[1])
+        case "batches":
+            guard let seed = option("--seed").flatMap(UInt64.init), seed < 1 << 40 else { fail(usage, status: 2) }
+            try runBatches(arguments[1], seed: seed)
         case "overwrite":
             guard let count = option("--count").flatMap(Int.init), count > 0 else { fail(usage, status: 2) }
             try runOverwrite(arguments[1], count: count)

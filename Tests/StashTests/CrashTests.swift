@@ -129,6 +129,38 @@ struct CrashTests {
         print("crash: 12 kills in a trimming store, \(insideTrim) between a write's record and its trim")
     }
 
+    // MARK: Batches
+
+    @Test("60 kills at random moments of a process writing batches: every key of a batch reads the same batch, never a mix")
+    func killsWhileWritingBatches() throws {
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        var random = SeededGenerator(seed: 20_261_124)
+        var acknowledged: UInt64? // what the store held after the previous cycle
+        var partial = 0
+        for cycle in 1...60 {
+            let child = try ChildProcess(try torture(), ["batches", store, "--seed", "\(cycle)"])
+            try #require(child.waitForOutput(), "StashTorture stopped: \(child.errors)")
+            usleep(UInt32.random(in: 0...20_000, using: &random))
+            child.kill()
+            try #require(child.wasKilled, "StashTorture ended by itself (\(child.status)): \(child.errors)")
+            let last = child.lines().compactMap { $0.split(separator: " ").last.flatMap { UInt64($0) } }.last
+            let storage = try open(store, maxSize: 0)
+            let sequences = try (0..<8).map { try verifiedSequence(storage, "b\($0)") }
+            if Set(sequences).count != 1 {
+                partial += 1
+                Issue.record("cycle \(cycle): a partial batch: \(sequences)")
+            }
+            // The last batch that returned, or the one in flight after it (the first of this cycle, if none returned).
+            let inFlight = (last ?? UInt64(cycle) * 1_000_000) + 1
+            #expect(sequences[0] == (last ?? acknowledged) || sequences[0] == inFlight,
+                    "cycle \(cycle): holds #\(sequences[0] ?? 0) after #\(last ?? acknowledged) returned")
+            acknowledged = sequences[0] ?? acknowledged
+        }
+        #expect(partial == 0)
+        print("crash: 60 kills while writing batches of 8 keys, \(partial) partial batches")
+    }
+
     // MARK: Durable overwrites
 
     @Test("a durable overwrite removes the value file it replaced only after an fsync that follows its record's append",

@@ -163,6 +163,22 @@ final class DiskEngine: @unchecked Sendable {
         if let trimError = outcome.trimError { throw trimError }
     }
 
+    /// Applies `changes` all or none, with one commit (``DiskStore/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``);
+    /// `onCommit` runs on the queue with each change's value file path. As for ``write(_:_:expiry:now:config:onCommit:)``,
+    /// a durable batch returns once it is on stable storage, and only then go the value files it replaced.
+    func writeBatch(_ changes: [DiskBatchChange], now: Date, config: DiskConfig,
+                    onCommit: (DiskStore, _ paths: [String?]) -> Void = { _, _ in }) throws {
+        let outcome = try sync { store in
+            let outcome = try store.writeBatch(changes, now: now, maxSize: config.maxSize, durable: config.durable,
+                                               storesValuesAsFiles: config.storesValuesAsFiles)
+            onCommit(store, outcome.paths)
+            return outcome
+        }
+        if let position = outcome.syncPosition { try groupCommit.waitUntilSynced(position) }
+        for file in outcome.replaced { file.remove() }
+        if let trimError = outcome.trimError { throw trimError }
+    }
+
     /// Writes `data` as a new value file on the calling thread, before its write enters the queue,
     /// when the value is kept in a file of its own; nil otherwise (it is packed into a record on the
     /// queue), or when the write will fail anyway (the queue then writes it, or reports why).

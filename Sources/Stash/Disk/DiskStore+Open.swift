@@ -180,7 +180,7 @@ extension DiskStore {
             file.length = bytes.count
             let scan = bytes.withUnsafeBytes { raw in
                 SegmentFormat.scan(raw, salt: file.salt, from: start) { record, offset, length in
-                    withIndex { replayer.apply(record, segment: id, offset: offset, length: length, store: self, index: &$0) }
+                    withIndex { replayer.visit(record, segment: id, offset: offset, length: length, store: self, index: &$0) }
                 }
             }
             let isLast = number == own.count - 1
@@ -190,8 +190,14 @@ extension DiskStore {
                     ? "the last \(range.count) bytes of segment \(SegmentFile.name(of: id)) were torn (a write cut short)\(isLast && !readOnly ? " and were cut off" : "")"
                     : "bytes \(range.lowerBound)..<\(range.upperBound) of segment \(SegmentFile.name(of: id)) were damaged; the records there were skipped"))
             }
-            if isLast, scan.validEnd < bytes.count {
-                if readOnly { file.length = scan.validEnd } else { try file.truncate(to: scan.validEnd) }
+            var validEnd = scan.validEnd
+            if let batch = replayer.endSegment() {
+                recoveryIssues.append(.corrupted("a batch at bytes \(batch.lowerBound)..<\(batch.upperBound) of segment \(SegmentFile.name(of: id)) was cut short; none of it was applied\(isLast && !readOnly ? ", and it was cut off" : "")"))
+                // Cut off whole: records appended later must never be read as the rest of it.
+                validEnd = min(validEnd, batch.lowerBound)
+            }
+            if isLast, validEnd < bytes.count {
+                if readOnly { file.length = validEnd } else { try file.truncate(to: validEnd) }
             }
         }
         // Segments before the last `clear` hold nothing (a removeAll whose process ended before it
@@ -285,52 +291,5 @@ extension DiskStore {
         let bytes = withIndex { IndexSnapshot.encode($0, at: position) }
         try bytes.withUnsafeBytes { try folder.handle.replaceFile(StoreFolder.snapshotName, Data($0), durable: true) }
         changesSinceSnapshot = 0
-    }
-}
-
-/// Applies replayed records to the index. Access records name the set record they refer to by its
-/// position, so the replayer maps positions to keys, built only once one is met.
-struct Replayer {
-    private var keysByPosition: [UInt64: String]?
-    /// The segment of the last `clear` record replayed: every segment before it is dead.
-    private(set) var lastClearSegment: UInt32?
-
-    private static func position(_ segment: UInt32, _ offset: UInt32) -> UInt64 {
-        UInt64(segment) << 32 | UInt64(offset)
-    }
-
-    mutating func apply(_ record: SegmentRecord, segment: UInt32, offset: Int, length: Int, store: DiskStore,
-                        index: inout LRUIndex<DiskRecord>) {
-        switch record {
-        case .set(let key, let info):
-            let new = DiskRecord(segment: segment, offset: UInt32(truncatingIfNeeded: offset), length: UInt32(length),
-                                 value: info.value, expiry: info.expiry, lastAccess: info.time)
-            if let old = index.set(key, new) {
-                store.totalSize -= old.size
-                keysByPosition?[Self.position(old.segment, old.offset)] = nil
-            }
-            store.totalSize += new.size
-            keysByPosition?[Self.position(new.segment, new.offset)] = key
-        case .remove(let key):
-            if let old = index.remove(key) {
-                store.totalSize -= old.size
-                keysByPosition?[Self.position(old.segment, old.offset)] = nil
-            }
-        case .clear:
-            index.removeAll()
-            store.totalSize = 0
-            keysByPosition = keysByPosition == nil ? nil : [:]
-            lastClearSegment = segment
-        case .access(let target, let targetOffset, let time):
-            if keysByPosition == nil {
-                var map: [UInt64: String] = [:]
-                map.reserveCapacity(index.count)
-                for (key, record) in index.entries { map[Self.position(record.segment, record.offset)] = key }
-                keysByPosition = map
-            }
-            if let key = keysByPosition?[Self.position(target, targetOffset)] {
-                _ = index.use(key) { $0.lastAccess = time }
-            }
-        }
     }
 }

@@ -74,6 +74,8 @@ final class DiskStore {
     var epoch = 0
     var isCompacting = false
     var memoryCaches: [WeakMemoryCache] = []
+    /// How many appends (`pwrite`s of records) the store has made; for tests.
+    var appendCount = 0
     /// Reused for every append, so a write allocates no buffer of its own.
     var scratch: [UInt8] = []
 
@@ -274,6 +276,7 @@ final class DiskStore {
         try segment.append(scratch)
         segment.deadBytes += accessBytes
         pendingAccesses.removeAll(keepingCapacity: true)
+        appendCount += 1
         let end = groupCommit.noteAppend(scratch.count, to: segment, durable: durable)
         if scratch.capacity > 1 << 20 { scratch = [] } // do not keep a large value's buffer
         if segment.length >= Self.segmentLimit { try? roll() }

@@ -15,6 +15,8 @@ final class GroupCommit: @unchecked Sendable {
     /// store without durable writes never calls `fsync`.
     private var durableEnd: UInt64 = 0
     private var syncing = false
+    /// How many `fsync`s group commit has made; for tests.
+    private(set) var syncCount = 0
     private var file: SegmentFile?
 
     /// Counts `count` bytes appended to `file` (the active segment); returns the position a durable
@@ -59,6 +61,7 @@ final class GroupCommit: @unchecked Sendable {
             var failure: (any Error)?
             do { try file.sync() } catch { failure = error }
             condition.lock()
+            syncCount += 1
             syncing = false
             if failure == nil { synced = max(synced, target) }
             condition.broadcast()

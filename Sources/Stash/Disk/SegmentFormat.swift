@@ -35,6 +35,9 @@ enum SegmentRecord: Equatable {
     /// The value written by the set record at `segment`/`offset` was used at `time`: keeps the LRU
     /// order across a restart without writing the key again on every read.
     case access(segment: UInt32, offset: UInt32, time: Double)
+    /// The next `count` records, `length` bytes in all, are one batch: replay applies them only if
+    /// every one of them is there and verifies (``DiskStore/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``).
+    case batch(count: Int, length: Int)
 }
 
 /// The segment files' binary format (see Docs/Architecture.md, "Disk format").
@@ -56,7 +59,9 @@ enum SegmentRecord: Equatable {
 /// Body: a kind byte (low nibble: the kind; bit 4: an expiry follows), then
 /// - set, value inline (1): `time f64 | [expiry f64] | key length (LEB128) | key | value`
 /// - set, value in a file (2): `time f64 | [expiry f64] | key length | key | file id u64 | size u64 | hash u64`
-/// - remove (3): `key`; clear (4): nothing; access (5): `segment u32 | offset u32 | time f64`.
+/// - remove (3): `key`; clear (4): nothing; access (5): `segment u32 | offset u32 | time f64`;
+///   batch (6): `count u32 | length u32`, the number and total length of the records that follow
+///   and are applied all or none.
 /// All integers and floats are little-endian; keys are UTF-8.
 enum SegmentFormat {
     static let magic = Array("STASHSG3".utf8)
@@ -88,7 +93,7 @@ enum SegmentFormat {
         var length: Int { store == nil ? version2HeaderLength : headerLength }
     }
 
-    private enum Kind: UInt8 { case setInline = 1, setFile = 2, remove = 3, clear = 4, access = 5 }
+    private enum Kind: UInt8 { case setInline = 1, setFile = 2, remove = 3, clear = 4, access = 5, batch = 6 }
     private static let hasExpiry: UInt8 = 0x10
 
     // MARK: Header
@@ -180,6 +185,16 @@ enum SegmentFormat {
         return endRecord(&buffer, start: start, salt: salt)
     }
 
+    /// Appends a batch record: the `count` records of `length` bytes that follow are one batch.
+    @discardableResult
+    static func appendBatch(count: Int, length: Int, salt: UInt64, to buffer: inout [UInt8]) -> Int {
+        let start = beginRecord(&buffer)
+        buffer.append(Kind.batch.rawValue)
+        appendInteger(UInt32(count), to: &buffer)
+        appendInteger(UInt32(length), to: &buffer)
+        return endRecord(&buffer, start: start, salt: salt)
+    }
+
     private static func beginRecord(_ buffer: inout [UInt8]) -> Int {
         let start = buffer.count
         buffer.append(contentsOf: repeatElement(0, count: recordHeaderLength))
@@ -245,6 +260,9 @@ enum SegmentFormat {
             return key(UnsafeRawBufferPointer(rebasing: body[1...])).map { .remove(key: $0) }
         case .clear:
             return body.count == 1 && !hasExpiry ? .clear : nil
+        case .batch:
+            guard body.count == 9, !hasExpiry else { return nil }
+            return .batch(count: Int(load(body, 1) as UInt32), length: Int(load(body, 5) as UInt32))
         case .access:
             guard body.count == 17, !hasExpiry else { return nil }
             let time = Double(bitPattern: load(body, 9))

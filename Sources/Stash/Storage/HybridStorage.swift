@@ -15,7 +15,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     private let boxType = ObjectIdentifier(ValueBox<T>.self)
     /// The memory layer's cache and the clock, held directly: a memory hit then loads them from
     /// `self` instead of retaining them through the layers.
-    private let cache: MemoryCache
+    let cache: MemoryCache
     private let clock: @Sendable () -> Date
 
     /// Combines a memory and a disk layer.
@@ -34,7 +34,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     var engine: DiskEngine { diskStorage.engine }
-    private var now: Date { clock() }
+    var now: Date { clock() }
 
     public var allKeys: [String] { diskStorage.allKeys }
 
@@ -146,7 +146,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         return Entry(object: object, expiry: Expiry(storedDate: item.expiry), filePath: item.filePath, isExpired: now >= item.expiry)
     }
 
-    private func remember(_ object: T, forKey key: String, cost: Int, expiry: Date, filePath: String?) {
+    func remember(_ object: T, forKey key: String, cost: Int, expiry: Date, filePath: String?) {
         let dropAfter = cache.config.expiry.resolved(from: now)
         cache.set(MemoryCache.Item(object: ValueBox(object), cost: cost, expiry: expiry, dropAfter: dropAfter, filePath: filePath), forKey: key)
     }
