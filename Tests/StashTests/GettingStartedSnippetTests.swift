@@ -26,6 +26,26 @@ struct GettingStartedSnippetTests {
         #expect(sessions.path.hasSuffix("/Sessions"))
     }
 
+    @Test("batches: all or none")
+    func batches() async throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        try storage.setObject(User(name: "Cy", age: 50), forKey: "team.3")
+        // --- guide begins ---
+        var batch = StorageBatch<User>()
+        batch.setObject(User(name: "Ada", age: 36), forKey: "team.1")
+        batch.setObject(User(name: "Bob", age: 41), forKey: "team.2")
+        batch.removeObject(forKey: "team.3")
+        try storage.write(batch)
+
+        try storage.setObjects(["a": User(name: "A", age: 1), "b": User(name: "B", age: 2)])
+        try storage.removeObjects(forKeys: ["a", "b"])
+        try await storage.async.write(batch)
+        // --- guide ends ---
+        #expect(Set(storage.allKeys) == ["team.1", "team.2"])
+        #expect(try storage.object(forKey: "team.2") == User(name: "Bob", age: 41))
+    }
+
     @Test("listing keys by prefix")
     func listingByPrefix() async throws {
         let directory = TemporaryDirectory()
