@@ -116,3 +116,14 @@ extension DiskStorage {
         while isCompacting { usleep(1_000) } // a background job, not time: bounded by its work
     }
 }
+
+/// A version-2 segment header, as a format-2 store wrote it: two copies of
+/// `magic "STASHSG2" | id u64 | salt u64 | flags u32 | checksum u32`.
+func version2SegmentHeader(id: UInt64, salt: UInt64) -> [UInt8] {
+    var copy = SegmentFormat.version2Magic
+    SegmentFormat.appendInteger(id, to: &copy)
+    SegmentFormat.appendInteger(salt, to: &copy)
+    SegmentFormat.appendInteger(UInt32(0), to: &copy)
+    SegmentFormat.appendInteger(UInt32(truncatingIfNeeded: XXH64.hash(copy)), to: &copy)
+    return copy + copy
+}

@@ -240,7 +240,7 @@ struct EngineAttack3Tests {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        var segment = Self.version2Header(id: 1, salt: 99)
+        var segment = version2SegmentHeader(id: 1, salt: 99)
         Array("v2!".utf8).withUnsafeBytes { bytes in
             _ = SegmentFormat.appendSet(key: "old", expiry: Date.distantFuture.timeIntervalSince1970, time: 1, value: .inline(size: 3),
                                         inlineBytes: bytes, salt: 99, to: &segment)
@@ -402,12 +402,4 @@ struct EngineAttack3Tests {
         return Int(info.f_bavail) * Int(info.f_frsize)
     }
 
-    private static func version2Header(id: UInt64, salt: UInt64) -> [UInt8] {
-        var copy = SegmentFormat.version2Magic
-        SegmentFormat.appendInteger(id, to: &copy)
-        SegmentFormat.appendInteger(salt, to: &copy)
-        SegmentFormat.appendInteger(UInt32(0), to: &copy)
-        SegmentFormat.appendInteger(UInt32(truncatingIfNeeded: XXH64.hash(copy)), to: &copy)
-        return copy + copy
-    }
 }

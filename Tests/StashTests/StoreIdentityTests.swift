@@ -248,7 +248,7 @@ struct StoreIdentityTests {
         let path = directory.storePath()
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         // A version-2 segment, written as version 2 wrote it, with one set record.
-        var segment = Self.version2Header(id: 1, salt: 99)
+        var segment = version2SegmentHeader(id: 1, salt: 99)
         Array("v2!".utf8).withUnsafeBytes { bytes in
             _ = SegmentFormat.appendSet(key: "old", expiry: Date.distantFuture.timeIntervalSince1970, time: 1, value: .inline(size: 3),
                                         inlineBytes: bytes, salt: 99, to: &segment)
@@ -272,15 +272,6 @@ struct StoreIdentityTests {
         #expect(try Self.get(reopened, "new") == Data("v3".utf8))
     }
 
-    /// A version-2 segment header: two copies of `magic | id u64 | salt u64 | flags u32 | checksum u32`.
-    private static func version2Header(id: UInt64, salt: UInt64) -> [UInt8] {
-        var copy = SegmentFormat.version2Magic
-        SegmentFormat.appendInteger(id, to: &copy)
-        SegmentFormat.appendInteger(salt, to: &copy)
-        SegmentFormat.appendInteger(UInt32(0), to: &copy)
-        SegmentFormat.appendInteger(UInt32(truncatingIfNeeded: XXH64.hash(copy)), to: &copy)
-        return copy + copy
-    }
 
     // MARK: One folder, several names
 
