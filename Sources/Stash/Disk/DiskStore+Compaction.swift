@@ -193,7 +193,13 @@ extension DiskStore {
         // the first output's number, created once every output is published and flushed. Before it
         // (a crash between two renames, say), the inputs stay in force and replay with whichever outputs
         // are published, which only copy them. Without it the inputs stay, until a later compaction.
+        let sealed = active
         guard let first = result.outputs.first?.id, (try? roll(floor: first)) != nil else { return }
+        // The segment sealed at the start, if nothing was written to it meanwhile, goes: it holds no record.
+        if let sealed, sealed.recordBytes == 0 {
+            segments[sealed.id] = nil
+            sealed.remove()
+        }
         do {
             if withIndex({ $0.count }) >= Self.snapshotMinimum {
                 try writeSnapshot()
