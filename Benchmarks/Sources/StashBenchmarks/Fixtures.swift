@@ -153,6 +153,10 @@ struct Settings {
     /// Durable writes per round (split between the threads) and rounds.
     var durableWrites: Int { quick ? 24 : 200 }
     var durableRounds: Int { quick ? 2 : 5 }
+    /// Batches of 100 Codable values per side (`durableBatchRounds` with `DiskConfig.durable`, where
+    /// the single writes cost 100 `fsync`s a round).
+    var batchRounds: Int { quick ? 8 : 40 }
+    var durableBatchRounds: Int { quick ? 3 : 7 }
     /// Entries of the engine-at-scale rows (disk per entry, open, index memory, trim, removeAll).
     var engineCounts: [Int] { quick ? [2_000] : scale ? [10_000, 100_000, 1_000_000] : [10_000, 100_000] }
 

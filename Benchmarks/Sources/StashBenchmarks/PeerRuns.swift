@@ -83,6 +83,9 @@ func runPeers(_ bench: Bench) throws {
             try DurableScenarios.run(bench: bench, label: label, threads: threads)
         }
     }
+    for durable in [false, true] where BatchScenarios.wanted(bench, durable: durable) {
+        try BatchScenarios.run(bench: bench, durable: durable)
+    }
     let expiredLabel = "removeExpiredObjects, \(settings.keyCount) entries half expired"
     if settings.wants(expiredLabel, peers: ["SQLite"]) {
         print("== removeExpiredObjects vs SQLite")

@@ -21,6 +21,8 @@ final class SQLiteStore: @unchecked Sendable {
     private var exists: OpaquePointer?
     private var delete: OpaquePointer?
     private var deleteExpired: OpaquePointer?
+    private var begin: OpaquePointer?
+    private var commit: OpaquePointer?
 
     /// Opens (creating if needed) the database file at `path`.
     init(path: String, durable: Bool = false) throws {
@@ -38,21 +40,42 @@ final class SQLiteStore: @unchecked Sendable {
         exists = try prepare("SELECT expiry FROM kv WHERE key = ?1")
         delete = try prepare("DELETE FROM kv WHERE key = ?1")
         deleteExpired = try prepare("DELETE FROM kv WHERE expiry < ?1")
+        begin = try prepare("BEGIN")
+        commit = try prepare("COMMIT")
     }
 
     deinit {
-        for statement in [upsert, select, exists, delete, deleteExpired] { sqlite3_finalize(statement) }
+        for statement in [upsert, select, exists, delete, deleteExpired, begin, commit] { sqlite3_finalize(statement) }
         sqlite3_close(db)
     }
 
     /// Inserts or replaces the value of `key`; `expiry` in seconds since 1970, nil for never.
     func set(_ value: Data, forKey key: String, expiry: Double? = nil) throws {
+        try lock.withLock { _ in try runUpsert(value, forKey: key, expiry: expiry) }
+    }
+
+    /// Inserts or replaces every pair in one transaction — `BEGIN`, the prepared upsert per pair,
+    /// `COMMIT` (one `fsync` of the WAL with `synchronous=FULL`) — as SQLite users write a batch
+    /// (GRDB's `inTransaction`). A failure rolls the whole transaction back.
+    func setAll(_ pairs: [(key: String, value: Data)], expiry: Double? = nil) throws {
         try lock.withLock { _ in
-            try run(upsert, key, bind: { statement in
-                _ = value.withUnsafeBytes { sqlite3_bind_blob(statement, 2, $0.baseAddress, Int32($0.count), nil) }
-                if let expiry { sqlite3_bind_double(statement, 3, expiry) } else { sqlite3_bind_null(statement, 3) }
-            })
+            try step(begin)
+            do {
+                for pair in pairs { try runUpsert(pair.value, forKey: pair.key, expiry: expiry) }
+                try step(commit)
+            } catch {
+                sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
+                throw error
+            }
         }
+    }
+
+    /// The prepared upsert of one pair; the caller holds `lock`.
+    private func runUpsert(_ value: Data, forKey key: String, expiry: Double?) throws {
+        try run(upsert, key, bind: { statement in
+            _ = value.withUnsafeBytes { sqlite3_bind_blob(statement, 2, $0.baseAddress, Int32($0.count), nil) }
+            if let expiry { sqlite3_bind_double(statement, 3, expiry) } else { sqlite3_bind_null(statement, 3) }
+        })
     }
 
     /// The value of `key` (copied out of SQLite's page), nil when absent or expired at `now`.

@@ -74,6 +74,12 @@ final class SQLiteSide<T: Sendable>: Side {
         front?.withLock { $0[key] = value }
     }
 
+    /// Every pair encoded, then written in one SQLite transaction (``SQLiteStore/setAll(_:expiry:)``).
+    func setAll(_ pairs: [(key: String, value: T)]) throws {
+        try store.setAll(try pairs.map { ($0.key, try codec.encode($0.value)) })
+        front?.withLock { front in for pair in pairs { front[pair.key] = pair.value } }
+    }
+
     func get(_ key: String) throws -> T {
         if let value = front?.withLock({ $0[key] }) { return value }
         guard let data = try store.value(forKey: key, now: Date().timeIntervalSince1970) else {
