@@ -30,7 +30,7 @@ public struct HTTPRequestOptions: Sendable, Hashable {
     /// credential) its own keeps one user's responses from another. An unsafe request still removes
     /// what every partition stores for its URL. Maintenance selects by namespace and URL across all
     /// partitions. Empty (the default): the partition every request without one shares.
-    /// ``Foundation/URLSessionConfiguration/cached(by:partition:)`` sets it per request.
+    /// `URLSessionConfiguration.cached(by:partition:)` sets it per request.
     public var partition: String
     /// How stale a stored response may be and still be used without asking the network (like a
     /// request's `max-stale`); nil accepts no staleness. Never overrides `must-revalidate` or `no-cache`.

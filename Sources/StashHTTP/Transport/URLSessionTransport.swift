@@ -19,7 +19,7 @@ import Stash
 /// every user of its cache, and a jar of its own would send one user's cookies with another's
 /// requests (on Linux it would even replace the `Cookie` field a request carries). Cookies belong to
 /// the caller: put them on the request, or use a session set up with
-/// ``Foundation/URLSessionConfiguration/cached(by:partition:)``, which sends and keeps them in that
+/// `URLSessionConfiguration.cached(by:partition:)`, which sends and keeps them in that
 /// session's cookie storage.
 public final class URLSessionTransport: HTTPTransport {
     /// The session requests are sent with.

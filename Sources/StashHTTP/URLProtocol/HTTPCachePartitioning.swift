@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Stash
 
-/// How a session set up with ``Foundation/URLSessionConfiguration/cached(by:partition:)`` keeps its
+/// How a session set up with `URLSessionConfiguration.cached(by:partition:)` keeps its
 /// stored responses apart from other sessions' and other users': each request is answered only from
 /// responses stored under its own partition (``HTTPRequestOptions/partition``).
 ///

@@ -27,7 +27,7 @@ import Stash
 ///   through the cache's transport, which removes what is stored for the URL when they succeed
 ///   (RFC 9111 §4.4).
 /// - The session's additional header fields, cookies, request timeout and cellular setting are
-///   applied as the session would (``Foundation/URLSessionConfiguration/cached(by:partition:)``).
+///   applied as the session would (`URLSessionConfiguration.cached(by:partition:)`).
 /// - On Linux, download tasks and upload tasks (whose body a protocol is not shown) are loaded by
 ///   Foundation's own HTTP protocol on this one's behalf; an upload still invalidates.
 /// - Every response carries a `Stash-Cache` header field: ``HTTPCacheStatus``.

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 
 /// The settings of a session configuration that ``HTTPCacheURLProtocol`` keeps, captured by
-/// ``Foundation/URLSessionConfiguration/cached(by:partition:)``.
+/// `URLSessionConfiguration.cached(by:partition:)`.
 ///
 /// A protocol is never told which session runs it, and the request it is given lacks what the
 /// session would have added: on Linux the session's cache policy, timeout and additional header

@@ -14,7 +14,7 @@ extension RedisStore {
 }
 
 /// The asynchronous API of a Redis store: completion handlers and `async` functions, with the same
-/// names as Stash's `AsyncStorage` (both are ``AsyncStorageAware``; only how calls run differs).
+/// names as Stash's `AsyncStorage` (both are `AsyncStorageAware`; only how calls run differs).
 ///
 /// Calls run concurrently, as many at once as the client's pool has connections, so independent
 /// callers never wait behind one another's round trips. Submission order is kept where it matters:
