@@ -87,7 +87,7 @@ struct CanonicalKeyTests {
         let (written, other) = Self.pairs[pair]
         let directory = TemporaryDirectory()
         let store = directory.storePath()
-        try withEngineThresholds(compactionMinimum: 16 << 10) {
+        try withEngineThresholds(in: directory.path, compactionMinimum: 16 << 10) {
             let disk = try openDataStore(store)
             for round in 0..<400 {
                 try disk.setObject(Data(repeating: UInt8(round % 251), count: 100 + round), forKey: round % 2 == 0 ? written : other)

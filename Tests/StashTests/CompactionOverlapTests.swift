@@ -60,8 +60,8 @@ struct CompactionOverlapTests {
 
     @Test("repair while background compactions run, over and over: every value intact, nothing left behind")
     func repairDuringBackgroundCompactions() throws {
-        try withEngineThresholds(compactionMinimum: 2 << 10) {
-            let directory = TemporaryDirectory()
+        let directory = TemporaryDirectory()
+        try withEngineThresholds(in: directory.path, compactionMinimum: 2 << 10) {
             let path = directory.storePath()
             let value = { (index: Int, round: Int) in Data(repeating: UInt8(truncatingIfNeeded: index &+ round), count: 300) }
             do {

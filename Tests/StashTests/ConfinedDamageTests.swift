@@ -22,7 +22,7 @@ struct ConfinedDamageTests {
 
     /// A closed store of 1,000 small values and three large ones (with a snapshot: the minimum is lowered).
     private func fill(_ path: String) throws {
-        try withEngineThresholds(snapshotMinimum: 500) {
+        try withEngineThresholds(in: path, snapshotMinimum: 500) {
             let disk = try openDataStore(path)
             for key in Self.allKeys { try disk.setObject(Self.value(for: key), forKey: key) }
         }

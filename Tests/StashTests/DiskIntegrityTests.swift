@@ -256,7 +256,7 @@ struct DiskIntegrityTests {
     @Test("compaction keeps every live value and its LRU order", arguments: [false, true])
     func compactionKeepsValues(valuesAsFiles: Bool) throws {
         let directory = TemporaryDirectory()
-        try withEngineThresholds(compactionMinimum: 8 << 10) {
+        try withEngineThresholds(in: directory.path, compactionMinimum: 8 << 10) {
             let disk = try makeDisk(directory, valuesAsFiles: valuesAsFiles)
             for round in 0..<30 {
                 for key in 0..<40 { try disk.setObject(Data("\(round)-\(key)".utf8), forKey: "k\(key)") }
@@ -289,7 +289,7 @@ struct DiskIntegrityTests {
         #expect(disk.allKeys == ["kept"])
         #expect(disk.recoveryIssues.isEmpty)
         #expect(try disk.object(forKey: "kept") == Data("kept".utf8))
-        try withEngineThresholds(compactionMinimum: 4 << 10) {
+        try withEngineThresholds(in: directory.path, compactionMinimum: 4 << 10) {
             for round in 0..<1100 { try disk.setObject(Data("\(round)".utf8), forKey: "k\(round % 3)") } // compacts and sweeps
             disk.waitForCompaction()
             try disk.compactNow()

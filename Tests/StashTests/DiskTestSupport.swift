@@ -5,23 +5,19 @@ import Testing
 // Helpers of the version-2 disk tests: opening a store folder, damaging its files, lowering the
 // engine's thresholds so compaction and snapshots happen in small tests.
 
-/// Serializes the tests that lower the engine's thresholds (static vars of ``DiskStore``).
-private let thresholdLock = NSLock()
-
-/// Runs `body` with ``DiskStore/compactionMinimum``, ``DiskStore/snapshotMinimum`` and ``DiskStore/segmentLimit`` lowered, then
-/// restores them. Tests that call this run one at a time; other tests running meanwhile only compact
-/// or write snapshots earlier, which they must survive anyway.
-func withEngineThresholds<Result>(compactionMinimum: Int? = nil, snapshotMinimum: Int? = nil, segmentLimit: Int? = nil,
+/// Runs `body` with the engine's thresholds lowered for the stores opened in `folder` (and the
+/// folders below it), then restores them. Stores of other folders, which tests running meanwhile
+/// open, keep the standard ones.
+func withEngineThresholds<Result>(in folder: String, compactionMinimum: Int? = nil, snapshotMinimum: Int? = nil,
+                                  segmentLimit: Int? = nil, upgradeSegmentLimit: Int? = nil,
                                   _ body: () throws -> Result) rethrows -> Result {
-    thresholdLock.lock()
-    let saved = (DiskStore.compactionMinimum, DiskStore.snapshotMinimum, DiskStore.segmentLimit)
-    if let compactionMinimum { DiskStore.compactionMinimum = compactionMinimum }
-    if let snapshotMinimum { DiskStore.snapshotMinimum = snapshotMinimum }
-    if let segmentLimit { DiskStore.segmentLimit = segmentLimit }
-    defer {
-        (DiskStore.compactionMinimum, DiskStore.snapshotMinimum, DiskStore.segmentLimit) = saved
-        thresholdLock.unlock()
-    }
+    var thresholds = DiskStore.Thresholds.standard
+    if let compactionMinimum { thresholds.compactionMinimum = compactionMinimum }
+    if let snapshotMinimum { thresholds.snapshotMinimum = snapshotMinimum }
+    if let segmentLimit { thresholds.segmentLimit = segmentLimit }
+    if let upgradeSegmentLimit { thresholds.upgradeSegmentLimit = upgradeSegmentLimit }
+    DiskStore.thresholdOverrides.withLock { $0[folder] = thresholds }
+    defer { DiskStore.thresholdOverrides.withLock { $0[folder] = nil } }
     return try body()
 }
 

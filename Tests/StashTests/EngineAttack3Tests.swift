@@ -114,8 +114,8 @@ struct EngineAttack3Tests {
 
     @Test("a crash after the first of several compaction outputs was published loses nothing")
     func crashBetweenPublishingCompactionOutputs() throws {
-        try withEngineThresholds(segmentLimit: 8 << 10) {
-            let directory = TemporaryDirectory()
+        let directory = TemporaryDirectory()
+        try withEngineThresholds(in: directory.path, segmentLimit: 8 << 10) {
             let path = directory.storePath()
             let backup = directory.storePath("backup")
             var store: DiskStore? = try DiskStore(directory: path, readOnly: false)

@@ -68,9 +68,9 @@ struct EngineAttackTests {
         /// sealed and becomes an input, so the raised count goes with it).
         func start(_ store: DiskStore) {
             guard !store.isCompacting, let active = store.active else { return }
-            let minimum = DiskStore.compactionMinimum
-            DiskStore.compactionMinimum = 0
-            defer { DiskStore.compactionMinimum = minimum }
+            let minimum = store.thresholds.compactionMinimum
+            store.thresholds.compactionMinimum = 0
+            defer { store.thresholds.compactionMinimum = minimum }
             let total = store.segments.values.reduce(0) { $0 + $1.length - SegmentFormat.headerLength }
             let dead = store.segments.values.reduce(0) { $0 + $1.deadBytes }
             active.deadBytes += max(1, total - dead)
@@ -330,10 +330,9 @@ struct EngineAttackTests {
 
     @Test("a snapshot, writes after it, a compaction, a crash: every key right after the reopen")
     func snapshotThenCompactionThenCrash() throws {
-        let minimum = DiskStore.snapshotMinimum
-        DiskStore.snapshotMinimum = 1
-        defer { DiskStore.snapshotMinimum = minimum }
         let directory = TemporaryDirectory()
+        DiskStore.thresholdOverrides.withLock { $0[directory.path] = DiskStore.Thresholds(snapshotMinimum: 1) }
+        defer { DiskStore.thresholdOverrides.withLock { $0[directory.path] = nil } }
         let path = directory.storePath()
         do {
             let store = try DiskStore(directory: path, readOnly: false)
@@ -364,10 +363,9 @@ struct EngineAttackTests {
 
     @Test("a snapshot whose segment is gone is ignored: the segments are replayed whole")
     func snapshotNamingAMissingSegment() throws {
-        let minimum = DiskStore.snapshotMinimum
-        DiskStore.snapshotMinimum = 1
-        defer { DiskStore.snapshotMinimum = minimum }
         let directory = TemporaryDirectory()
+        DiskStore.thresholdOverrides.withLock { $0[directory.path] = DiskStore.Thresholds(snapshotMinimum: 1) }
+        defer { DiskStore.thresholdOverrides.withLock { $0[directory.path] = nil } }
         let path = directory.storePath()
         do {
             let store = try DiskStore(directory: path, readOnly: false)
@@ -388,10 +386,9 @@ struct EngineAttackTests {
 
     @Test("keys of 0, 127, 128, 16383, 16384 and 1 MiB bytes, values empty and around 256 KiB: round trip, reopen, compaction, snapshot")
     func lengthEdges() throws {
-        let minimum = DiskStore.snapshotMinimum
-        DiskStore.snapshotMinimum = 1
-        defer { DiskStore.snapshotMinimum = minimum }
         let directory = TemporaryDirectory()
+        DiskStore.thresholdOverrides.withLock { $0[directory.path] = DiskStore.Thresholds(snapshotMinimum: 1) }
+        defer { DiskStore.thresholdOverrides.withLock { $0[directory.path] = nil } }
         let path = directory.storePath()
         let keyLengths = [0, 1, 127, 128, 16383, 16384, DiskStore.maxKeyLength]
         let valueLengths = [0, 1, 127, 128, ValueFiles.threshold - 1, ValueFiles.threshold, ValueFiles.threshold + 1]
@@ -430,14 +427,14 @@ struct EngineAttackTests {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
         let valueSize = ValueFiles.threshold - 1 // the largest inline value
-        let count = DiskStore.segmentLimit / valueSize + 8
+        let count = DiskStore.Thresholds.standard.segmentLimit / valueSize + 8
         func value(_ index: Int) -> Data { Data(repeating: UInt8(truncatingIfNeeded: index), count: valueSize) }
         do {
             let store = try DiskStore(directory: path, readOnly: false)
             let held = HeldCompaction(store) // the removals below start one on their own
             for index in 0..<count { try Self.set(store, "k\(index)", value(index)) }
             #expect(store.segments.count >= 2)
-            #expect(store.segments.values.allSatisfy { $0.length <= DiskStore.segmentLimit + valueSize + 1024 })
+            #expect(store.segments.values.allSatisfy { $0.length <= DiskStore.Thresholds.standard.segmentLimit + valueSize + 1024 })
             for index in 0..<count where index % 3 != 0 { try store.remove("k\(index)") }
             held.start(store)
             #expect(held.finish(store))

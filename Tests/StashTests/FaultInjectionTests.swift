@@ -114,7 +114,7 @@ struct FaultInjectionTests {
                 try #require(Host.pageSize - segmentSize % Host.pageSize >= 100, "the next record must fit in the segment's last page")
                 // No free page: the new record fits in the segment, a new segment for the compaction does not.
                 try fillUp(filler, leavingFreePages: 0)
-                try withEngineThresholds(compactionMinimum: 4 << 10) { () throws -> Void in
+                try withEngineThresholds(in: mountPoint, compactionMinimum: 4 << 10) { () throws -> Void in
                     do {
                         try disk.setObject(Data(), forKey: "k")
                         #expect(try disk.object(forKey: "k") == Data())

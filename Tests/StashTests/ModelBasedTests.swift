@@ -18,11 +18,22 @@ struct ModelBasedTests {
     }
 
     /// Runs `steps` random operations; with `maxSize`, disk eviction may drop keys the model still has.
-    /// With `compaction`, some steps compact the segments on the spot (the engine's thresholds are
-    /// lowered by the caller, so background compactions and snapshots happen too).
+    /// With `compaction`, some steps compact the segments on the spot, and the engine's thresholds are
+    /// lowered (compaction after 2 KiB of dead records, a snapshot for 8 entries or more), so background
+    /// compactions and snapshots happen too.
     private func run(seed: UInt64, steps: Int, maxSize: Int, compaction: Bool = false)
         throws -> (operations: Int, reopens: Int, evictions: Int, compactions: Int) {
         let directory = TemporaryDirectory()
+        guard !compaction else {
+            return try withEngineThresholds(in: directory.path, compactionMinimum: 2 << 10, snapshotMinimum: 8) {
+                try run(seed: seed, steps: steps, maxSize: maxSize, compaction: compaction, in: directory)
+            }
+        }
+        return try run(seed: seed, steps: steps, maxSize: maxSize, compaction: compaction, in: directory)
+    }
+
+    private func run(seed: UInt64, steps: Int, maxSize: Int, compaction: Bool, in directory: TemporaryDirectory)
+        throws -> (operations: Int, reopens: Int, evictions: Int, compactions: Int) {
         let clock = TestClock()
         var random = SeededGenerator(seed: seed)
         var model: [String: ModelEntry] = [:]
@@ -111,9 +122,7 @@ struct ModelBasedTests {
     @Test("with compaction and snapshots at tiny thresholds, Storage agrees with the model across reopens",
           arguments: [31, 32, 33] as [UInt64])
     func agreesWithModelThroughCompaction(seed: UInt64) throws {
-        let result = try withEngineThresholds(compactionMinimum: 2 << 10, snapshotMinimum: 8) {
-            try run(seed: seed, steps: 1500, maxSize: 0, compaction: true)
-        }
+        let result = try run(seed: seed, steps: 1500, maxSize: 0, compaction: true)
         #expect(result.reopens > 10)
         #expect(result.compactions > 10)
         print("model: seed \(seed) with compaction, \(result.operations) operations, \(result.reopens) reopens, \(result.compactions) forced compactions")
@@ -122,9 +131,7 @@ struct ModelBasedTests {
     @Test("with a disk limit, compaction and snapshots, Storage agrees with the model except for allowed evictions",
           arguments: [41] as [UInt64])
     func agreesWithModelUnderLimitThroughCompaction(seed: UInt64) throws {
-        let result = try withEngineThresholds(compactionMinimum: 2 << 10, snapshotMinimum: 8) {
-            try run(seed: seed, steps: 1500, maxSize: 400, compaction: true)
-        }
+        let result = try run(seed: seed, steps: 1500, maxSize: 400, compaction: true)
         #expect(result.evictions > 0)
     }
 }

@@ -145,7 +145,7 @@ struct StoreIdentityTests {
     func reopenAfterRemoveAll() throws {
         let directory = TemporaryDirectory()
         // Many small segments: the background deletion of the old ones is still running when the store reopens.
-        try withEngineThresholds(segmentLimit: 1 << 10) {
+        try withEngineThresholds(in: directory.path, segmentLimit: 1 << 10) {
             for round in 0..<5 {
                 do {
                     let storage = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData())

@@ -163,10 +163,9 @@ struct V1UpgradeSpellingTests {
     @Test("the upgrade starts a new segment at the segment limit; values and LRU order survive")
     func upgradeRollsSegments() throws {
         let limit = 16 << 10
-        let saved = DiskStore.upgradeSegmentLimit
-        DiskStore.upgradeSegmentLimit = limit
-        defer { DiskStore.upgradeSegmentLimit = saved }
         let directory = TemporaryDirectory()
+        DiskStore.thresholdOverrides.withLock { $0[directory.path] = DiskStore.Thresholds(upgradeSegmentLimit: limit) }
+        defer { DiskStore.thresholdOverrides.withLock { $0[directory.path] = nil } }
         let path = directory.storePath()
         var writer = try V1Writer(path)
         let count = 200

@@ -75,10 +75,10 @@ extension DiskStore {
         epoch += 1
         let live = withIndex { index in index.entries.reduce(0) { $0 + Int($1.value.length) } }
         let plan = try beginCompaction(liveBytes: live)
-        let (folder, store) = (folder.handle, folder.storeID)
+        let (folder, store, segmentLimit) = (folder.handle, folder.storeID, thresholds.segmentLimit)
         let result = Self.copyAlone(in: directory) {
             Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
-                         folder: folder, store: store)
+                         folder: folder, store: store, segmentLimit: segmentLimit)
         }
         if let failure = result.failure {
             for file in result.outputs { file.remove() }

@@ -12,7 +12,7 @@ struct CompactionResult: @unchecked Sendable {
 }
 
 extension DiskStore {
-    /// Starts a compaction when dead bytes outweigh live ones (and exceed ``compactionMinimum``).
+    /// Starts a compaction when dead bytes outweigh live ones (and exceed ``Thresholds/compactionMinimum``).
     ///
     /// Every segment so far is merged: the active one is sealed, ids are reserved for the output
     /// below the new active segment's, and the live records are copied, least recently used first,
@@ -26,16 +26,16 @@ extension DiskStore {
             dead += segment.deadBytes
             total += segment.recordBytes
         }
-        guard dead >= Self.compactionMinimum, dead * 2 > total else { return }
+        guard dead >= thresholds.compactionMinimum, dead * 2 > total else { return }
         guard let plan = try? beginCompaction(liveBytes: total - dead) else { return }
         isCompacting = true
         let epoch = epoch
-        let (folder, store, directory) = (folder.handle, folder.storeID, directory)
+        let (folder, store, directory, segmentLimit) = (folder.handle, folder.storeID, directory, thresholds.segmentLimit)
         let schedule = schedule
         DispatchQueue.global(qos: .utility).async {
             let result = Self.copyAlone(in: directory) {
                 Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
-                             folder: folder, store: store)
+                             folder: folder, store: store, segmentLimit: segmentLimit)
             }
             schedule { store in
                 // Cleared here only (also when the finish discards a stale result): while it is set,
@@ -77,7 +77,7 @@ extension DiskStore {
     /// for `liveBytes` and one spare); every segment before is an input.
     func beginCompaction(liveBytes: Int) throws -> CompactionPlan {
         assertOnQueue()
-        let outputCount = UInt32(liveBytes / Self.segmentLimit + 2)
+        let outputCount = UInt32(liveBytes / thresholds.segmentLimit + 2)
         let firstOutput = nextSegmentID
         nextSegmentID = try Self.segmentID(after: firstOutput, skipping: outputCount)
         do {
@@ -94,7 +94,8 @@ extension DiskStore {
     /// Copies `entries`' records out of `victims` into new segments `first`, `first + 1`, …, flushed.
     /// Runs off the queue: it touches no state of the store.
     static func compact(_ entries: [(key: String, value: DiskRecord)], victims: [SegmentFile], into first: UInt32,
-                        count: UInt32, folder: FolderHandle, store: UInt64) -> CompactionResult {
+                        count: UInt32, folder: FolderHandle, store: UInt64,
+                        segmentLimit: Int = Thresholds.standard.segmentLimit) -> CompactionResult {
         var result = CompactionResult()
         let byID = Dictionary(uniqueKeysWithValues: victims.map { ($0.id, $0) })
         do {
@@ -201,7 +202,7 @@ extension DiskStore {
             sealed.remove()
         }
         do {
-            if withIndex({ $0.count }) >= Self.snapshotMinimum {
+            if withIndex({ $0.count }) >= thresholds.snapshotMinimum {
                 try writeSnapshot()
             } else {
                 try folder.handle.remove(StoreFolder.snapshotName)

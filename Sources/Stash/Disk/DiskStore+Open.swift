@@ -248,7 +248,7 @@ extension DiskStore {
         if !hasUnreadSegments {
             for id in valueFiles where !referencedFiles.contains(id) { values.remove(id) }
         }
-        if let last = segments.keys.max(), let file = segments[last], file.length < Self.segmentLimit {
+        if let last = segments.keys.max(), let file = segments[last], file.length < thresholds.segmentLimit {
             active = file
             try groupCommit.switchFile(to: file)
         } else {

@@ -1,10 +1,6 @@
 import Foundation
 
 extension DiskStore {
-    /// The upgrade starts a new segment before a record that would take the current one past this
-    /// (``segmentLimit``; lowered by tests to show the split without writing gigabytes).
-    nonisolated(unsafe) static var upgradeSegmentLimit = segmentLimit
-
     /// Carries a store of the first disk format (a journal plus one file per value, named by a hash
     /// of the key) over into segments, then removes the old files.
     ///
@@ -19,7 +15,7 @@ extension DiskStore {
         for id in leftovers.segments { try folder.handle.remove(SegmentFile.name(of: id)) }
         for id in leftovers.values { values.remove(id) }
         let storeID = StoreFolder.newStoreID()
-        var output = try UpgradeOutput(folder: folder.handle, store: storeID, limit: Self.upgradeSegmentLimit)
+        var output = try UpgradeOutput(folder: folder.handle, store: storeID, limit: thresholds.upgradeSegmentLimit)
         var lost = 0
         for (_, entry) in entries.entriesOldestFirst {
             guard let data = readVersion1Value(entry) else {

@@ -83,12 +83,36 @@ final class DiskStore {
         weak var cache: MemoryCache?
     }
 
-    /// Segments are sealed at this size; a new one is started for the next record.
-    nonisolated(unsafe) static var segmentLimit = 64 << 20
-    /// Compaction starts once dead bytes outweigh live ones and exceed this.
-    nonisolated(unsafe) static var compactionMinimum = 4 << 20
-    /// A store with this many entries writes a snapshot when it closes (a smaller one replays fast).
-    nonisolated(unsafe) static var snapshotMinimum = 20_000
+    /// The sizes and counts at which the store seals segments, compacts and writes snapshots.
+    struct Thresholds: Sendable {
+        /// Segments are sealed at this size; a new one is started for the next record.
+        var segmentLimit = 64 << 20
+        /// Compaction starts once dead bytes outweigh live ones and exceed this.
+        var compactionMinimum = 4 << 20
+        /// A store with this many entries writes a snapshot when it closes (a smaller one replays fast).
+        var snapshotMinimum = 20_000
+        /// The size at which the version-1 upgrade starts a new segment.
+        var upgradeSegmentLimit = 64 << 20
+
+        static let standard = Thresholds()
+    }
+
+    /// Thresholds lowered for the stores in one folder and the folders below it; for tests, which
+    /// each lower them for a folder of their own (never for stores that other tests open meanwhile).
+    static let thresholdOverrides = Locked<[String: Thresholds]>([:])
+
+    /// This store's thresholds: the standard ones, or those its folder's tests set (``thresholdOverrides``).
+    var thresholds: Thresholds
+
+    /// The thresholds of a store in `directory`.
+    static func thresholds(for directory: String) -> Thresholds {
+        thresholdOverrides.withLock { overrides in
+            guard !overrides.isEmpty else { return .standard }
+            let match = overrides.keys.filter { directory == $0 || directory.hasPrefix($0 + "/") }.max { $0.count < $1.count }
+            return match.flatMap { overrides[$0] } ?? .standard
+        }
+    }
+
     /// A store emptied by removals deletes its segments once they hold this many bytes (``removeKeys(_:durable:)``).
     static let emptyStoreResetMinimum = 64 << 10
     /// The longest key, in UTF-8 bytes.
@@ -98,6 +122,7 @@ final class DiskStore {
         self.directory = directory
         self.readOnly = readOnly
         self.durable = durable
+        thresholds = Self.thresholds(for: directory)
         folder = try StoreFolder(directory: directory, readOnly: readOnly)
         values = ValueFiles(folder: folder.handle)
         recoveryIssues += folder.issues
@@ -109,7 +134,7 @@ final class DiskStore {
         defer { folder.handle.unlock() }
         guard !readOnly else { return }
         try? flushAccesses()
-        if changesSinceSnapshot > 0, withIndex({ $0.count }) >= Self.snapshotMinimum { try? writeSnapshot() }
+        if changesSinceSnapshot > 0, withIndex({ $0.count }) >= thresholds.snapshotMinimum { try? writeSnapshot() }
         try? groupCommit.switchFile(to: nil)
     }
 
@@ -279,7 +304,7 @@ final class DiskStore {
         appendCount += 1
         let end = groupCommit.noteAppend(scratch.count, to: segment, durable: durable)
         if scratch.capacity > 1 << 20 { scratch = [] } // do not keep a large value's buffer
-        if segment.length >= Self.segmentLimit { try? roll() }
+        if segment.length >= thresholds.segmentLimit { try? roll() }
         return (segment.id, offset, length, end)
     }
 
