@@ -9,14 +9,14 @@ private let mainQueueKey = DispatchSpecificKey<Bool>()
 
 /// `ObservableValue` and `ObservableCollection`: `@Observable` objects that follow a store, updated on
 /// the main actor. Changes are awaited through `withObservationTracking`, never by sleeping.
-@Suite("Observable values")
+@Suite("Observable values", .serialized) // one test at a time on the main actor: another test's synchronous part would hold up this one's updates
 @MainActor
 struct ObservableValueTests {
     /// Runs `trigger` (off the main actor) and waits, at most `seconds`, for `tracked`'s observed
     /// properties to change. Returns whether the change was made on the main actor's queue; nil on timeout.
     private func change(
         of tracked: @escaping @MainActor () -> Void,
-        within seconds: Double = 20,
+        within seconds: Double = 60,
         after trigger: @escaping @Sendable () throws -> Void
     ) async throws -> Bool? {
         DispatchQueue.main.setSpecific(key: mainQueueKey, value: true)
