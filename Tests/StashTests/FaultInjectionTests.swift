@@ -190,20 +190,21 @@ struct FaultInjectionTests {
         #expect(try disk.object(forKey: "b") == Data("b".utf8))
     }
 
+    // Where the kernel has no casefold ext4 (no CONFIG_UNICODE), Tests/Support/casefold-fuse.py stands in.
     @Test("on a case-insensitive file system, another spelling of the folder's name shares the engine",
-          .enabled(if: Host.caseInsensitiveMount != nil, "needs a case-insensitive file system to mount (ext4 with casefold needs a kernel with CONFIG_UNICODE; vfat needs its module and mkfs.vfat)"))
+          .enabled(if: Host.caseInsensitiveMount.isAvailable || Host.isCaseInsensitiveMountRequired,
+                   "needs root and a case-insensitive file system to mount: ext4 with casefold (a kernel with CONFIG_UNICODE), or FUSE with Debian's python3-fusepy"))
     func caseInsensitiveNamesShareEngine() throws {
         let directory = TemporaryDirectory()
-        let mountPoint = directory.path + "/ci"
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        let mount = try #require(Host.caseInsensitiveMount)
-        let parent = try mount(directory.path, mountPoint)
-        defer { _ = try? unmountTool(["-l", mountPoint]) }
-        let disk = try openDataStore(parent + "/Images")
-        try disk.setObject(Data("a".utf8), forKey: "a")
-        let other = try openDataStore(parent + "/images")
-        #expect(other.engine === disk.engine)
-        #expect(try other.object(forKey: "a") == Data("a".utf8))
+        try withCaseInsensitiveMount(in: directory) { folder in
+            let disk = try openDataStore(folder + "/Images")
+            try disk.setObject(Data("a".utf8), forKey: "a")
+            let other = try openDataStore(folder + "/images")
+            #expect(other.engine === disk.engine, "a second engine on one folder")
+            #expect(try other.object(forKey: "a") == Data("a".utf8))
+            try other.setObject(Data("b".utf8), forKey: "b")
+            #expect(try disk.object(forKey: "b") == Data("b".utf8))
+        }
     }
 
     // MARK: 2. Read-only file system
@@ -687,34 +688,105 @@ private enum Host {
 
     static let canRunAsNobody = isRoot && setpriv != nil && nobody != nil
 
-    /// Mounts a case-insensitive file system (an ext4 image with casefold) at the given mount point,
-    /// its image kept in the given folder; returns the path of a case-insensitive folder in it. Nil
-    /// where no such file system can be mounted here.
-    static let caseInsensitiveMount: (@Sendable (String, String) throws -> String)? = {
-        guard canMount, let mkfs = tool("mkfs.ext4"), let chattr = tool("chattr") else { return nil }
-        let mount: @Sendable (String, String) throws -> String = { folder, point in
-            let image = folder + "/casefold.img"
-            guard FileManager.default.createFile(atPath: image, contents: nil), truncate(image, 16 << 20) == 0,
-                  try runTool(mkfs, ["-q", "-F", "-O", "casefold", image]).status == 0,
-                  try runTool(Host.mount!, ["-o", "loop", image, point]).status == 0 else {
-                throw ToolFailure(message: "cannot mount a casefold ext4 image")
+    /// STASH_REQUIRE_CASEFOLD (set by `.ci/run`): the case-insensitive test fails rather than skips.
+    static let isCaseInsensitiveMountRequired = ProcessInfo.processInfo.environment["STASH_REQUIRE_CASEFOLD"] != nil
+
+    /// How to mount a case-insensitive file system here, or why none can be: ext4 with casefold, else
+    /// the FUSE stand-in; each is taken only once a trial mount shows "Images" and "images" as one folder.
+    static let caseInsensitiveMount: Result<CaseInsensitiveMounter, ToolFailure> = {
+        guard canMount else { return .failure(ToolFailure(message: "needs root and permission to mount")) }
+        var reasons: [String] = []
+        for (name, make) in [("ext4 with casefold", casefoldExt4), ("casefold-fuse.py", casefoldFUSE)] {
+            do {
+                let mounter = try make()
+                try probe(mounter)
+                return .success(mounter)
+            } catch {
+                reasons.append("\(name): \(error)")
             }
-            try FileManager.default.createDirectory(atPath: point + "/ci", withIntermediateDirectories: true)
-            guard try runTool(chattr, ["+F", point + "/ci"]).status == 0 else { throw ToolFailure(message: "chattr +F failed") }
+        }
+        return .failure(ToolFailure(message: "no case-insensitive file system can be mounted here (" + reasons.joined(separator: "; ") + ")"))
+    }()
+
+    /// An ext4 image with casefold, kept in the given folder and loop-mounted; a kernel without
+    /// CONFIG_UNICODE refuses to mount it.
+    private static func casefoldExt4() throws -> CaseInsensitiveMounter {
+        guard let mkfs = tool("mkfs.ext4"), let chattr = tool("chattr") else { throw ToolFailure(message: "needs mkfs.ext4 and chattr") }
+        return { folder, point in
+            let image = folder + "/casefold.img"
+            guard FileManager.default.createFile(atPath: image, contents: nil), truncate(image, 16 << 20) == 0 else {
+                throw ToolFailure(message: "cannot create \(image)")
+            }
+            let made = try runTool(mkfs, ["-q", "-F", "-O", "casefold", image])
+            guard made.status == 0 else { throw ToolFailure(message: "mkfs.ext4 -O casefold failed: \(made.stderr)") }
+            let mounted = try runTool(Host.mount!, ["-o", "loop", image, point])
+            guard mounted.status == 0 else { throw ToolFailure(message: "mount failed: \(mounted.stderr)") }
+            do {
+                try FileManager.default.createDirectory(atPath: point + "/ci", withIntermediateDirectories: true)
+                let flagged = try runTool(chattr, ["+F", point + "/ci"])
+                guard flagged.status == 0 else { throw ToolFailure(message: "chattr +F failed: \(flagged.stderr)") }
+            } catch {
+                unmount(point)
+                throw error
+            }
             return point + "/ci"
         }
-        // The probe: a kernel without CONFIG_UNICODE refuses to mount such an image.
+    }
+
+    /// Tests/Support/casefold-fuse.py: a case-insensitive FUSE view of a folder kept in the given
+    /// folder. It returns once the mount is in place and serves it in the background until unmounted.
+    private static func casefoldFUSE() throws -> CaseInsensitiveMounter {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Support/casefold-fuse.py").path
+        // Debian's python, which has python3-fusepy; not whichever python3 comes first on the PATH.
+        let python = "/usr/bin/python3"
+        guard FileManager.default.isExecutableFile(atPath: python) else { throw ToolFailure(message: "needs \(python)") }
+        guard FileManager.default.fileExists(atPath: "/dev/fuse") else { throw ToolFailure(message: "needs /dev/fuse") }
+        return { folder, point in
+            let backing = folder + "/casefold-backing"
+            try FileManager.default.createDirectory(atPath: backing, withIntermediateDirectories: true)
+            let run = try runTool(python, [script, backing, point], deadline: 30)
+            guard run.status == 0 else { throw ToolFailure(message: "\(script) failed: \(run.stderr)") }
+            return point
+        }
+    }
+
+    /// A trial mount: "Images" made in it must stat as the same folder under the name "images".
+    private static func probe(_ mounter: CaseInsensitiveMounter) throws {
         let probe = FileManager.default.temporaryDirectory.appendingPathComponent("StashCaseProbe-\(UUID().uuidString)").path
-        guard (try? FileManager.default.createDirectory(atPath: probe + "/point", withIntermediateDirectories: true)) != nil else { return nil }
+        try FileManager.default.createDirectory(atPath: probe + "/point", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: probe) }
-        guard (try? mount(probe, probe + "/point")) != nil else { return nil }
-        _ = try? runTool(Host.umount!, ["-l", probe + "/point"])
-        return mount
-    }()
+        let folder = try mounter(probe, probe + "/point")
+        defer { unmount(probe + "/point") }
+        try FileManager.default.createDirectory(atPath: folder + "/Images", withIntermediateDirectories: false)
+        var made = stat(), other = stat()
+        guard stat(folder + "/Images", &made) == 0, stat(folder + "/images", &other) == 0 else {
+            throw ToolFailure(message: "\"images\" does not name the folder \"Images\" (errno \(errno))")
+        }
+        guard made.st_dev == other.st_dev, made.st_ino == other.st_ino else {
+            throw ToolFailure(message: "\"Images\" and \"images\" stat as different folders")
+        }
+    }
+
+    /// Unmounts `point`; lazily if something still holds it open.
+    static func unmount(_ point: String) {
+        if (try? unmountTool([point])) == nil { _ = try? unmountTool(["-l", point]) }
+    }
 
     private static func tool(_ name: String) -> String? {
         ["/usr/bin", "/bin", "/usr/sbin", "/sbin"].map { $0 + "/" + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
+}
+
+/// Mounts a case-insensitive file system in `directory` (the test fails when none can be), runs `body`
+/// with the path of a case-insensitive folder in it, and unmounts it (also on failure).
+private func withCaseInsensitiveMount(in directory: TemporaryDirectory, _ body: (String) throws -> Void) throws {
+    let mounter = try Host.caseInsensitiveMount.get()
+    let mountPoint = directory.path + "/ci"
+    try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+    let folder = try mounter(directory.path, mountPoint)
+    defer { Host.unmount(mountPoint) }
+    try body(folder)
 }
 
 /// Mounts a tmpfs of `size` in `directory`, runs `body` with its path, and unmounts it (also on failure).
@@ -739,8 +811,18 @@ private func unmountTool(_ arguments: [String]) throws {
     if run.status != 0 { throw ToolFailure(message: "umount \(arguments.joined(separator: " ")) failed: \(run.stderr)") }
 }
 
-private struct ToolFailure: Error {
+private struct ToolFailure: Error, CustomStringConvertible {
     let message: String
+    var description: String { message }
+}
+
+/// Mounts a case-insensitive file system at a mount point (the second argument), keeping what it needs
+/// in a folder (the first); returns the path of a case-insensitive folder in it.
+private typealias CaseInsensitiveMounter = @Sendable (String, String) throws -> String
+
+extension Result {
+    /// Whether this holds a value.
+    fileprivate var isAvailable: Bool { (try? get()) != nil }
 }
 
 // MARK: - Running tools and `stash`
