@@ -103,33 +103,6 @@ enum FileIO {
         }
     }
 
-    /// Writes `data` to a new file at `path`, `fsync`ing it if `durable`.
-    ///
-    /// The file is created exclusively: whatever was at `path` (a crash's leftover, a planted link,
-    /// a hard link to another file) is unlinked first rather than written through.
-    static func writeFile(_ path: String, _ data: Data, durable: Bool) throws {
-        let fd: Int32
-        do {
-            fd = try open(path, O_WRONLY | O_CREAT | O_EXCL)
-        } catch where isErrno(error, .EEXIST) {
-            try remove(path)
-            fd = try open(path, O_WRONLY | O_CREAT | O_EXCL)
-        }
-        do {
-            try data.withUnsafeBytes { try writeAll(fd, $0, path: path) }
-            if durable { try synchronize(fd, path) }
-        } catch {
-            close(fd)
-            unlink(path)
-            throw error
-        }
-        if close(fd) != 0 {
-            let failure = Self.error("close", path)
-            unlink(path)
-            throw failure
-        }
-    }
-
     /// The whole content of the file at `path`, checked to be `expectedSize` bytes.
     /// - Throws: ``StorageError/corrupted(_:)`` for a link, a non-regular file or a wrong size.
     static func readFile(_ path: String, expectedSize: Int) throws -> Data {
@@ -235,25 +208,8 @@ enum FileIO {
         return fstat(fd, &info) == 0 && info.st_nlink == 0
     }
 
-    /// Removes the file at `path`; a missing file is not an error.
-    /// An empty directory in a value file's place (damage) is removed too.
-    static func remove(_ path: String) throws {
-        guard unlink(path) != 0, errno != ENOENT else { return }
-        let code = errno
-        // Linux says EISDIR for a directory, Apple platforms EPERM.
-        if code == EISDIR || code == EPERM, rmdir(path) == 0 { return }
-        throw error("unlink", path, code: code)
-    }
-
-    /// Flushes the folder at `path` to stable storage: the names created, renamed or removed in it.
+    /// Flushes the folder open at `fd` to stable storage: the names created, renamed or removed in it.
     /// A file system that cannot sync folders (`EINVAL`, `ENOTSUP`) has nothing better to offer: no error.
-    static func syncDirectory(_ path: String) throws {
-        let fd = try open(path, O_RDONLY | O_DIRECTORY)
-        defer { close(fd) }
-        try syncDirectory(fd, path)
-    }
-
-    /// ``syncDirectory(_:)`` of the folder open at `fd`.
     static func syncDirectory(_ fd: Int32, _ path: String) throws {
         if flushToStableStorage(fd) != 0, errno != EINVAL, errno != ENOTSUP { throw error("fsync", path) }
     }
@@ -276,9 +232,6 @@ enum FileIO {
         return fsync(fd)
     }
 
-    static func rename(_ from: String, _ to: String) throws {
-        if systemRename(from, to) != 0 { throw error("rename", to) }
-    }
 
     /// Creates `path` and its parents if missing.
     /// - Throws: The POSIX cause (`EEXIST` when a file that is no folder has the path, `ENOTDIR`, `EACCES`, …).
@@ -314,4 +267,3 @@ enum FileIO {
 private func systemOpen(_ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }
 private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int { read(fd, buffer, count) }
 private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
-private func systemRename(_ from: String, _ to: String) -> Int32 { rename(from, to) }
