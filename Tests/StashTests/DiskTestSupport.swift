@@ -123,3 +123,16 @@ func version2SegmentHeader(id: UInt64, salt: UInt64) -> [UInt8] {
     SegmentFormat.appendInteger(UInt32(truncatingIfNeeded: XXH64.hash(copy)), to: &copy)
     return copy + copy
 }
+
+/// A store as format 2 wrote it at `path`: its marker, and segment 1 (a version-2 header) with one set
+/// record, "old" = "v2!".
+func writeFormatTwoStore(_ path: String) throws {
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    var segment = version2SegmentHeader(id: 1, salt: 99)
+    Array("v2!".utf8).withUnsafeBytes { bytes in
+        _ = SegmentFormat.appendSet(key: "old", expiry: Date.distantFuture.timeIntervalSince1970, time: 1, value: .inline(size: 3),
+                                    inlineBytes: bytes, salt: 99, to: &segment)
+    }
+    try Damage.write(segment, to: path + "/" + SegmentFile.name(of: 1))
+    try Damage.write(Array("Stash store, format 2\n".utf8), to: path + "/" + StoreFolder.markerName)
+}

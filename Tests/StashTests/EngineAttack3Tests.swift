@@ -239,14 +239,7 @@ struct EngineAttack3Tests {
     func formatTwoUpgradeWithStrayTopSegmentName() throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        var segment = version2SegmentHeader(id: 1, salt: 99)
-        Array("v2!".utf8).withUnsafeBytes { bytes in
-            _ = SegmentFormat.appendSet(key: "old", expiry: Date.distantFuture.timeIntervalSince1970, time: 1, value: .inline(size: 3),
-                                        inlineBytes: bytes, salt: 99, to: &segment)
-        }
-        try Damage.write(segment, to: path + "/" + SegmentFile.name(of: 1))
-        try Damage.write(Array("Stash store, format 2\n".utf8), to: path + "/" + StoreFolder.markerName)
+        try writeFormatTwoStore(path) // one segment whose record sets "old" to "v2!"
         #expect(FileManager.default.createFile(atPath: path + "/ffffffff.segment", contents: Data()))
         let reader = try DiskStore(directory: path, readOnly: true)
         #expect(Self.value(reader, "old") == Data("v2!".utf8), "reader: \(reader.recoveryIssues)")
