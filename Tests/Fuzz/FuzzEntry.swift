@@ -7,7 +7,7 @@ public func fuzzOneInput(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: start, count: count))
     fuzzJournal(bytes)
     fuzzSegment(bytes)
-    fuzzSnapshot(bytes)
+    fuzzDirectory(bytes)
     // The image header parser.
     let data = Data(bytes)
     _ = ImageData.detectFormat(of: data)
@@ -49,16 +49,24 @@ private func fuzzSegment(_ bytes: [UInt8]) {
     }
 }
 
-/// The index snapshot parser: any bytes, and the bytes behind the magic with a valid checksum.
-private func fuzzSnapshot(_ bytes: [UInt8]) {
-    _ = IndexSnapshot.decode(bytes, begin: { _, _ in }, entry: { _, _ in })
-    var sealed = IndexSnapshot.magic + bytes
-    sealed += withUnsafeBytes(of: XXH64.hash(sealed).littleEndian) { Array($0) }
-    var announced = -1
-    var seen = 0
-    let intact = IndexSnapshot.decode(sealed, begin: { _, count in announced = count }, entry: { key, record in
-        precondition(!record.expiry.isNaN && !record.lastAccess.isNaN && key.utf8.count <= sealed.count)
-        seen += 1
-    })
-    precondition(!intact || seen == announced)
+/// The key directory: any bytes, and bytes behind a header and body hash that verify, through
+/// every lookup and listing the engine makes.
+private func fuzzDirectory(_ bytes: [UInt8]) {
+    _ = bytes.withUnsafeBytes { DirectoryFormat.parse($0) }
+    var sealed = DirectoryFormat.magic + bytes
+    guard sealed.count >= DirectoryFormat.headerLength else { return }
+    let body = sealed[DirectoryFormat.headerLength...].withUnsafeBytes { XXH64.hash($0) }
+    withUnsafeBytes(of: body.littleEndian) { sealed.replaceSubrange(80..<88, with: $0) }
+    let header = sealed[0..<120].withUnsafeBytes { XXH64.hash($0) }
+    withUnsafeBytes(of: header.littleEndian) { sealed.replaceSubrange(120..<128, with: $0) }
+    guard let mapped = sealed.withUnsafeBytes({ MappedDirectory(copying: $0) }) else { return }
+    var directory = KeyDirectory(seed: 7, base: mapped)
+    for key in directory.keys.prefix(64) {
+        _ = directory.peek(key)
+        _ = directory.touch(key, time: 1)
+    }
+    _ = directory.peek("absent")
+    _ = directory.liveBytesBySegment()
+    directory.forEachValue { precondition(!$0.expiry.isNaN && !$0.lastAccess.isNaN) }
+    directory.forEachOldestFirst { _, _ in true }
 }

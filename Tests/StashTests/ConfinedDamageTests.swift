@@ -22,7 +22,7 @@ struct ConfinedDamageTests {
 
     /// A closed store of 1,000 small values and three large ones (with a snapshot: the minimum is lowered).
     private func fill(_ path: String) throws {
-        try withEngineThresholds(in: path, snapshotMinimum: 500) {
+        try withEngineThresholds(in: path, directoryMinimum: 500) {
             let disk = try openDataStore(path)
             for key in Self.allKeys { try disk.setObject(Self.value(for: key), forKey: key) }
         }
@@ -60,7 +60,7 @@ struct ConfinedDamageTests {
         let files = try StoreFiles(pristine)
         #expect(files.segments.count >= 1)
         #expect(files.values.count == Self.largeKeys.count)
-        #expect(files.others.contains(StoreFolder.snapshotName), "the store was closed with a snapshot")
+        #expect(files.others.contains(StoreFolder.directoryName), "the store was closed with a snapshot")
         var random = SeededGenerator(seed: 1_003)
         var damagedFiles = 0
         for name in files.all {
@@ -205,7 +205,7 @@ struct ConfinedDamageTests {
         let directory = TemporaryDirectory()
         let store = directory.storePath()
         try fill(store)
-        let snapshot = store + "/" + StoreFolder.snapshotName
+        let snapshot = store + "/" + StoreFolder.directoryName
         var random = SeededGenerator(seed: 5)
         try Damage.flip(snapshot, at: random.below(try Damage.size(snapshot)))
         let disk = try openDataStore(store)

@@ -10,13 +10,13 @@ import Darwin
 
 // Contract item 6 (crash-consistent disk), proven with real crashes: a `StashTorture` child writes
 // self-verifying values of 0–192 KiB in a loop and is killed with SIGKILL, at random moments and, through
-// strace, exactly inside segment appends, compaction, index snapshot writes and trimming. After each kill
+// strace, exactly inside segment appends, compaction, key directory writes and trimming. After each kill
 // the store is reopened and every key checked: it holds a complete value written for it (the last one
 // the child reported, or the one in flight) or is not found, never a torn, mixed or foreign value; then
 // it must take writes. SIGKILL keeps the page cache, so a write whose `setObject` returned must also be
 // read back.
 
-@Suite("Crash: SIGKILL at random moments, inside appends, compaction, snapshot writes and trimming", .serialized)
+@Suite("Crash: SIGKILL at random moments, inside appends, compaction, key directory writes and trimming", .serialized)
 struct CrashTests {
     static let mixedKeys = (0..<8).map { "k\($0)" }
     static let fillLimit = 64 << 10
@@ -68,7 +68,7 @@ struct CrashTests {
     func killInsideCompaction(syscall: String, occurrence: Int) throws {
         // strace counts calls per thread. Writes do not fsync; compaction runs on a worker thread, where
         // it fsyncs its output, then the folder (a worker that runs two compactions: #3 and #4 are the
-        // second's); finishing on the queue, it removes the old snapshot (the first unlink, of a file
+        // second's); finishing on the queue, it removes the old key directory (the first unlink, of a file
         // that is not there), then its inputs, oldest first (unlink #2 onward). Whichever compaction
         // it is, the kill must leave an output beside the inputs it was made from.
         let folder = TemporaryDirectory()
@@ -87,24 +87,24 @@ struct CrashTests {
         print("crash: killed inside compaction at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), after \(lines.count) operations")
     }
 
-    @Test("a kill inside an index snapshot write (before its fsync, before its rename) loses nothing",
+    @Test("a kill inside a key directory write (before its fsync, before its rename) loses nothing",
           .enabled(if: Strace.isAvailable), arguments: [("fsync", 3), ("?rename,renameat,renameat2", 2), ("?rename,renameat,renameat2", 3)])
     func killInsideSnapshotWrite(syscall: String, occurrence: Int) throws {
         // On the main thread (strace counts per thread) the marker of a new store takes two fsyncs and
-        // the first rename; each close of a store this large then writes `index.snapshot.tmp` (its
+        // the first rename; each close of a store this large then writes `key-directory.tmp` (its
         // fsync) and renames it, before the child prints `closed`.
         let folder = TemporaryDirectory()
         let store = folder.storePath()
         let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
             [try torture().path, "snapshot", store, "--seed", "\(occurrence)"]))
-        try #require(child.wait(upTo: 300), "the child never wrote a snapshot")
+        try #require(child.wait(upTo: 300), "the child never wrote a key directory")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
-        #expect(FileManager.default.fileExists(atPath: store + "/index.snapshot.tmp"), "the kill was not inside a snapshot write")
+        #expect(FileManager.default.fileExists(atPath: store + "/key-directory.tmp"), "the kill was not inside a key directory write")
         let lines = child.lines()
         #expect(lines.filter { $0 == "closed" }.count == (occurrence == 3 && syscall.contains("rename") ? 1 : 0))
         let checked = try checkSnapshotStore(store, after: lines)
-        #expect(!FileManager.default.fileExists(atPath: store + "/index.snapshot.tmp"), "the next open removes a torn snapshot")
-        print("crash: killed inside a snapshot write at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), \(checked) values checked")
+        #expect(!FileManager.default.fileExists(atPath: store + "/key-directory.tmp"), "the next open removes a torn key directory")
+        print("crash: killed inside a key directory write at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), \(checked) values checked")
     }
 
     @Test("12 kills inside trimming, between a write's record and its evictions' tombstones", .enabled(if: Strace.isAvailable))
@@ -299,7 +299,7 @@ struct CrashTests {
             last = max(last, sequence)
         }
         let storage = try open(path, maxSize: 0)
-        #expect(storage.recoveryIssues.isEmpty || !FileManager.default.fileExists(atPath: path + "/index.snapshot"),
+        #expect(storage.recoveryIssues.isEmpty || !FileManager.default.fileExists(atPath: path + "/key-directory"),
                 "\(storage.recoveryIssues)")
         var deviations = 0
         for index in 0..<SnapshotRun.keys {

@@ -156,7 +156,7 @@ struct DiskIntegrityTests {
     @Test("any key stays inside the store folder and round-trips", arguments: [
         "", "/", "..", "../../etc/passwd", "/absolute/path", "a/b/../c", "\\windows\\path", "ключ 🔑 キー",
         "line\nbreak\ttab", String(repeating: "x", count: 10_240), ".", "~", "$HOME", "*?[]", "CON", "journal", "lock",
-        "stash-store", "index.snapshot", "00000001.segment", "0000000000000001.value",
+        "stash-store", "index.snapshot", "key-directory", "00000001.segment", "0000000000000001.value",
     ])
     func hostileKeysStayInside(key: String) throws {
         let directory = TemporaryDirectory()

@@ -8,12 +8,12 @@ import Testing
 /// Runs `body` with the engine's thresholds lowered for the stores opened in `folder` (and the
 /// folders below it), then restores them. Stores of other folders, which tests running meanwhile
 /// open, keep the standard ones.
-func withEngineThresholds<Result>(in folder: String, compactionMinimum: Int? = nil, snapshotMinimum: Int? = nil,
+func withEngineThresholds<Result>(in folder: String, compactionMinimum: Int? = nil, directoryMinimum: Int? = nil,
                                   segmentLimit: Int? = nil, upgradeSegmentLimit: Int? = nil,
                                   _ body: () throws -> Result) rethrows -> Result {
     var thresholds = DiskStore.Thresholds.standard
     if let compactionMinimum { thresholds.compactionMinimum = compactionMinimum }
-    if let snapshotMinimum { thresholds.snapshotMinimum = snapshotMinimum }
+    if let directoryMinimum { thresholds.directoryMinimum = directoryMinimum }
     if let segmentLimit { thresholds.segmentLimit = segmentLimit }
     if let upgradeSegmentLimit { thresholds.upgradeSegmentLimit = upgradeSegmentLimit }
     DiskStore.thresholdOverrides.withLock { $0[folder] = thresholds }

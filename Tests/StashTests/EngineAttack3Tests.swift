@@ -146,7 +146,7 @@ struct EngineAttack3Tests {
             for name in try StoreFiles(backup).segments where !FileManager.default.fileExists(atPath: path + "/" + name) {
                 try FileManager.default.copyItem(atPath: backup + "/" + name, toPath: path + "/" + name)
             }
-            try? FileManager.default.removeItem(atPath: path + "/" + StoreFolder.snapshotName)
+            try? FileManager.default.removeItem(atPath: path + "/" + StoreFolder.directoryName)
             let reopened = try DiskStore(directory: path, readOnly: false)
             let lost = (0..<120).filter { Self.value(reopened, "key \($0)") != Self.payload($0) }
             #expect(lost.isEmpty, "\(lost.count) keys lost: \(lost.prefix(10))…; issues: \(reopened.recoveryIssues)")
@@ -293,8 +293,8 @@ struct EngineAttack3Tests {
         store = nil
         #expect(mkfifo(path + "/" + SegmentFile.name(of: 2), 0o644) == 0)
         // A test running meanwhile may have lowered the snapshot threshold: a snapshot may be there.
-        try? FileManager.default.removeItem(atPath: path + "/" + StoreFolder.snapshotName)
-        #expect(mkfifo(path + "/" + StoreFolder.snapshotName, 0o644) == 0)
+        try? FileManager.default.removeItem(atPath: path + "/" + StoreFolder.directoryName)
+        #expect(mkfifo(path + "/" + StoreFolder.directoryName, 0o644) == 0)
         let reader = try DiskStore(directory: path, readOnly: true)
         #expect(Self.value(reader, "kept") == Data("kept".utf8))
         reader.close()

@@ -331,7 +331,7 @@ struct EngineAttackTests {
     @Test("a snapshot, writes after it, a compaction, a crash: every key right after the reopen")
     func snapshotThenCompactionThenCrash() throws {
         let directory = TemporaryDirectory()
-        DiskStore.thresholdOverrides.withLock { $0[directory.path] = DiskStore.Thresholds(snapshotMinimum: 1) }
+        DiskStore.thresholdOverrides.withLock { $0[directory.path] = DiskStore.Thresholds(directoryMinimum: 1) }
         defer { DiskStore.thresholdOverrides.withLock { $0[directory.path] = nil } }
         let path = directory.storePath()
         do {
@@ -364,7 +364,7 @@ struct EngineAttackTests {
     @Test("a snapshot whose segment is gone is ignored: the segments are replayed whole")
     func snapshotNamingAMissingSegment() throws {
         let directory = TemporaryDirectory()
-        DiskStore.thresholdOverrides.withLock { $0[directory.path] = DiskStore.Thresholds(snapshotMinimum: 1) }
+        DiskStore.thresholdOverrides.withLock { $0[directory.path] = DiskStore.Thresholds(directoryMinimum: 1) }
         defer { DiskStore.thresholdOverrides.withLock { $0[directory.path] = nil } }
         let path = directory.storePath()
         do {
@@ -387,7 +387,7 @@ struct EngineAttackTests {
     @Test("keys of 0, 127, 128, 16383, 16384 and 1 MiB bytes, values empty and around 256 KiB: round trip, reopen, compaction, snapshot")
     func lengthEdges() throws {
         let directory = TemporaryDirectory()
-        DiskStore.thresholdOverrides.withLock { $0[directory.path] = DiskStore.Thresholds(snapshotMinimum: 1) }
+        DiskStore.thresholdOverrides.withLock { $0[directory.path] = DiskStore.Thresholds(directoryMinimum: 1) }
         defer { DiskStore.thresholdOverrides.withLock { $0[directory.path] = nil } }
         let path = directory.storePath()
         let keyLengths = [0, 1, 127, 128, 16383, 16384, DiskStore.maxKeyLength]
@@ -415,7 +415,7 @@ struct EngineAttackTests {
             for (key, value) in expected { #expect(try Self.get(store, key) == value, "key of \(key.utf8.count) bytes") }
             // No close: replay from the compaction's snapshot.
         }
-        try FileManager.default.removeItem(atPath: path + "/" + StoreFolder.snapshotName)
+        try FileManager.default.removeItem(atPath: path + "/" + StoreFolder.directoryName)
         let reopened = try DiskStore(directory: path, readOnly: false) // replayed whole
         #expect(Set(reopened.keys) == Set(expected.keys))
         for (key, value) in expected { #expect(try Self.get(reopened, key) == value, "key of \(key.utf8.count) bytes") }

@@ -16,7 +16,7 @@ struct ForeignFolderAndReadOnlyTests {
 
     @Test("a non-empty folder that is not a store is refused with notAStore, and no file in it changes",
           arguments: [["notes.txt"], ["0123456789abcdef0123456789abcdef.1", "journal.bak"], ["00000001.segment"],
-                      ["index.snapshot"], ["lock", "photo.png"], ["0000000000000001.value"]])
+                      ["index.snapshot"], ["key-directory"], ["lock", "photo.png"], ["0000000000000001.value"]])
     func foreignFolderIsRefused(names: [String]) throws {
         let directory = TemporaryDirectory()
         let store = directory.storePath()

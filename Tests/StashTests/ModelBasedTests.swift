@@ -25,7 +25,7 @@ struct ModelBasedTests {
         throws -> (operations: Int, reopens: Int, evictions: Int, compactions: Int) {
         let directory = TemporaryDirectory()
         guard !compaction else {
-            return try withEngineThresholds(in: directory.path, compactionMinimum: 2 << 10, snapshotMinimum: 8) {
+            return try withEngineThresholds(in: directory.path, compactionMinimum: 2 << 10, directoryMinimum: 8) {
                 try run(seed: seed, steps: steps, maxSize: maxSize, compaction: compaction, in: directory)
             }
         }

@@ -20,7 +20,7 @@ struct ValueFileNameTests {
     }
 
     @Test("anything else is not", arguments: [
-        "", "journal", "lock", "stash-store", "index.snapshot", "index.snapshot.tmp",
+        "", "journal", "lock", "stash-store", "index.snapshot", "index.snapshot.tmp", "key-directory", "key-directory.tmp",
         "000000000000001.value", "00000000000000001.value", "000000000000000g.value", "000000000000000A.value",
         "0000000000000001.value.tmp", "0000000000000001.values", "0000001.segment", "000000001.segment",
         "0000000g.segment", "00000001.segment.tmp", "0000000000000001", "notes.txt",

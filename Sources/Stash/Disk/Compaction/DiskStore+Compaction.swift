@@ -147,7 +147,7 @@ extension DiskStore {
 
     /// Points the index at the copies (where it still points at the originals: a key written or
     /// removed meanwhile keeps its newer record), starts a segment whose floor supersedes the inputs,
-    /// writes a snapshot or removes the old one (it names the inputs), then removes the inputs, oldest first.
+    /// writes the key directory or removes the old one (it names the inputs), then removes the inputs, oldest first.
     func finishCompaction(_ result: CompactionResult, victims: [SegmentFile], epoch: Int) {
         assertOnQueue()
         // The outputs are published (renamed to segment names, the folder flushed) only here, on the
@@ -202,14 +202,14 @@ extension DiskStore {
             sealed.remove()
         }
         do {
-            if withIndex({ $0.count }) >= thresholds.snapshotMinimum {
-                try writeSnapshot()
+            if withIndex({ $0.count }) >= thresholds.directoryMinimum {
+                try writeDirectory()
             } else {
-                try folder.handle.remove(StoreFolder.snapshotName)
+                try folder.handle.remove(StoreFolder.directoryName)
                 try folder.handle.sync()
             }
         } catch {
-            // The inputs stay until a later compaction: an old snapshot may still name them.
+            // The inputs stay until a later compaction: an old key directory may still name them.
             return
         }
         for victim in victims {

@@ -1,7 +1,9 @@
 import Foundation
 
 /// Applies replayed records to the index. Access records name the set record they refer to by its
-/// position, so the replayer maps positions to keys, built only once one is met.
+/// position and its key's hash: the key directory's base finds it by the hash; the entries written
+/// since (and every entry, for access records without a hash) through a map of positions to keys,
+/// built only once one is needed.
 struct Replayer {
     private var keysByPosition: [UInt64: String]?
     /// A batch being read: its records are applied only once every one of them has been read, back to
@@ -28,7 +30,7 @@ struct Replayer {
     /// Applies `record` (at `offset` of `segment`, `length` bytes long), or holds it while a batch is
     /// being read. A batch is dropped, not applied, when a record other than its next one comes first.
     mutating func visit(_ record: SegmentRecord, segment: UInt32, offset: Int, length: Int, store: DiskStore,
-                        index: inout LRUIndex<DiskRecord>) {
+                        index: inout KeyDirectory) {
         if offset < droppedBefore { return }
         if var open = batch {
             batch = nil
@@ -66,11 +68,11 @@ struct Replayer {
     }
 
     private mutating func apply(_ record: SegmentRecord, segment: UInt32, offset: Int, length: Int, store: DiskStore,
-                                index: inout LRUIndex<DiskRecord>) {
+                                index: inout KeyDirectory) {
         switch record {
         case .set(let key, let info):
             let new = DiskRecord(segment: segment, offset: UInt32(truncatingIfNeeded: offset), length: UInt32(length),
-                                 value: info.value, expiry: info.expiry, lastAccess: info.time)
+                                 value: info.value, expiry: info.expiry, lastAccess: info.time, keyHash: index.hash(key))
             if let old = index.set(key, new) {
                 store.totalSize -= old.size
                 keysByPosition?[Self.position(old.segment, old.offset)] = nil
@@ -87,15 +89,18 @@ struct Replayer {
             store.totalSize = 0
             keysByPosition = keysByPosition == nil ? nil : [:]
             lastClearSegment = segment
-        case .access(let target, let targetOffset, let time):
+        case .access(let target, let targetOffset, let time, let keyHash):
+            if let keyHash, index.touchBase(hash: keyHash, segment: target, offset: targetOffset, time: time) { return }
             if keysByPosition == nil {
+                // Entries written since the base; all of them where records carry no hash (before format 4).
+                let entries = keyHash == nil ? index.entries : index.overlayEntries
                 var map: [UInt64: String] = [:]
-                map.reserveCapacity(index.count)
-                for (key, record) in index.entries { map[Self.position(record.segment, record.offset)] = key }
+                map.reserveCapacity(entries.count)
+                for (key, record) in entries { map[Self.position(record.segment, record.offset)] = key }
                 keysByPosition = map
             }
             if let key = keysByPosition?[Self.position(target, targetOffset)] {
-                _ = index.use(key) { $0.lastAccess = time }
+                _ = index.touch(key, time: time)
             }
         case .batch:
             break // handled by visit

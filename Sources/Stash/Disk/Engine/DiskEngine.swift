@@ -20,7 +20,7 @@ final class DiskEngine: @unchecked Sendable {
     let durable: Bool
     private let store: DiskStore
     /// The store's index (``DiskStore/sharedIndex``), which has a lock of its own.
-    private let index: Locked<LRUIndex<DiskRecord>>
+    private let index: Locked<KeyDirectory>
     /// The store's value files (thread-safe): written off the queue for large values.
     private let values: ValueFiles
     private let groupCommit: GroupCommit

@@ -105,7 +105,7 @@ extension DiskStore {
                 return old != nil
             }
         }
-        changesSinceSnapshot += 1
+        changesSinceDirectory += 1
         for (number, change) in changes.enumerated() {
             switch change {
             case .set(let key, let data, _): observers?.publish(.set(key: key, value: data, previous: previousData[number]))

@@ -8,8 +8,8 @@ import Musl
 #endif
 
 extension DiskStore {
-    /// Rebuilds the index: the snapshot, if it is intact and matches the segments, then the records
-    /// after it; without one, every record of every segment. Damaged records are skipped and
+    /// Builds the index: the key directory mapped, if it is intact and matches the segments, then
+    /// the records after it; without one, every record of every segment. Damaged records are skipped and
     /// reported (``recoveryIssues``); a writer then cuts a torn tail off, removes files no record
     /// names, and opens the last segment for appending.
     func open() throws {
@@ -22,21 +22,23 @@ extension DiskStore {
         }
         let files = try folder.files()
         if !readOnly {
+            try folder.upgradeMarker() // before any record of format 4 is appended
             for name in files.temporary { try? folder.handle.remove(name) }
         }
         let own = try ownSegments(files.segments)
-        var snapshot = loadSnapshot(segments: own)
-        if try !replay(own, from: snapshot) {
-            // The snapshot did not match the segments: start again from the segments alone.
-            recoveryIssues.append(.corrupted("the index snapshot did not match the segments; they were replayed whole"))
-            snapshot = nil
-            withIndex { $0 = LRUIndex() }
+        var directory = mapDirectory(segments: own)
+        if try !replay(own, from: directory) {
+            // The directory did not match the segments: start again from the segments alone.
+            recoveryIssues.append(.corrupted("the key directory did not match the segments; they were replayed whole"))
+            directory = nil
+            withIndex { $0 = KeyDirectory(seed: folder.storeID) }
             totalSize = 0
+            earliestExpiry = .infinity
             try replay(own, from: nil)
         }
-        try finishOpening(valueFiles: files.values, snapshotSegment: snapshot?.segment)
-        // Without a usable snapshot, a large store writes one when it closes, even if nothing changed.
-        if snapshot == nil { changesSinceSnapshot = 1 }
+        try finishOpening(valueFiles: files.values, directorySegment: directory?.segment)
+        // Without a usable directory, a large store writes one when it closes, even if nothing changed.
+        if directory == nil { changesSinceDirectory = 1 }
     }
 
     /// The segments that are this store's and current, oldest first, each opened (header read).
@@ -129,40 +131,41 @@ extension DiskStore {
         return Int(info.st_size)
     }
 
-    /// Loads the snapshot into the index; returns its position, or nil (and an empty index) if there
-    /// is none or it is damaged.
-    private func loadSnapshot(segments: [SegmentFile]) -> IndexSnapshot.Position? {
-        let path = directory + "/" + StoreFolder.snapshotName
-        guard let bytes = try? FileIO.readWholeFile(path) else { return nil }
-        var position: IndexSnapshot.Position?
-        var size = 0
-        // Every entry must name a segment the store has now: a snapshot restored from a backup, or
-        // one that names segments since merged away, is not trusted.
-        let current = Set(segments.map(\.id))
-        var namesCurrentSegments = true
-        let intact = withIndex { index in
-            IndexSnapshot.decode(bytes, begin: { start, count in
-                position = start
-                index.reserveCapacity(count)
-            }, entry: { key, record in
-                if !current.contains(record.segment) { namesCurrentSegments = false }
-                index.set(key, record)
-                size += record.size
-            })
-        }
-        guard intact, namesCurrentSegments, let position else {
-            withIndex { $0 = LRUIndex() }
-            recoveryIssues.append(.corrupted("the index snapshot \(path) was damaged; the segments were replayed whole"))
+    /// Maps the key directory as the index's base; returns its position, or nil (and an empty
+    /// index) if there is none, or it is damaged, another store's, or names a segment the store does
+    /// not have (one restored from a backup, or one that names segments since merged away).
+    private func mapDirectory(segments: [SegmentFile]) -> DirectoryPosition? {
+        withIndex { $0 = KeyDirectory(seed: folder.storeID) }
+        totalSize = 0
+        earliestExpiry = .infinity
+        let fd: Int32
+        do {
+            fd = try folder.handle.open(StoreFolder.directoryName, O_RDONLY)
+        } catch {
+            if !FileIO.isErrno(error, .ENOENT) {
+                recoveryIssues.append(.corrupted("the key directory could not be opened (\(error)); the segments were replayed whole"))
+            }
             return nil
         }
-        totalSize = size
-        return position
+        defer { FileIO.closeDescriptor(fd) }
+        let salts = Dictionary(segments.map { ($0.id, $0.salt) }, uniquingKeysWith: { first, _ in first })
+        guard let mapped = MappedDirectory(fd: fd), mapped.header.store == folder.storeID,
+              mapped.header.segments.allSatisfy({ salts[$0.id] == $0.salt }),
+              salts[mapped.header.position.segment] == mapped.header.position.salt else {
+            recoveryIssues.append(.corrupted("the key directory was damaged or stale; the segments were replayed whole"))
+            return nil
+        }
+        withIndex { $0 = KeyDirectory(seed: folder.storeID, base: mapped) }
+        totalSize = mapped.header.totalSize
+        earliestExpiry = mapped.header.earliestExpiry
+        values.raise(above: mapped.header.maxFileID)
+        return mapped.header.position
     }
 
     /// Replays `own` in order over the index the snapshot at `snapshot` loaded (an empty index
     /// without one); false if the snapshot does not match the segments.
     @discardableResult
-    private func replay(_ own: [SegmentFile], from snapshot: IndexSnapshot.Position?) throws -> Bool {
+    private func replay(_ own: [SegmentFile], from snapshot: DirectoryPosition?) throws -> Bool {
         segments = [:]
         if let snapshot, !own.contains(where: { $0.id == snapshot.segment }) { return false }
         var replayer = Replayer()
@@ -212,22 +215,16 @@ extension DiskStore {
     }
 
     /// Accounting, clean-up and the active segment, once the index is rebuilt.
-    private func finishOpening(valueFiles: [UInt64], snapshotSegment: UInt32?) throws {
-        var liveBytes: [UInt32: Int] = [:]
+    private func finishOpening(valueFiles: [UInt64], directorySegment snapshotSegment: UInt32?) throws {
+        let liveBytes = withIndex { $0.liveBytesBySegment() }
+        // Only a store with value files lists the ones its entries name (a pass over every entry).
         var referencedFiles = Set<UInt64>()
-        var maxFile: UInt64 = 0
-        var earliest = Double.infinity
-        withIndex { index in
-            index.forEachValue { record in
-                liveBytes[record.segment, default: 0] += Int(record.length)
-                earliest = min(earliest, record.expiry)
-                if case .file(let id, _, _) = record.value {
-                    if !valueFiles.isEmpty { referencedFiles.insert(id) }
-                    maxFile = max(maxFile, id)
-                }
-            }
+        if !valueFiles.isEmpty {
+            withIndex { index in index.forEachValue { record in if let id = record.fileID { referencedFiles.insert(id) } } }
         }
-        earliestExpiry = earliest
+        let maxFile = referencedFiles.max() ?? 0
+        // Expiry lower bound: the directory's, and the records replayed after it.
+        earliestExpiry = withIndex { $0.overlayEntries.reduce(earliestExpiry) { min($0, $1.value.expiry) } }
         for segment in segments.values {
             segment.deadBytes = max(0, segment.recordBytes - liveBytes[segment.id, default: 0])
         }
@@ -268,7 +265,7 @@ extension DiskStore {
         values.handle = fresh.handle
         epoch += 1 // a compaction under way is discarded
         invalidateMemory(nil) // before the index: see `sharedIndex`
-        withIndex { $0.removeAll() }
+        withIndex { $0 = KeyDirectory(seed: 0) }
         totalSize = 0
         earliestExpiry = .infinity
         segments = [:]
@@ -282,14 +279,25 @@ extension DiskStore {
         didReopen(fresh.handle)
     }
 
-    /// Writes the index as of now, so that the next open reads it instead of replaying every record.
-    /// Durable (file and folder flushed): compaction removes the segments an older snapshot names.
-    func writeSnapshot() throws {
+    /// Writes the key directory as of now, so that the next open maps it instead of replaying every
+    /// record, and maps it as the index's new base (the overlay of changes is folded in). Durable
+    /// (file and folder flushed): compaction removes the segments an older directory names.
+    func writeDirectory() throws {
         try flushAccesses()
         guard let active else { return }
-        let position = IndexSnapshot.Position(segment: active.id, salt: active.salt, offset: active.length)
-        let bytes = withIndex { IndexSnapshot.encode($0, at: position) }
-        try bytes.withUnsafeBytes { try folder.handle.replaceFile(StoreFolder.snapshotName, Data($0), durable: true) }
-        changesSinceSnapshot = 0
+        let position = DirectoryPosition(segment: active.id, salt: active.salt, offset: active.length)
+        let salts = segments.mapValues(\.salt)
+        let (bytes, count) = withIndex { index in
+            (DirectoryFormat.encode(count: index.count, position: position, store: folder.storeID, segmentSalts: salts,
+                                    forEach: index.forEachOldestFirst(writing:)), index.count)
+        }
+        defer { bytes.deallocate() }
+        try folder.handle.replaceFile(StoreFolder.directoryName, UnsafeRawBufferPointer(bytes), durable: true)
+        changesSinceDirectory = 0
+        // The new file as the base: the index's heap part goes. If it cannot be mapped, the old index stays.
+        guard let fd = try? folder.handle.open(StoreFolder.directoryName, O_RDONLY) else { return }
+        defer { FileIO.closeDescriptor(fd) }
+        guard let mapped = MappedDirectory(fd: fd), mapped.header.count == count else { return }
+        withIndex { $0 = KeyDirectory(seed: folder.storeID, base: mapped) }
     }
 }

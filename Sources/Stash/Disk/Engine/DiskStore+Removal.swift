@@ -44,7 +44,7 @@ extension DiskStore {
         let oldIndex = emptyIndex()
         // Listing a million keys takes a while: only for observers, who are told which keys went.
         let keys = observers?.hasObservers == true ? oldIndex.keys : []
-        try? folder.handle.remove(StoreFolder.snapshotName) // it names the old segments
+        try? folder.handle.remove(StoreFolder.directoryName) // it names the old segments
         for segment in retired { segments[segment.id] = nil }
         let folder = folder.handle // not the folder the store may have opened anew by then
         let discarded = Discarded(oldIndex)
@@ -65,16 +65,16 @@ extension DiskStore {
     }
 
     /// Swaps the index for an empty one; returns the old one.
-    private func emptyIndex() -> LRUIndex<DiskRecord> {
+    private func emptyIndex() -> KeyDirectory {
         epoch += 1 // a compaction under way is discarded
         invalidateMemory(nil) // before the index: see `sharedIndex`
         let oldIndex = withIndex { index in
-            defer { index = LRUIndex() }
+            defer { index = KeyDirectory(seed: folder.storeID) }
             return index
         }
         totalSize = 0
         earliestExpiry = .infinity
-        changesSinceSnapshot += 1
+        changesSinceDirectory += 1
         pendingAccesses.removeAll()
         return oldIndex
     }
@@ -86,14 +86,14 @@ extension DiskStore {
     /// next write starts it.
     func deleteEverything() throws {
         let oldIndex = emptyIndex()
-        try? folder.handle.remove(StoreFolder.snapshotName)
+        try? folder.handle.remove(StoreFolder.directoryName)
         for segment in segments.values.sorted(by: { $0.id < $1.id }) {
             segment.remove()
             segments[segment.id] = nil
         }
         active = nil
         try? groupCommit.switchFile(to: nil)
-        for record in oldIndex.entries { if let id = record.value.fileID { values.remove(id) } }
+        oldIndex.forEachValue { record in if let id = record.fileID { values.remove(id) } }
         if durable { try folder.handle.sync() }
         // The next segment supersedes whatever was deleted, also if it can only be made later.
         floor = nextSegmentID
@@ -198,7 +198,7 @@ extension DiskStore {
             }
             return index.count == 0
         }
-        changesSinceSnapshot += 1
+        changesSinceDirectory += 1
         let files = records.compactMap { $0.1.fileID.map(values.ref) }
         if isEmpty, segments.values.reduce(0, { $0 + $1.recordBytes }) >= Self.emptyStoreResetMinimum {
             try? deleteEverything()
@@ -232,11 +232,7 @@ extension DiskStore {
         let time = now.timeIntervalSince1970
         let hits = cache.takeRecentHits()
         guard !hits.isEmpty else { return }
-        let used = withIndex { index in
-            hits.compactMap { key -> DiskRecord? in
-                index.use(key, { $0.lastAccess = time }) ? index.peek(key) : nil
-            }
-        }
+        let used = withIndex { index in hits.compactMap { index.touch($0, time: time) } }
         for record in used { noteAccess(record, time: time) }
     }
 
@@ -251,15 +247,17 @@ extension DiskStore {
 /// An index that `removeAll()` emptied, listed and freed on another thread.
 private final class Discarded: @unchecked Sendable {
     // @unchecked Sendable: the index is handed over once and only touched there.
-    private var index: LRUIndex<DiskRecord>?
+    private var index: KeyDirectory?
 
-    init(_ index: LRUIndex<DiskRecord>) {
+    init(_ index: KeyDirectory) {
         self.index = index
     }
 
     /// The value files its entries named.
     func fileIDs() -> [UInt64] {
-        index?.entries.compactMap { $0.value.fileID } ?? []
+        var ids: [UInt64] = []
+        index?.forEachValue { record in if let id = record.fileID { ids.append(id) } }
+        return ids
     }
 
     func release() {

@@ -11,6 +11,8 @@ struct DiskRecord: Equatable {
     var expiry: Double
     /// Seconds since 1970.
     var lastAccess: Double
+    /// The key's ``KeyHash`` in this store.
+    var keyHash: UInt64 = 0
 
     var size: Int { value.size }
 
@@ -25,8 +27,8 @@ struct DiskRecord: Equatable {
 /// Small values are packed into append-only segment files (``SegmentFormat``): a write is one
 /// `pwrite` of one checksummed record to the active segment, a removal one tombstone. Large values
 /// (and all of them when asked) are files of their own (``ValueFiles``), named by a record. The index
-/// (key → where its record is) lives in memory; opening rebuilds it from a snapshot
-/// (``IndexSnapshot``) plus the records after it. Compaction copies the live records into a new
+/// (key → where its record is) is the ``KeyDirectory``: the key directory file mapped at open, plus
+/// what changed since, replayed from the records after it. Compaction copies the live records into a new
 /// segment off the queue when most bytes are dead (``DiskStore/startCompactionIfNeeded()``).
 final class DiskStore {
     let directory: String
@@ -42,7 +44,7 @@ final class DiskStore {
     /// the queue. Every change that several keys see at once is applied under one hold of the
     /// lock, and after the memory layers dropped the keys, so such a reader sees an operation
     /// entirely or not at all (Contract item 4). Never call out (observers, transformers) under it.
-    let sharedIndex = Locked(LRUIndex<DiskRecord>(), order: .storeIndex)
+    let sharedIndex = Locked(KeyDirectory(seed: 0), order: .storeIndex)
     var totalSize = 0
     /// What opening found wrong (damaged records, files or metadata); empty after a clean open.
     var recoveryIssues: [StorageError] = []
@@ -65,11 +67,11 @@ final class DiskStore {
     var active: SegmentFile?
     var nextSegmentID: UInt32 = 1
     /// Reads (and memory hits) to be recorded as access records with the next append.
-    var pendingAccesses: [(segment: UInt32, offset: UInt32, time: Double)] = []
+    var pendingAccesses: [(segment: UInt32, offset: UInt32, time: Double, keyHash: UInt64)] = []
     /// No entry expires before this (a lower bound), so most calls of ``removeExpired(now:)`` scan nothing.
     var earliestExpiry = Double.infinity
-    /// Changes since the snapshot was written (the snapshot at close is skipped when nothing changed).
-    var changesSinceSnapshot = 0
+    /// Changes since the key directory was written (none at close: not written again).
+    var changesSinceDirectory = 0
     /// Bumped by ``removeAll()`` and folder loss: a compaction begun before is discarded.
     var epoch = 0
     var isCompacting = false
@@ -89,8 +91,8 @@ final class DiskStore {
         var segmentLimit = 64 << 20
         /// Compaction starts once dead bytes outweigh live ones and exceed this.
         var compactionMinimum = 4 << 20
-        /// A store with this many entries writes a snapshot when it closes (a smaller one replays fast).
-        var snapshotMinimum = 20_000
+        /// A store with this many entries writes its key directory when it closes (a smaller one replays fast).
+        var directoryMinimum = 20_000
         /// The size at which the version-1 upgrade starts a new segment.
         var upgradeSegmentLimit = 64 << 20
 
@@ -129,19 +131,19 @@ final class DiskStore {
         try open()
     }
 
-    /// Records pending accesses, writes a snapshot of a large store and closes the files.
+    /// Records pending accesses, writes the key directory of a large store and closes the files.
     func close() {
         defer { folder.handle.unlock() }
         guard !readOnly else { return }
         try? flushAccesses()
-        if changesSinceSnapshot > 0, withIndex({ $0.count }) >= thresholds.snapshotMinimum { try? writeSnapshot() }
+        if changesSinceDirectory > 0, withIndex({ $0.count }) >= thresholds.directoryMinimum { try? writeDirectory() }
         try? groupCommit.switchFile(to: nil)
     }
 
     // MARK: Reading
 
     /// Runs `body` on the index, under its lock.
-    func withIndex<Result>(_ body: (inout LRUIndex<DiskRecord>) throws -> Result) rethrows -> Result {
+    func withIndex<Result>(_ body: (inout KeyDirectory) throws -> Result) rethrows -> Result {
         try sharedIndex.withLock(body)
     }
 
@@ -161,7 +163,9 @@ final class DiskStore {
     ///   file is damaged or missing (the entry is dropped); an I/O error otherwise.
     func read(_ key: String, now: Date) throws -> (data: Data, record: DiskRecord, path: String?) {
         assertOnQueue()
-        guard var record = record(forKey: key) else { throw StorageError.notFound }
+        // Marked used first: one lookup (a read that then fails has its entry dropped, or is an I/O error).
+        let time = now.timeIntervalSince1970
+        guard let record = withIndex({ $0.touch(key, time: time) }) else { throw StorageError.notFound }
         let data: Data
         do {
             data = try load(key, record)
@@ -169,9 +173,7 @@ final class DiskStore {
             if case .corrupted = error { drop(key) }
             throw error
         }
-        record.lastAccess = now.timeIntervalSince1970
-        withIndex { _ = $0.use(key) { $0.lastAccess = record.lastAccess } }
-        noteAccess(record, time: record.lastAccess)
+        noteAccess(record, time: time)
         return (data, record, filePath(of: record))
     }
 
@@ -203,6 +205,11 @@ final class DiskStore {
     /// Whether a value of `size` bytes is kept in a file of its own.
     static func needsFile(size: Int, storesValuesAsFiles: Bool) -> Bool {
         storesValuesAsFiles || size >= ValueFiles.threshold
+    }
+
+    /// The ``KeyHash`` of `key` in this store.
+    func keyHash(_ key: String) -> UInt64 {
+        KeyHash.of(key, seed: folder.storeID)
     }
 
     func checkWritable() throws {
@@ -265,13 +272,13 @@ final class DiskStore {
             throw error
         }
         let record = DiskRecord(segment: location.segment, offset: UInt32(location.offset), length: UInt32(location.length),
-                                value: value, expiry: expiry, lastAccess: time)
+                                value: value, expiry: expiry, lastAccess: time, keyHash: keyHash(key))
         invalidateMemory([key]) // before the index: see `sharedIndex`
         let previous = withIndex { index in index.set(key, record) }
         if let previous { forget(previous) }
         totalSize += record.size
         earliestExpiry = min(earliestExpiry, expiry)
-        changesSinceSnapshot += 1
+        changesSinceDirectory += 1
         observers?.publish(.set(key: key, value: data, previous: previousData))
         var outcome = WriteOutcome(path: filePath(of: record), replaced: previous?.fileID.map(values.ref),
                                    syncPosition: durable ? location.end : nil)
@@ -293,7 +300,8 @@ final class DiskStore {
         guard let segment = active else { throw StorageError.readOnly(directory: directory) }
         scratch.removeAll(keepingCapacity: true)
         for access in pendingAccesses {
-            SegmentFormat.appendAccess(segment: access.segment, offset: access.offset, time: access.time, salt: segment.salt, to: &scratch)
+            SegmentFormat.appendAccess(segment: access.segment, offset: access.offset, time: access.time, keyHash: access.keyHash,
+                                       salt: segment.salt, to: &scratch)
         }
         let accessBytes = scratch.count
         let length = encode(&scratch, segment.salt)
@@ -317,7 +325,7 @@ final class DiskStore {
     /// Buffers an access record for `record` (a read, or a memory hit): the LRU order survives a restart.
     func noteAccess(_ record: DiskRecord, time: Double) {
         guard !readOnly else { return }
-        pendingAccesses.append((record.segment, record.offset, time))
+        pendingAccesses.append((record.segment, record.offset, time, record.keyHash))
         if pendingAccesses.count >= 256 { try? flushAccesses() }
     }
 

@@ -203,6 +203,11 @@ enum FileIO {
     }
 
     /// Whether the file open at `fd` has been unlinked (its folder removed underneath, say).
+    /// Closes `fd`, ignoring errors (a descriptor only read from).
+    static func closeDescriptor(_ fd: Int32) {
+        _ = close(fd)
+    }
+
     static func isUnlinked(_ fd: Int32) -> Bool {
         var info = stat()
         return fstat(fd, &info) == 0 && info.st_nlink == 0

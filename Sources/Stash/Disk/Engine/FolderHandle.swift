@@ -98,6 +98,11 @@ final class FolderHandle: Sendable {
     /// Writes `data` to the new file `name` (unlinking a leftover of that name first), `fsync`ing it
     /// if `durable`.
     func writeFile(_ name: String, _ data: Data, durable: Bool) throws {
+        try data.withUnsafeBytes { try writeFile(name, $0, durable: durable) }
+    }
+
+    /// Writes `bytes` to the new file `name`, as ``writeFile(_:_:durable:)-(_,Data,_)`` does.
+    func writeFile(_ name: String, _ bytes: UnsafeRawBufferPointer, durable: Bool) throws {
         let file: Int32
         do {
             file = try open(name, O_WRONLY | O_CREAT | O_EXCL)
@@ -106,7 +111,7 @@ final class FolderHandle: Sendable {
             file = try open(name, O_WRONLY | O_CREAT | O_EXCL)
         }
         do {
-            try data.withUnsafeBytes { try FileIO.writeAll(file, $0, path: filePath(name)) }
+            try FileIO.writeAll(file, bytes, path: filePath(name))
             if durable { try FileIO.synchronize(file, filePath(name)) }
         } catch {
             close(file)
@@ -123,7 +128,12 @@ final class FolderHandle: Sendable {
     /// Writes `data` as `name` atomically: under a temporary name, then renamed (both flushed when
     /// `durable`).
     func replaceFile(_ name: String, _ data: Data, durable: Bool) throws {
-        try writeFile(name + ".tmp", data, durable: durable)
+        try data.withUnsafeBytes { try replaceFile(name, $0, durable: durable) }
+    }
+
+    /// Writes `bytes` as `name` atomically, as ``replaceFile(_:_:durable:)-(_,Data,_)`` does.
+    func replaceFile(_ name: String, _ bytes: UnsafeRawBufferPointer, durable: Bool) throws {
+        try writeFile(name + ".tmp", bytes, durable: durable)
         try rename(name + ".tmp", name)
         if durable { try sync() }
     }

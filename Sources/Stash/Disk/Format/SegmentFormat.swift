@@ -33,8 +33,9 @@ enum SegmentRecord: Equatable {
     /// Everything before it is gone (``DiskStore/removeAll()``).
     case clear
     /// The value written by the set record at `segment`/`offset` was used at `time`: keeps the LRU
-    /// order across a restart without writing the key again on every read.
-    case access(segment: UInt32, offset: UInt32, time: Double)
+    /// order across a restart without writing the key again on every read. `keyHash` (the key's
+    /// ``KeyHash``; nil in records of stores before format 4) finds the entry in the key directory.
+    case access(segment: UInt32, offset: UInt32, time: Double, keyHash: UInt64?)
     /// The next `count` records, `length` bytes in all, are one batch: replay applies them only if
     /// every one of them is there and verifies (``DiskStore/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``).
     case batch(count: Int, length: Int)
@@ -59,7 +60,7 @@ enum SegmentRecord: Equatable {
 /// Body: a kind byte (low nibble: the kind; bit 4: an expiry follows), then
 /// - set, value inline (1): `time f64 | [expiry f64] | key length (LEB128) | key | value`
 /// - set, value in a file (2): `time f64 | [expiry f64] | key length | key | file id u64 | size u64 | hash u64`
-/// - remove (3): `key`; clear (4): nothing; access (5): `segment u32 | offset u32 | time f64`;
+/// - remove (3): `key`; clear (4): nothing; access (5): `segment u32 | offset u32 | time f64 | key hash u64` (format 4; the hash is absent before);
 ///   batch (6): `count u32 | length u32`, the number and total length of the records that follow
 ///   and are applied all or none.
 /// All integers and floats are little-endian; keys are UTF-8.
@@ -176,12 +177,13 @@ enum SegmentFormat {
     }
 
     @discardableResult
-    static func appendAccess(segment: UInt32, offset: UInt32, time: Double, salt: UInt64, to buffer: inout [UInt8]) -> Int {
+    static func appendAccess(segment: UInt32, offset: UInt32, time: Double, keyHash: UInt64, salt: UInt64, to buffer: inout [UInt8]) -> Int {
         let start = beginRecord(&buffer)
         buffer.append(Kind.access.rawValue)
         appendInteger(segment, to: &buffer)
         appendInteger(offset, to: &buffer)
         appendInteger(time.bitPattern, to: &buffer)
+        appendInteger(keyHash, to: &buffer)
         return endRecord(&buffer, start: start, salt: salt)
     }
 
@@ -264,9 +266,10 @@ enum SegmentFormat {
             guard body.count == 9, !hasExpiry else { return nil }
             return .batch(count: Int(load(body, 1) as UInt32), length: Int(load(body, 5) as UInt32))
         case .access:
-            guard body.count == 17, !hasExpiry else { return nil }
+            guard body.count == 17 || body.count == 25, !hasExpiry else { return nil }
             let time = Double(bitPattern: load(body, 9))
-            return time.isNaN ? nil : .access(segment: load(body, 1), offset: load(body, 5), time: time)
+            let keyHash: UInt64? = body.count == 25 ? load(body, 17) : nil
+            return time.isNaN ? nil : .access(segment: load(body, 1), offset: load(body, 5), time: time, keyHash: keyHash)
         }
     }
 

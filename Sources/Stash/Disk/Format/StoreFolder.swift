@@ -13,19 +13,24 @@ import Musl
 /// Stash deletes or rewrites only files it created, in a folder it marked (Contract item 13): a
 /// non-empty folder without the marker is refused before anything is created in it.
 ///
-/// The marker (`stash-store`) reads `Stash store, format 3`, then `id <16 hex digits>`: the store's
+/// The marker (`stash-store`) reads `Stash store, format 4`, then `id <16 hex digits>`: the store's
 /// identity, a random number every segment of the store repeats in its header, so that a segment
 /// copied in from another store is recognised as foreign. A store upgraded from format 2 adds
 /// `legacy <8 hex digits>`: its segments below that number have version-2 headers, which carry no
 /// identity, and are still its own. The last line, `check <8 hex digits>`, is the low 32 bits of the
 /// XXH64 of the text before it: a flipped bit in the identity is damage, not another identity.
+/// Format 4 added the key directory and the key hash in access records; a writer rewrites a format-3
+/// marker (same lines) before it appends any record, so code that knows only format 3 refuses the store.
 final class StoreFolder {
     static let markerName = "stash-store"
-    static let format = 3
+    static let format = 4
     /// The lock file of format 2, which locked a file in the folder (the folder itself is locked
     /// now); a leftover one is left alone.
     static let lockName = "lock"
-    static let snapshotName = "index.snapshot"
+    /// The key directory (``DirectoryFormat``).
+    static let directoryName = "key-directory"
+    /// The index snapshot of format 3, which the key directory replaced: a writer removes it.
+    static let formatThreeSnapshotName = "index.snapshot"
     /// The journal of a version-1 store (upgraded on open).
     static let v1JournalName = "journal"
 
@@ -51,6 +56,8 @@ final class StoreFolder {
     /// The marker says format 2: the store's version-2 segments are counted when they are opened, and
     /// a writer then gives the store an identity (``adoptIdentity(_:legacyBelow:rewrite:)``).
     private(set) var isFormat2 = false
+    /// The marker says format 3: a writer rewrites it as format 4 (``upgradeMarker()``).
+    private(set) var isFormat3 = false
     /// What was wrong with the marker, if anything.
     private(set) var issues: [StorageError] = []
 
@@ -96,7 +103,7 @@ final class StoreFolder {
     }
 
     /// The marker's text for a store.
-    static func markerText(storeID: UInt64, legacyBelow: UInt32 = 0) -> String {
+    static func markerText(storeID: UInt64, legacyBelow: UInt32 = 0, format: Int = format) -> String {
         var text = "Stash store, format \(format)\nid \(hex(storeID, digits: 16))\n"
         if legacyBelow > 0 { text += "legacy \(hex(UInt64(legacyBelow), digits: 8))\n" }
         return text + "check \(hex(UInt64(UInt32(truncatingIfNeeded: XXH64.hash(Data(text.utf8)))), digits: 8))\n"
@@ -127,9 +134,11 @@ final class StoreFolder {
                 isFormat2 = true
                 return
             }
-            if format == Self.format, let parsed = Self.parse(lines), text == Self.markerText(storeID: parsed.id, legacyBelow: parsed.legacy) {
+            if format >= 3, let parsed = Self.parse(lines),
+               text == Self.markerText(storeID: parsed.id, legacyBelow: parsed.legacy, format: format) {
                 // The check line matched too (it is part of the text compared).
                 (storeID, legacyBelow) = parsed
+                isFormat3 = format == 3
                 return
             }
         }
@@ -144,6 +153,13 @@ final class StoreFolder {
             legacy = value
         }
         return (id, legacy)
+    }
+
+    /// Rewrites a format-3 marker as format 4 (a writer, before its first record).
+    func upgradeMarker() throws {
+        guard isFormat3, !readOnly else { return }
+        try writeMarker(storeID: storeID, legacyBelow: legacyBelow)
+        isFormat3 = false
     }
 
     /// Whether the marker was unreadable, so that the identity must come from the segments.
@@ -183,7 +199,7 @@ final class StoreFolder {
                 result.segments.append(id)
             } else if let id = ValueFiles.id(ofName: name) {
                 result.values.append(id)
-            } else if name == Self.snapshotName + ".tmp" || name == Self.markerName + ".tmp"
+            } else if name == Self.directoryName + ".tmp" || name == Self.formatThreeSnapshotName || name == Self.formatThreeSnapshotName + ".tmp" || name == Self.markerName + ".tmp"
                         || (name.hasSuffix(SegmentFile.unpublishedSuffix)
                             && SegmentFile.id(ofName: String(name.dropLast(SegmentFile.unpublishedSuffix.count))) != nil) {
                 result.temporary.append(name)

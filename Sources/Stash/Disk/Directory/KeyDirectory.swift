@@ -1,0 +1,289 @@
+/// The store's index: every key, where its record is, and how recently it was used.
+///
+/// Two parts. The **base** is the key directory file the store opened with (``MappedDirectory``):
+/// mapped, not decoded, so opening a store costs no allocation per key. The **overlay** holds what
+/// changed since: keys written after the directory was, and base keys written or removed since
+/// (their base slot is then *shadowed*, one bit each). Writing a new directory (at compaction, and
+/// when a large store closes) folds the overlay into a new base.
+///
+/// Recency is a counter: the base's entries are numbered 0…n−1 oldest first in the file, and every
+/// use or write after takes the next number. The least recently used entries are found without a
+/// list of every key: a queue of the oldest few thousand is built by one pass when eviction needs
+/// it, and since numbers only grow, a queued entry is still among the oldest unless it was used
+/// since (its number changed: skipped).
+struct KeyDirectory {
+    /// The key hash's seed: the store's identity.
+    let seed: UInt64
+    private(set) var base: MappedDirectory?
+    private var shadowed: [UInt64] = []
+    private var overlay: [String: Entry] = [:]
+    /// Live entries.
+    private(set) var count = 0
+    private var nextRecency: UInt64 = 0
+    private var queue: [(recency: UInt64, reference: Reference)] = []
+    private var queueStart = 0
+
+    private struct Entry {
+        var record: DiskRecord
+        var recency: UInt64
+    }
+
+    private enum Reference: Hashable {
+        case slot(Int)
+        case key(String)
+    }
+
+    init(seed: UInt64, base: MappedDirectory? = nil) {
+        self.seed = seed
+        self.base = base
+        if let base {
+            count = base.header.count
+            nextRecency = UInt64(base.header.count)
+        }
+    }
+
+    func hash(_ key: String) -> UInt64 { KeyHash.of(key, seed: seed) }
+
+    // MARK: Lookups
+
+    private func isShadowed(_ slot: Int) -> Bool {
+        slot >> 6 < shadowed.count && shadowed[slot >> 6] & (1 << UInt64(slot & 63)) != 0
+    }
+
+    private mutating func shadow(_ slot: Int) {
+        if shadowed.isEmpty, let base { shadowed = Array(repeating: 0, count: (base.slotCount + 63) >> 6) }
+        shadowed[slot >> 6] |= 1 << UInt64(slot & 63)
+    }
+
+    /// The live base slot of `key`.
+    private func baseSlot(_ key: String) -> Int? {
+        guard let base, let slot = base.find(key, hash: hash(key)), !isShadowed(slot) else { return nil }
+        return slot
+    }
+
+    /// The record of `key`, without counting it as use.
+    func peek(_ key: String) -> DiskRecord? {
+        if !overlay.isEmpty, let entry = overlay[key] { return entry.record }
+        return baseSlot(key).flatMap { base?.record(at: $0) }
+    }
+
+    /// Marks `key` used at `time`; returns its record as it is now, nil if absent.
+    mutating func touch(_ key: String, time: Double) -> DiskRecord? {
+        let recency = nextRecency
+        if !overlay.isEmpty, overlay[key] != nil {
+            nextRecency += 1
+            overlay[key]!.recency = recency
+            overlay[key]!.record.lastAccess = time
+            return overlay[key]!.record
+        }
+        guard let base, let slot = baseSlot(key) else { return nil }
+        nextRecency += 1
+        base.touch(slot, recency: recency, time: time)
+        return base.record(at: slot)
+    }
+
+    /// Marks used the base entry whose record is at `offset` of `segment` (an access record replayed),
+    /// found by its key's hash; false if the base has no such live entry.
+    mutating func touchBase(hash: UInt64, segment: UInt32, offset: UInt32, time: Double) -> Bool {
+        guard let base, let slot = base.find(hash: hash, segment: segment, offset: offset), !isShadowed(slot) else { return false }
+        base.touch(slot, recency: nextRecency, time: time)
+        nextRecency += 1
+        return true
+    }
+
+    // MARK: Changes
+
+    /// Sets the record of `key`, as its most recent use; returns the one it replaced.
+    @discardableResult
+    mutating func set(_ key: String, _ record: DiskRecord) -> DiskRecord? {
+        let entry = Entry(record: record, recency: nextRecency)
+        nextRecency += 1
+        if let old = overlay.updateValue(entry, forKey: key) { return old.record }
+        if let slot = baseSlot(key) {
+            shadow(slot)
+            return base?.record(at: slot)
+        }
+        count += 1
+        return nil
+    }
+
+    /// Removes `key`; returns its record.
+    @discardableResult
+    mutating func remove(_ key: String) -> DiskRecord? {
+        if !overlay.isEmpty, let old = overlay.removeValue(forKey: key) {
+            count -= 1
+            return old.record
+        }
+        guard let slot = baseSlot(key) else { return nil }
+        shadow(slot)
+        count -= 1
+        return base?.record(at: slot)
+    }
+
+    /// Changes the record of `key` in place, keeping its recency; false if absent.
+    @discardableResult
+    mutating func update(_ key: String, _ change: (inout DiskRecord) -> Void) -> Bool {
+        if !overlay.isEmpty, overlay[key] != nil {
+            change(&overlay[key]!.record)
+            return true
+        }
+        guard let base, let slot = baseSlot(key), var record = base.record(at: slot) else { return false }
+        change(&record)
+        shadow(slot)
+        overlay[key] = Entry(record: record, recency: base.recency(at: slot))
+        queue = [] // the queue names the slot: built again when needed
+        return true
+    }
+
+    mutating func removeAll() {
+        base = nil
+        shadowed = []
+        overlay = [:]
+        count = 0
+        queue = []
+    }
+
+    // MARK: Listing
+
+    /// Calls `body` with every live entry's reference and recency.
+    private func forEachReference(_ body: (UInt64, Reference) -> Void) {
+        if let base {
+            for slot in 0..<base.slotCount where base.isOccupied(slot) && !isShadowed(slot) {
+                body(base.recency(at: slot), .slot(slot))
+            }
+        }
+        for (key, entry) in overlay { body(entry.recency, .key(key)) }
+    }
+
+    private func entry(_ reference: Reference) -> (key: String, record: DiskRecord)? {
+        switch reference {
+        case .slot(let slot):
+            guard let base, let key = base.key(at: slot), let record = base.record(at: slot) else { return nil }
+            return (key, record)
+        case .key(let key):
+            return overlay[key].map { (key, $0.record) }
+        }
+    }
+
+    private func recency(of reference: Reference) -> UInt64? {
+        switch reference {
+        case .slot(let slot): isShadowed(slot) ? nil : base?.recency(at: slot)
+        case .key(let key): overlay[key]?.recency
+        }
+    }
+
+    /// Every entry, in no particular order.
+    var entries: [(key: String, value: DiskRecord)] {
+        var result: [(key: String, value: DiskRecord)] = []
+        result.reserveCapacity(count)
+        forEachReference { _, reference in
+            if let (key, record) = entry(reference) { result.append((key, record)) }
+        }
+        return result
+    }
+
+    /// Every entry, least recently used first.
+    var entriesOldestFirst: [(key: String, value: DiskRecord)] {
+        orderedReferences().compactMap { entry($0) }.map { ($0.key, $0.record) }
+    }
+
+    private func orderedReferences() -> [Reference] {
+        var all: [(UInt64, Reference)] = []
+        all.reserveCapacity(count)
+        forEachReference { all.append(($0, $1)) }
+        all.sort { $0.0 < $1.0 }
+        return all.map(\.1)
+    }
+
+    var keys: [String] { keys { _ in true } }
+
+    /// The keys that `isIncluded` accepts, in no particular order.
+    func keys(where isIncluded: (String) -> Bool) -> [String] {
+        var result: [String] = []
+        forEachReference { _, reference in
+            switch reference {
+            case .slot(let slot): if let key = base?.key(at: slot), isIncluded(key) { result.append(key) }
+            case .key(let key): if isIncluded(key) { result.append(key) }
+            }
+        }
+        return result
+    }
+
+    /// Calls `body` with every live record, in no particular order.
+    func forEachValue(_ body: (DiskRecord) -> Void) {
+        forEachReference { _, reference in
+            switch reference {
+            case .slot(let slot): if let record = base?.record(at: slot) { body(record) }
+            case .key(let key): if let record = overlay[key]?.record { body(record) }
+            }
+        }
+    }
+
+    /// The entries written or changed since the base, in no particular order (replay maps their positions).
+    var overlayEntries: [(key: String, value: DiskRecord)] {
+        overlay.map { ($0.key, $0.value.record) }
+    }
+
+    /// Live record bytes per segment.
+    func liveBytesBySegment() -> [UInt32: Int] {
+        var live: [UInt32: Int] = [:]
+        if let base {
+            for segment in base.header.segments { live[segment.id] = segment.liveBytes }
+            for (word, bits) in shadowed.enumerated() where bits != 0 {
+                for bit in 0..<64 where bits & (1 << UInt64(bit)) != 0 {
+                    if let record = base.record(at: word << 6 | bit) { live[record.segment, default: 0] -= Int(record.length) }
+                }
+            }
+        }
+        for entry in overlay.values { live[entry.record.segment, default: 0] += Int(entry.record.length) }
+        return live.filter { $0.value > 0 }
+    }
+
+    /// Hands every entry to `visit`, least recently used first, with its key's UTF-8 (to write a directory).
+    func forEachOldestFirst(writing visit: DirectoryFormat.Visit) {
+        for reference in orderedReferences() {
+            switch reference {
+            case .slot(let slot):
+                if let base, let key = base.keyBytes(at: slot), let record = base.record(at: slot) { visit(key, record) }
+            case .key(var key):
+                if let record = overlay[key]?.record { key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) } }
+            }
+        }
+    }
+
+    // MARK: Eviction
+
+    /// Calls `body` with entries from the least recently used on, until it returns false.
+    mutating func forEachOldestFirst(_ body: (String, DiskRecord) -> Bool) {
+        var yielded = Set<Reference>()
+        var rebuilds = 0
+        while true {
+            if queueStart >= queue.count {
+                // The oldest eighth (at least 4,096) by one pass, amortised over that many evictions;
+                // if a caller wants more in one call, everything.
+                guard rebuilds < 2 else { return }
+                var all: [(recency: UInt64, reference: Reference)] = []
+                all.reserveCapacity(count)
+                forEachReference { all.append(($0, $1)) }
+                guard !all.isEmpty else { return }
+                all.sort { $0.recency < $1.recency }
+                queue = rebuilds == 0 ? Array(all.prefix(max(4096, all.count / 8))) : all
+                queueStart = 0
+                rebuilds += 1
+            }
+            var position = queueStart
+            while position < queue.count {
+                let (recency, reference) = queue[position]
+                position += 1
+                guard self.recency(of: reference) == recency else {
+                    if position - 1 == queueStart { queueStart = position } // gone or used since: never again the oldest
+                    continue
+                }
+                guard !yielded.contains(reference), let (key, record) = entry(reference) else { continue }
+                guard body(key, record) else { return }
+                yielded.insert(reference)
+            }
+            queueStart = queue.count // every queued entry was offered: the next round builds the queue again
+        }
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A key directory file (``DirectoryFormat``), mapped.
+///
+/// Mapped private and writable: a read marks its entry used by writing the entry's recency and last
+/// access into the mapping, which copies that page for this process only; the file never changes (a
+/// new directory is a new file, renamed into place), so other processes map the same pages, and a
+/// change to an entry's record goes to the ``KeyDirectory``'s overlay instead. Opening verifies the
+/// header and the body's hash, so nothing read later is damaged: only a file truncated by something
+/// outside the store while mapped could fault (SIGBUS), as with LMDB's and SQLite's maps; the store
+/// itself never truncates or rewrites a directory file.
+final class MappedDirectory: @unchecked Sendable {
+    // @unchecked Sendable: only touched under the store's index lock.
+    let header: DirectoryFormat.Header
+    private let bytes: UnsafeMutableRawBufferPointer
+    /// Whether `bytes` is a mapping (else memory of its own: ``init(copying:)``).
+    private let isMapped: Bool
+
+    /// Maps and verifies the directory file `fd` (closed by the caller); nil if it is not intact.
+    init?(fd: Int32) {
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size >= DirectoryFormat.headerLength,
+              info.st_size < 1 << 44 else { return nil }
+        let length = Int(info.st_size)
+        guard let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0), address != MAP_FAILED else { return nil }
+        let bytes = UnsafeMutableRawBufferPointer(start: address, count: length)
+        guard let header = DirectoryFormat.parse(UnsafeRawBufferPointer(bytes)) else {
+            munmap(address, length)
+            return nil
+        }
+        self.bytes = bytes
+        self.header = header
+        isMapped = true
+    }
+
+    /// A directory held in memory of its own, from `source`; nil if it is not intact (for tests and fuzzing).
+    init?(copying source: UnsafeRawBufferPointer) {
+        guard let header = DirectoryFormat.parse(source) else { return nil }
+        bytes = .allocate(byteCount: source.count, alignment: 8)
+        bytes.copyMemory(from: source)
+        self.header = header
+        isMapped = false
+    }
+
+    deinit {
+        if isMapped { munmap(bytes.baseAddress, bytes.count) } else { bytes.deallocate() }
+    }
+
+    var slotCount: Int { header.slotCount }
+
+    @inline(__always)
+    private func load<I: FixedWidthInteger>(_ slot: Int, _ field: Int) -> I {
+        I(littleEndian: bytes.loadUnaligned(fromByteOffset: header.slotsStart + slot * DirectoryFormat.slotLength + field, as: I.self))
+    }
+
+    @inline(__always)
+    private func store<I: FixedWidthInteger>(_ value: I, _ slot: Int, _ field: Int) {
+        bytes.storeBytes(of: value.littleEndian, toByteOffset: header.slotsStart + slot * DirectoryFormat.slotLength + field, as: I.self)
+    }
+
+    func hash(at slot: Int) -> UInt64 { load(slot, 0) }
+    func isOccupied(_ slot: Int) -> Bool { hash(at: slot) != 0 }
+    func recency(at slot: Int) -> UInt64 { load(slot, 56) }
+
+    /// The key's UTF-8 in the arena; nil if the slot points outside it (a crafted file: never trusted).
+    func keyBytes(at slot: Int) -> UnsafeRawBufferPointer? {
+        keyRange(at: slot).map { UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[$0]) }
+    }
+
+    /// Where the key of `slot` is in the file; nil if outside the arena.
+    private func keyRange(at slot: Int) -> Range<Int>? {
+        let reference: UInt64 = load(slot, 8)
+        let (offset, length) = (Int(reference >> 24), Int(reference & 0xff_ffff))
+        guard offset <= header.arenaLength, length <= header.arenaLength - offset else { return nil }
+        return (header.arenaStart + offset)..<(header.arenaStart + offset + length)
+    }
+
+    func key(at slot: Int) -> String? {
+        keyBytes(at: slot).flatMap(SegmentFormat.key)
+    }
+
+    /// The slot of `key` (whose ``KeyHash`` is `hash`), or nil.
+    func find(_ key: String, hash: UInt64) -> Int? {
+        var key = key
+        return key.withUTF8 { utf8 in
+            var slot = DirectoryFormat.home(hash, slotCount: slotCount)
+            for _ in 0..<slotCount {
+                let stored = self.hash(at: slot)
+                if stored == 0 { return nil }
+                if stored == hash, let bytes = keyBytes(at: slot) {
+                    // The same bytes are the same key; other bytes may still spell it (another
+                    // normalization form): compared as strings then, as the index always did.
+                    if bytes.elementsEqual(UnsafeRawBufferPointer(utf8)) { return slot }
+                    if let stored = SegmentFormat.key(bytes), stored == String(decoding: utf8, as: UTF8.self) { return slot }
+                }
+                slot = slot + 1 == slotCount ? 0 : slot + 1
+            }
+            return nil
+        }
+    }
+
+    /// The slot whose record is at `offset` of `segment`, found by its key's hash (an access record's target).
+    func find(hash: UInt64, segment: UInt32, offset: UInt32) -> Int? {
+        var slot = DirectoryFormat.home(hash, slotCount: slotCount)
+        for _ in 0..<slotCount {
+            let stored = self.hash(at: slot)
+            if stored == 0 { return nil }
+            if stored == hash, load(slot, 16) as UInt32 == segment, load(slot, 20) as UInt32 == offset { return slot }
+            slot = slot + 1 == slotCount ? 0 : slot + 1
+        }
+        return nil
+    }
+
+    /// The record in `slot`; nil if the slot is not well formed (a crafted file).
+    func record(at slot: Int) -> DiskRecord? {
+        let size: UInt64 = load(slot, 32)
+        let flags: UInt32 = load(slot, 28)
+        guard size <= UInt64(Int.max), flags & ~1 == 0, let key = keyRange(at: slot) else { return nil }
+        let value: StoredValue
+        if flags & 1 != 0 {
+            let end = key.upperBound
+            guard end + 16 <= header.arenaStart + header.arenaLength else { return nil }
+            value = .file(id: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: end, as: UInt64.self)), size: Int(size),
+                          hash: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: end + 8, as: UInt64.self)))
+        } else {
+            value = .inline(size: Int(size))
+        }
+        let expiry = Double(bitPattern: load(slot, 40))
+        let access = Double(bitPattern: load(slot, 48))
+        return DiskRecord(segment: load(slot, 16), offset: load(slot, 20), length: load(slot, 24), value: value,
+                          expiry: expiry.isNaN ? 0 : expiry, lastAccess: access.isNaN ? 0 : access, keyHash: hash(at: slot))
+    }
+
+    /// Marks `slot` used: its recency and last access, in this process's copy of the page.
+    func touch(_ slot: Int, recency: UInt64, time: Double) {
+        store(recency, slot, 56)
+        store(time.bitPattern, slot, 48)
+    }
+}
