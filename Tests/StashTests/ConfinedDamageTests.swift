@@ -199,8 +199,8 @@ struct ConfinedDamageTests {
         }
     }
 
-    // The snapshot only saves work: a damaged one is reported and the segments replayed whole.
-    @Test("a flipped byte in the index snapshot is reported and every value is still read from the segments")
+    // The key directory only saves work: a damaged one is reported and the segments replayed whole.
+    @Test("a flipped byte in the key directory is reported and every value is still read from the segments")
     func flippedSnapshotByte() throws {
         let directory = TemporaryDirectory()
         let store = directory.storePath()
@@ -209,8 +209,8 @@ struct ConfinedDamageTests {
         var random = SeededGenerator(seed: 5)
         try Damage.flip(snapshot, at: random.below(try Damage.size(snapshot)))
         let disk = try openDataStore(store)
-        #expect(disk.recoveryIssues.contains { $0.description.contains("snapshot") })
-        #expect(readAll(disk, context: "snapshot flip") == Self.allKeys.count)
+        #expect(disk.recoveryIssues.contains { $0.description.contains("key directory") })
+        #expect(readAll(disk, context: "key directory flip") == Self.allKeys.count)
     }
 
     @Test("a snapshot that names a missing segment or a longer one is ignored; the segments are replayed")

@@ -58,13 +58,13 @@ struct ForeignFolderAndReadOnlyTests {
         let directory = TemporaryDirectory()
         let store = directory.storePath()
         try openDataStore(store).setObject(Data("v".utf8), forKey: "k")
-        try Data("Stash store, format 4\nid 0000000000000001\n".utf8).write(to: URL(fileURLWithPath: store + "/" + StoreFolder.markerName))
+        try Data("Stash store, format 5\nid 0000000000000001\n".utf8).write(to: URL(fileURLWithPath: store + "/" + StoreFolder.markerName))
         let before = try folderContents(store)
         guard case .unsupportedFormat(_, let format)? = storageError({ _ = try openDataStore(store) }) else {
             Issue.record("expected unsupportedFormat")
             return
         }
-        #expect(format == 4)
+        #expect(format == 5)
         #expect(try folderContents(store) == before)
     }
 

@@ -256,7 +256,7 @@ struct StoreIdentityTests {
         try Self.set(store, "new", Data("v3".utf8))
         store.close()
         let marker = try String(contentsOfFile: path + "/" + StoreFolder.markerName, encoding: .utf8)
-        #expect(marker.hasPrefix("Stash store, format 3\nid "))
+        #expect(marker.hasPrefix("Stash store, format 4\nid "))
         #expect(marker.contains("legacy 00000002"))
         let reopened = try DiskStore(directory: path, readOnly: false)
         #expect(reopened.recoveryIssues.isEmpty, "\(reopened.recoveryIssues)")

@@ -140,7 +140,7 @@ extension DiskStore {
         earliestExpiry = .infinity
         let fd: Int32
         do {
-            fd = try folder.handle.open(StoreFolder.directoryName, O_RDONLY)
+            fd = try folder.handle.open(StoreFolder.directoryName, O_RDONLY | O_NONBLOCK) // a FIFO in its place must not block
         } catch {
             if !FileIO.isErrno(error, .ENOENT) {
                 recoveryIssues.append(.corrupted("the key directory could not be opened (\(error)); the segments were replayed whole"))
@@ -295,7 +295,7 @@ extension DiskStore {
         try folder.handle.replaceFile(StoreFolder.directoryName, UnsafeRawBufferPointer(bytes), durable: true)
         changesSinceDirectory = 0
         // The new file as the base: the index's heap part goes. If it cannot be mapped, the old index stays.
-        guard let fd = try? folder.handle.open(StoreFolder.directoryName, O_RDONLY) else { return }
+        guard let fd = try? folder.handle.open(StoreFolder.directoryName, O_RDONLY | O_NONBLOCK) else { return }
         defer { FileIO.closeDescriptor(fd) }
         guard let mapped = MappedDirectory(fd: fd), mapped.header.count == count else { return }
         withIndex { $0 = KeyDirectory(seed: folder.storeID, base: mapped) }
