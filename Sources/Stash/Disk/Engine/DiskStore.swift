@@ -76,7 +76,8 @@ final class DiskStore {
     var memoryCaches: [WeakMemoryCache] = []
     /// How many appends (`pwrite`s of records) the store has made; for tests.
     var appendCount = 0
-    /// Reused for every append, so a write allocates no buffer of its own.
+    /// Reused for every append, so a write allocates no buffer of its own: its `count` is the room it
+    /// has (it only grows, up to 1 MiB), not the bytes of the last append.
     var scratch: [UInt8] = []
 
     struct WeakMemoryCache {
@@ -254,10 +255,15 @@ final class DiskStore {
         let expiry = expiry.timeIntervalSince1970
         let location: (segment: UInt32, offset: Int, length: Int, end: UInt64)
         do {
-            location = try data.withUnsafeBytes { bytes in
-                try append(durable: durable) { buffer, salt in
-                    SegmentFormat.appendSet(key: key, expiry: expiry, time: time, value: value,
-                                            inlineBytes: bytes, salt: salt, to: &buffer).length
+            var key = key
+            location = try key.withUTF8 { utf8 in
+                try data.withUnsafeBytes { bytes in
+                    let length = SegmentFormat.setLength(keyCount: utf8.count, expiry: expiry, inlineCount: bytes.count, value: value)
+                    return try append(durable: durable, length: length) { out, salt in
+                        _ = SegmentFormat.encodeSet(key: UnsafeRawBufferPointer(utf8), expiry: expiry, time: time, value: value,
+                                                    inlineBytes: bytes, salt: salt, into: out)
+                        return length
+                    }
                 }
             }
         } catch {
@@ -284,28 +290,51 @@ final class DiskStore {
         return outcome
     }
 
-    /// Appends pending access records and the records `encode` writes (with the active segment's
-    /// salt) in one `pwrite`; returns the segment and offset where the last record starts, its
-    /// length, and the group commit position after it.
+    /// Appends pending access records and the records `encode` stores (with the active segment's
+    /// salt) into the `length` bytes it is given, in one `pwrite`; returns the segment and offset where
+    /// the last record starts (`encode` returns its length), its length, and the group commit position after it.
+    ///
+    /// The bytes are the store's ``scratch``, kept from one append to the next: a write allocates
+    /// nothing of its own and encodes each field in place (``SegmentFormat/encodeSet(key:expiry:time:value:inlineBytes:salt:into:)``).
+    @discardableResult
+    func append(durable: Bool = false, length: Int, _ encode: (UnsafeMutableRawBufferPointer, UInt64) -> Int) throws
+        -> (segment: UInt32, offset: Int, length: Int, end: UInt64) {
+        guard let segment = active else { throw StorageError.readOnly(directory: directory) }
+        let accessBytes = pendingAccesses.count * SegmentFormat.accessLength
+        let total = accessBytes + length
+        if scratch.count < total { scratch = [UInt8](repeating: 0, count: max(total, 4096)) }
+        let last = try scratch.withUnsafeMutableBytes { bytes in
+            for (number, access) in pendingAccesses.enumerated() {
+                let start = number * SegmentFormat.accessLength
+                SegmentFormat.encodeAccess(segment: access.segment, offset: access.offset, time: access.time, salt: segment.salt,
+                                           into: UnsafeMutableRawBufferPointer(rebasing: bytes[start..<(start + SegmentFormat.accessLength)]))
+            }
+            let last = encode(UnsafeMutableRawBufferPointer(rebasing: bytes[accessBytes..<total]), segment.salt)
+            try segment.append(UnsafeRawBufferPointer(rebasing: bytes[0..<total]))
+            return last
+        }
+        let offset = segment.length - last
+        segment.deadBytes += accessBytes
+        pendingAccesses.removeAll(keepingCapacity: true)
+        appendCount += 1
+        let end = groupCommit.noteAppend(total, to: segment, durable: durable)
+        if scratch.count > 1 << 20 { scratch = [] } // do not keep a large value's buffer
+        if segment.length >= thresholds.segmentLimit { try? roll() }
+        return (segment.id, offset, last, end)
+    }
+
+    /// As ``append(durable:length:_:)``, for records that `encode` appends to an array (batches, and
+    /// records whose length is not worked out beforehand).
     @discardableResult
     func append(durable: Bool = false, _ encode: (inout [UInt8], UInt64) -> Int) throws
         -> (segment: UInt32, offset: Int, length: Int, end: UInt64) {
         guard let segment = active else { throw StorageError.readOnly(directory: directory) }
-        scratch.removeAll(keepingCapacity: true)
-        for access in pendingAccesses {
-            SegmentFormat.appendAccess(segment: access.segment, offset: access.offset, time: access.time, salt: segment.salt, to: &scratch)
+        var records: [UInt8] = []
+        let last = encode(&records, segment.salt)
+        return try append(durable: durable, length: records.count) { out, _ in
+            records.withUnsafeBytes { out.copyMemory(from: $0) }
+            return last
         }
-        let accessBytes = scratch.count
-        let length = encode(&scratch, segment.salt)
-        let offset = segment.length + scratch.count - length
-        try segment.append(scratch)
-        segment.deadBytes += accessBytes
-        pendingAccesses.removeAll(keepingCapacity: true)
-        appendCount += 1
-        let end = groupCommit.noteAppend(scratch.count, to: segment, durable: durable)
-        if scratch.capacity > 1 << 20 { scratch = [] } // do not keep a large value's buffer
-        if segment.length >= thresholds.segmentLimit { try? roll() }
-        return (segment.id, offset, length, end)
     }
 
     /// Writes the buffered access records.

@@ -1,0 +1,137 @@
+import Foundation
+import Testing
+@testable import Stash
+
+/// The hot path (Docs/Architecture.md, "The hot path"): the non-generic queue hop, records encoded
+/// in place, reads that compare the stored key in place, and the folder-loss check; each keeps the
+/// behaviour it replaced.
+@Suite("The hot path")
+struct HotPathTests {
+    // Contract 4: a sync call made from the queue itself runs inline. Hybrid reads decode on the
+    // queue; DiskStorage reads decode on the caller's thread: neither may deadlock when the decoder
+    // calls back into the store through the queue (`allKeys`, `totalSize`, `entryInfos`).
+    @Test("a decoder that calls the store through its queue does not deadlock, on disk reads with and without memory")
+    func reentrantDecoder() throws {
+        let directory = TemporaryDirectory()
+        let box = ReentryBox()
+        let transformer = Transformer<String>(
+            toData: { value in
+                box.touch()
+                return Data(value.utf8)
+            },
+            fromData: { data in
+                box.touch()
+                return String(decoding: data, as: UTF8.self)
+            }
+        )
+        let storage = try Storage<String>(diskConfig: directory.diskConfig(), memoryConfig: MemoryConfig(countLimit: 1),
+                                          transformer: transformer)
+        let disk = storage.hybridStorage.diskStorage
+        box.set(storage, disk)
+        try storage.setObject("value", forKey: "k")
+        try storage.setObject("x", forKey: "evicts-k-from-memory")
+        #expect(try storage.object(forKey: "k") == "value") // a disk read: decoded on the queue
+        #expect(try storage.entry(forKey: "evicts-k-from-memory").object == "x")
+        #expect(try disk.object(forKey: "k") == "value") // decoded off the queue
+        #expect(try disk.entry(forKey: "k").object == "value")
+        #expect(box.calls > 0)
+    }
+
+    // A sync call from work already on the queue (an `async` body) runs inline too.
+    @Test("a sync call from work running on the store's queue runs inline")
+    func syncFromQueueRunsInline() async throws {
+        let directory = TemporaryDirectory()
+        let disk = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData())
+        try disk.setObject(Data("v".utf8), forKey: "k")
+        let engine = disk.engine
+        let keys: [String] = await withCheckedContinuation { continuation in
+            engine.async { _ in
+                // Nested hops: each runs inline on the queue.
+                let keys = engine.sync { store in engine.sync { _ in store.keys } }
+                continuation.resume(returning: keys)
+            }
+        }
+        #expect(keys == ["k"])
+        #expect(try disk.object(forKey: "k") == Data("v".utf8))
+    }
+
+    // Errors thrown on the queue come out of the hop unchanged, and the store stays usable.
+    @Test("an error thrown on the queue is the caller's error; the next call works")
+    func errorsCrossTheHop() throws {
+        let directory = TemporaryDirectory()
+        let disk = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData())
+        #expect(storageError { _ = try disk.object(forKey: "missing") }?.isNotFound == true)
+        #expect(throws: StorageError.self) { try disk.engine.sync { _ throws(StorageError) in throw StorageError.notFound } }
+        try disk.setObject(Data("v".utf8), forKey: "k")
+        #expect(try disk.object(forKey: "k") == Data("v".utf8))
+    }
+
+    // Contract 6 and the format: the in-place encoder writes exactly the documented bytes
+    // (Docs/Architecture.md, "The disk format"), spelled out here field by field.
+    @Test("records encoded in place have exactly the documented bytes")
+    func recordBytes() {
+        let salt: UInt64 = 0x1234_5678_9abc_def1
+        func record(_ body: [UInt8]) -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: 4) + littleEndian(UInt32(body.count)) + body
+            let checksum = bytes[4...].withUnsafeBytes { UInt32(truncatingIfNeeded: XXH64.hash($0, seed: salt)) }
+            bytes.replaceSubrange(0..<4, with: littleEndian(checksum))
+            return bytes
+        }
+        let key = "caf\u{E9}/k"
+        let value: [UInt8] = Array(0..<200)
+        var encoded: [UInt8] = []
+        value.withUnsafeBytes { raw in
+            _ = SegmentFormat.appendSet(key: key, expiry: 1_000, time: 500.5, value: .inline(size: 200), inlineBytes: raw,
+                                        salt: salt, to: &encoded)
+        }
+        #expect(encoded == record([0x11] + littleEndian(500.5.bitPattern) + littleEndian(1_000.0.bitPattern)
+                                  + [UInt8(key.utf8.count)] + Array(key.utf8) + value))
+
+        let longKey = String(repeating: "k", count: 200) // a two-byte length
+        encoded = []
+        SegmentFormat.appendSet(key: longKey, expiry: Date.distantFuture.timeIntervalSince1970, time: 2, value: .file(id: 7, size: 300_000, hash: 9),
+                                inlineBytes: nil, salt: salt, to: &encoded)
+        #expect(encoded == record([0x02] + littleEndian(2.0.bitPattern) + [0xc8, 0x01] + Array(longKey.utf8)
+                                  + littleEndian(UInt64(7)) + littleEndian(UInt64(300_000)) + littleEndian(UInt64(9))))
+
+        encoded = []
+        SegmentFormat.appendRemove(key: key, salt: salt, to: &encoded)
+        SegmentFormat.appendAccess(segment: 3, offset: 80, time: 9.25, salt: salt, to: &encoded)
+        SegmentFormat.appendClear(salt: salt, to: &encoded)
+        SegmentFormat.appendBatch(count: 2, length: 64, salt: salt, to: &encoded)
+        #expect(encoded == record([0x03] + Array(key.utf8))
+                + record([0x05] + littleEndian(UInt32(3)) + littleEndian(UInt32(80)) + littleEndian(9.25.bitPattern))
+                + record([0x04])
+                + record([0x06] + littleEndian(UInt32(2)) + littleEndian(UInt32(64))))
+    }
+
+    private func littleEndian<I: FixedWidthInteger>(_ value: I) -> [UInt8] {
+        withUnsafeBytes(of: value.littleEndian) { Array($0) }
+    }
+}
+
+/// The storages a reentrant transformer calls back into.
+private final class ReentryBox: @unchecked Sendable {
+    // @unchecked Sendable: the storages are set once before use; `calls` only under `lock`.
+    private let lock = NSLock()
+    private var storage: Storage<String>?
+    private var disk: DiskStorage<String>?
+    private var count = 0
+
+    func set(_ storage: Storage<String>, _ disk: DiskStorage<String>) {
+        lock.withLock { (self.storage, self.disk) = (storage, disk) }
+    }
+
+    var calls: Int { lock.withLock { count } }
+
+    /// Calls the store through its queue, from whatever thread the transformer runs on.
+    func touch() {
+        let (storage, disk) = lock.withLock {
+            count += 1
+            return (self.storage, self.disk)
+        }
+        _ = storage?.allKeys
+        _ = disk?.totalSize
+        _ = disk?.entryInfos
+    }
+}
