@@ -105,6 +105,40 @@ struct HotPathTests {
                 + record([0x06] + littleEndian(UInt32(2)) + littleEndian(UInt32(64))))
     }
 
+    // Contract item 8: a read compares the stored key's bytes with the key's UTF-8 in place; bytes
+    // that differ are compared as strings, so another spelling of the same key is never a mismatch.
+    @Test("the in-place key comparison: equal bytes, a canonically equivalent spelling, another key, bytes that are no UTF-8")
+    func inPlaceKeyComparison() {
+        func same(_ stored: [UInt8], _ key: String) -> Bool {
+            stored.withUnsafeBytes { DiskStore.isSameKey($0, key) }
+        }
+        #expect(same(Array("caf\u{E9}".utf8), "caf\u{E9}"))
+        #expect(same(Array("cafe\u{301}".utf8), "caf\u{E9}"))
+        #expect(same(Array("caf\u{E9}".utf8), "cafe\u{301}"))
+        #expect(same([], ""))
+        #expect(!same([], "a"))
+        #expect(!same(Array("cafe".utf8), "caf\u{E9}"))
+        #expect(!same(Array("ab".utf8), "abc"))
+        #expect(!same([0x63, 0x61, 0x66, 0xC3], "caf\u{E9}")) // torn UTF-8
+        #expect(!same([0xFF], "\u{FFFD}")) // invalid UTF-8 is no key, not its repaired spelling
+    }
+
+    // The same through the engine: a key written in one spelling and read from disk (no memory
+    // layer) in the other, also after a reopen, when only the record's bytes hold the written spelling.
+    @Test("a disk read with the other spelling of a stored key finds it, before and after a reopen")
+    func otherSpellingReadsFromDisk() throws {
+        let directory = TemporaryDirectory()
+        do {
+            let disk = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData())
+            try disk.setObject(Data("v".utf8), forKey: "cafe\u{301}")
+            #expect(try disk.object(forKey: "caf\u{E9}") == Data("v".utf8))
+        }
+        let reopened = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData())
+        #expect(try reopened.object(forKey: "caf\u{E9}") == Data("v".utf8))
+        #expect(try reopened.entry(forKey: "cafe\u{301}").object == Data("v".utf8))
+        #expect(reopened.recoveryIssues.isEmpty)
+    }
+
     private func littleEndian<I: FixedWidthInteger>(_ value: I) -> [UInt8] {
         withUnsafeBytes(of: value.littleEndian) { Array($0) }
     }

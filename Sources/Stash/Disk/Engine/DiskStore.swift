@@ -79,6 +79,8 @@ final class DiskStore {
     /// Reused for every append, so a write allocates no buffer of its own: its `count` is the room it
     /// has (it only grows, up to 1 MiB), not the bytes of the last append.
     var scratch: [UInt8] = []
+    /// Reused for every read of a record (``load(_:_:)``), as ``scratch`` is for appends.
+    var readScratch: [UInt8] = []
 
     struct WeakMemoryCache {
         weak var cache: MemoryCache?
@@ -177,20 +179,41 @@ final class DiskStore {
     }
 
     /// The value bytes `record` names, verified (the record's checksum, its key, the file's hash).
+    ///
+    /// The record is read into ``readScratch`` (kept from one read to the next) and its key compared
+    /// there, in place: the returned value is the read's one allocation.
     func load(_ key: String, _ record: DiskRecord) throws -> Data {
         guard let segment = segments[record.segment] else {
             throw StorageError.corrupted("the segment holding this key's record is missing")
         }
-        let (parsed, bytes) = try segment.record(at: Int(record.offset), length: Int(record.length))
-        guard case .set(let storedKey, let info) = parsed, info.value == record.value, storedKey == key else {
-            throw StorageError.corrupted("the record at byte \(record.offset) of \(segment.path) is not this key's")
+        let length = Int(record.length)
+        if readScratch.count < length { readScratch = [UInt8](repeating: 0, count: max(length, 4096)) }
+        defer { if readScratch.count > 1 << 20 { readScratch = [] } } // do not keep a large record's buffer
+        return try readScratch.withUnsafeMutableBytes { scratch in
+            let bytes = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<length])
+            let (storedKey, info) = try segment.setRecord(at: Int(record.offset), into: bytes)
+            guard info.value == record.value, Self.isSameKey(storedKey, key) else {
+                throw StorageError.corrupted("the record at byte \(record.offset) of \(segment.path) is not this key's")
+            }
+            switch record.value {
+            case .inline:
+                return Data(UnsafeRawBufferPointer(rebasing: bytes[info.valueOffset...]))
+            case .file(let id, let size, let hash):
+                return try values.read(id, size: size, hash: hash)
+            }
         }
-        switch record.value {
-        case .inline:
-            return bytes.withUnsafeBytes { Data(UnsafeRawBufferPointer(rebasing: $0[info.valueOffset...])) }
-        case .file(let id, let size, let hash):
-            return try values.read(id, size: size, hash: hash)
+    }
+
+    /// Whether a record's key bytes are `key`. The same bytes are (the common case, decided without
+    /// building a `String`); other bytes are decoded and compared as Swift strings, so that a
+    /// canonically equivalent spelling is the same key (Contract item 8) and bytes that are no valid
+    /// UTF-8 are no key: a byte mismatch alone never makes a false mismatch.
+    static func isSameKey(_ stored: UnsafeRawBufferPointer, _ key: String) -> Bool {
+        var key = key
+        let sameBytes = key.withUTF8 { utf8 in
+            utf8.count == stored.count && (utf8.isEmpty || memcmp(utf8.baseAddress!, stored.baseAddress!, utf8.count) == 0)
         }
+        return sameBytes || SegmentFormat.key(stored).map { $0 == key } ?? false
     }
 
     // MARK: Writing

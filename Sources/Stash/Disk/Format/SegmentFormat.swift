@@ -312,6 +312,14 @@ enum SegmentFormat {
     /// The record at `offset` and its length, or nil unless one that verifies starts exactly there.
     /// Never traps, whatever the bytes.
     static func record(in bytes: UnsafeRawBufferPointer, at offset: Int, salt: UInt64) -> (SegmentRecord, length: Int)? {
+        guard let (record, length) = verified(bytes, at: offset, salt: salt) else { return nil }
+        return decodeBody(record.body, kind: record.kind, hasExpiry: record.hasExpiry).map { ($0, length) }
+    }
+
+    /// The body and kind of the record at `offset`, and its length, once its length and checksum hold;
+    /// nil otherwise. Never traps.
+    private static func verified(_ bytes: UnsafeRawBufferPointer, at offset: Int, salt: UInt64)
+        -> ((kind: Kind, hasExpiry: Bool, body: UnsafeRawBufferPointer), length: Int)? {
         guard offset >= 0, offset + recordHeaderLength < bytes.count else { return nil }
         let bodyLength = Int(exactly: load(bytes, offset + 4) as UInt32) ?? .max // past Int where Int has 32 bits
         guard bodyLength >= 1, bodyLength <= maxBodyLength, bodyLength <= bytes.count - offset - recordHeaderLength,
@@ -320,36 +328,55 @@ enum SegmentFormat {
         let checked = UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<(offset + length)])
         guard UInt32(truncatingIfNeeded: XXH64.hash(checked, seed: salt)) == load(bytes, offset) as UInt32 else { return nil }
         let body = UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<(offset + length)])
-        return decodeBody(body, kind: kind, hasExpiry: body[0] & hasExpiry != 0).map { ($0, length) }
+        return ((kind, body[0] & hasExpiry != 0, body), length)
+    }
+
+    /// The set record that `bytes` holds, exactly and verified: where its key's bytes are (counted from
+    /// the record's first byte, as ``SetInfo/valueOffset`` is) and what it says, without decoding the
+    /// key (a read compares it in place: ``DiskStore/isSameKey(_:_:)``). nil unless a valid set record
+    /// is exactly there; never traps.
+    static func setRecord(_ bytes: UnsafeRawBufferPointer, salt: UInt64) -> (key: Range<Int>, info: SetInfo)? {
+        guard bytes.count > recordHeaderLength, let (record, length) = verified(bytes, at: 0, salt: salt),
+              length == bytes.count, record.kind == .setInline || record.kind == .setFile,
+              let (key, info) = setFields(record.body, kind: record.kind, hasExpiry: record.hasExpiry) else { return nil }
+        return (key.lowerBound + recordHeaderLength..<key.upperBound + recordHeaderLength, info)
+    }
+
+    /// The fields of a set record's body; the key as the range of its bytes in `body`.
+    private static func setFields(_ body: UnsafeRawBufferPointer, kind: Kind, hasExpiry: Bool) -> (key: Range<Int>, info: SetInfo)? {
+        var position = 1
+        guard body.count >= position + 8 else { return nil }
+        let time = Double(bitPattern: load(body, position))
+        position += 8
+        var expiry = Date.distantFuture.timeIntervalSince1970
+        if hasExpiry {
+            guard body.count >= position + 8 else { return nil }
+            expiry = Double(bitPattern: load(body, position))
+            position += 8
+        }
+        guard !time.isNaN, !expiry.isNaN, let (keyLength, varintLength) = varint(body, at: position) else { return nil }
+        position += varintLength
+        guard keyLength <= body.count - position else { return nil }
+        let key = position..<(position + keyLength)
+        position += keyLength
+        let value: StoredValue
+        if kind == .setInline {
+            value = .inline(size: body.count - position)
+        } else {
+            guard body.count - position == 24 else { return nil }
+            let size = load(body, position + 8) as UInt64
+            guard size <= UInt64(Int.max) else { return nil }
+            value = .file(id: load(body, position), size: Int(size), hash: load(body, position + 16))
+        }
+        return (key, SetInfo(expiry: expiry, time: time, value: value, valueOffset: recordHeaderLength + position))
     }
 
     private static func decodeBody(_ body: UnsafeRawBufferPointer, kind: Kind, hasExpiry: Bool) -> SegmentRecord? {
         switch kind {
         case .setInline, .setFile:
-            var position = 1
-            guard body.count >= position + 8 else { return nil }
-            let time = Double(bitPattern: load(body, position))
-            position += 8
-            var expiry = Date.distantFuture.timeIntervalSince1970
-            if hasExpiry {
-                guard body.count >= position + 8 else { return nil }
-                expiry = Double(bitPattern: load(body, position))
-                position += 8
-            }
-            guard !time.isNaN, !expiry.isNaN, let (keyLength, varintLength) = varint(body, at: position) else { return nil }
-            position += varintLength
-            guard keyLength <= body.count - position, let key = key(UnsafeRawBufferPointer(rebasing: body[position..<(position + keyLength)])) else { return nil }
-            position += keyLength
-            let value: StoredValue
-            if kind == .setInline {
-                value = .inline(size: body.count - position)
-            } else {
-                guard body.count - position == 24 else { return nil }
-                let size = load(body, position + 8) as UInt64
-                guard size <= UInt64(Int.max) else { return nil }
-                value = .file(id: load(body, position), size: Int(size), hash: load(body, position + 16))
-            }
-            return .set(key: key, SetInfo(expiry: expiry, time: time, value: value, valueOffset: recordHeaderLength + position))
+            guard let (range, info) = setFields(body, kind: kind, hasExpiry: hasExpiry),
+                  let key = key(UnsafeRawBufferPointer(rebasing: body[range])) else { return nil }
+            return .set(key: key, info)
         case .remove:
             return key(UnsafeRawBufferPointer(rebasing: body[1...])).map { .remove(key: $0) }
         case .clear:
