@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import Stash
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The hot path (Docs/Architecture.md, "The hot path"): the non-generic queue hop, records encoded
 /// in place, reads that compare the stored key in place, and the folder-loss check; each keeps the
@@ -139,8 +144,107 @@ struct HotPathTests {
         #expect(reopened.recoveryIssues.isEmpty)
     }
 
+    // Contract 10 with the cheaper check: writes back to back, the folder removed between two of
+    // them by the writing thread, and the very next write still recreates it.
+    @Test("a folder removed between two back-to-back writes is recreated by the next write")
+    func removedBetweenBackToBackWrites() throws {
+        let directory = TemporaryDirectory()
+        let disk = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData())
+        let value = Data(repeating: 1, count: 200)
+        for round in 0..<50 { try disk.setObject(value, forKey: "warm-\(round)") }
+        try FileManager.default.removeItem(atPath: directory.storePath())
+        try disk.setObject(value, forKey: "after")
+        #expect(disk.allKeys == ["after"])
+        #expect(FileManager.default.fileExists(atPath: directory.storePath() + "/" + StoreFolder.markerName))
+    }
+
+    // The same for the fastest removal there is: one `unlink` of the active segment, its path
+    // worked out beforehand, between two writes: the next write starts a new segment.
+    @Test("the active segment unlinked between two back-to-back writes: the next write goes to a new segment")
+    func segmentUnlinkedBetweenBackToBackWrites() throws {
+        let directory = TemporaryDirectory()
+        let value = Data(repeating: 1, count: 200)
+        do {
+            let disk = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData())
+            try disk.setObject(value, forKey: "first")
+            let segment = directory.storePath() + "/" + SegmentFile.name(of: disk.engine.sync { $0.active!.id })
+            for round in 0..<50 { try disk.setObject(value, forKey: "warm-\(round)") }
+            #expect(unlink(segment) == 0)
+            try disk.setObject(value, forKey: "after")
+            let active = disk.engine.sync { $0.active!.path }
+            #expect(active != segment)
+            #expect(FileManager.default.fileExists(atPath: active))
+            #expect(try disk.object(forKey: "after") == value)
+        }
+        let reopened = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData())
+        #expect(try reopened.object(forKey: "after") == value, "a write that returned went to the unlinked segment")
+    }
+
+    // The window the check gives up, with the check's clock held still: writes inside a quiet gap
+    // skip the `fstat`; once the longest interval has passed, the next write checks and recreates.
+    @Test("the folder-loss check's window: skipped within the quiet gap, due after the longest interval")
+    func folderLossWindow() throws {
+        let directory = TemporaryDirectory()
+        let disk = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData())
+        let clock = ManualNanoseconds()
+        disk.engine.sync { $0.folderLoss = FolderLossCheck(clock: clock.read) }
+        try disk.setObject(Data("a".utf8), forKey: "a") // checks: the first write
+        try FileManager.default.removeItem(atPath: directory.storePath())
+        try disk.setObject(Data("b".utf8), forKey: "b") // no time passed: no check, lands in the unlinked segment
+        #expect(Set(disk.allKeys) == ["a", "b"])
+        clock.advance(by: FolderLossCheck.longestInterval)
+        try disk.setObject(Data("c".utf8), forKey: "c") // checks, finds the folder gone, opens it anew
+        #expect(disk.allKeys == ["c"])
+        #expect(FileManager.default.fileExists(atPath: directory.storePath() + "/" + StoreFolder.markerName))
+    }
+
+    @Test("the folder-loss check's policy: first write, quiet gap, longest interval, expiry")
+    func folderLossPolicy() {
+        let clock = ManualNanoseconds()
+        var check = FolderLossCheck(clock: clock.read)
+        var due: Bool
+        due = check.isDue()
+        #expect(due) // the first write checks
+        check.didAppend()
+        due = check.isDue()
+        #expect(!due) // back to back
+        clock.advance(by: FolderLossCheck.quietGap)
+        due = check.isDue()
+        #expect(due) // after a quiet gap
+        check.didAppend()
+        for _ in 0..<10 {
+            clock.advance(by: FolderLossCheck.quietGap / 2)
+            due = check.isDue()
+            #expect(!due)
+            check.didAppend()
+        }
+        clock.advance(by: FolderLossCheck.longestInterval)
+        check.didAppend()
+        due = check.isDue()
+        #expect(due) // a stream of back-to-back writes still checks once per interval
+        check.didAppend()
+        due = check.isDue()
+        #expect(!due)
+        check.expire()
+        due = check.isDue()
+        #expect(due)
+    }
+
     private func littleEndian<I: FixedWidthInteger>(_ value: I) -> [UInt8] {
         withUnsafeBytes(of: value.littleEndian) { Array($0) }
+    }
+}
+
+/// A monotonic clock that moves only when told (for ``FolderLossCheck``).
+private final class ManualNanoseconds: @unchecked Sendable {
+    // @unchecked Sendable: `now` only under `lock`.
+    private let lock = NSLock()
+    private var now: UInt64 = 1_000_000_000
+
+    var read: @Sendable () -> UInt64 { { [self] in lock.withLock { now } } }
+
+    func advance(by nanoseconds: UInt64) {
+        lock.withLock { now += nanoseconds }
     }
 }
 

@@ -102,7 +102,7 @@ final class DiskEngine: @unchecked Sendable {
         if !readOnly { try engine.checkSettings(maxSize: maxSize, durable: durable) }
         if !readOnly, !engine.isRegistered(as: identity) {
             // The engine's folder was removed and this open made the path anew: it takes the new folder now.
-            _ = try engine.sync { try $0.ensureActive() }
+            _ = try engine.sync { try $0.ensureActive(checkingNow: true) }
         }
         return engine
     }

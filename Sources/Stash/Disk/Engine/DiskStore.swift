@@ -79,6 +79,8 @@ final class DiskStore {
     /// Reused for every append, so a write allocates no buffer of its own: its `count` is the room it
     /// has (it only grows, up to 1 MiB), not the bytes of the last append.
     var scratch: [UInt8] = []
+    /// When a write checks that the folder is still there (``ensureActive(checkingNow:)``).
+    var folderLoss = FolderLossCheck()
     /// Reused for every read of a record (``load(_:_:)``), as ``scratch`` is for appends.
     var readScratch: [UInt8] = []
 
@@ -340,6 +342,7 @@ final class DiskStore {
         segment.deadBytes += accessBytes
         pendingAccesses.removeAll(keepingCapacity: true)
         appendCount += 1
+        folderLoss.didAppend()
         let end = groupCommit.noteAppend(total, to: segment, durable: durable)
         if scratch.count > 1 << 20 { scratch = [] } // do not keep a large value's buffer
         if segment.length >= thresholds.segmentLimit { try? roll() }
@@ -383,11 +386,15 @@ final class DiskStore {
     /// made anew by this or another process: then the store opens whatever stands at its path now,
     /// anew (``reopen()``), and never writes into it otherwise. If only the active segment was
     /// deleted, a new one is started and the entries it held fail their reads (``StorageError/corrupted(_:)``).
+    ///
+    /// A write right after the previous one skips the `fstat` that tells (``FolderLossCheck`` says
+    /// when, and what that gives up); `checkingNow` makes it check regardless.
     /// - Returns: Whether the store was opened anew (files written for it before are gone).
     @discardableResult
-    func ensureActive() throws -> Bool {
+    func ensureActive(checkingNow: Bool = false) throws -> Bool {
         try checkWritable()
-        if let active, !active.isDetached { return false }
+        if checkingNow { folderLoss.expire() }
+        if let active, !folderLoss.isDue() || !active.isDetached { return false }
         guard !folder.handle.isRemoved, folder.handle.isAtPath else {
             try reopen()
             return true
