@@ -42,6 +42,33 @@ struct HotPathTests {
         #expect(box.calls > 0)
     }
 
+    // Storage's disk read without an Entry<T>: the value is decoded and remembered on the queue,
+    // expiry is judged as before, and another view's copy in memory is a miss that reads the disk.
+    @Test("a Storage disk read: remembered, expired after its date, another view's memory copy a miss")
+    func storageDiskRead() throws {
+        let directory = TemporaryDirectory()
+        let clock = TestClock()
+        let storage = try makeUserStorage(in: directory, memory: MemoryConfig(countLimit: 1), clock: clock)
+        try storage.setObject(User(name: "a", age: 1), forKey: "a", expiry: .seconds(10))
+        try storage.setObject(User(name: "b", age: 2), forKey: "b") // evicts "a" from memory
+        #expect(storage.hybridStorage.cache.item(forKey: "a", now: clock.now) == nil)
+        #expect(try storage.object(forKey: "a") == User(name: "a", age: 1)) // from disk
+        #expect(storage.hybridStorage.cache.item(forKey: "a", now: clock.now) != nil, "the disk hit was not remembered")
+        try storage.setObject(User(name: "b", age: 2), forKey: "b") // evicts "a" again
+        clock.advance(by: 10)
+        let expiry = try #require(storageError { _ = try storage.object(forKey: "a") })
+        guard case .expired(let date) = expiry else {
+            Issue.record("expected expired, got \(expiry)")
+            return
+        }
+        #expect(date == ManualClock.defaultStart.addingTimeInterval(10))
+
+        // A Data view shares the memory layer: its copy of "b" is a miss for the User view.
+        let data = storage.transformData()
+        _ = try data.object(forKey: "b")
+        #expect(try storage.object(forKey: "b") == User(name: "b", age: 2))
+    }
+
     // A sync call from work already on the queue (an `async` body) runs inline too.
     @Test("a sync call from work running on the store's queue runs inline")
     func syncFromQueueRunsInline() async throws {
