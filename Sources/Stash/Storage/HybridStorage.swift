@@ -66,14 +66,28 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         return try objectFromEntry(forKey: key)
     }
 
-    /// The slow path of ``object(forKey:)``, out of line: an `Entry<T>` in the fast path's frame would
-    /// make every memory hit look up the metadata of `Entry<T>` (this code is not specialized).
+    /// The slow path of ``object(forKey:)``, out of line, as ``entryFromQueue(forKey:)`` without an
+    /// `Entry<T>`: on the queue, memory once more (a write may have landed meanwhile), then disk, the
+    /// value decoded and remembered there. It leaves the queue in its memory box, so the hop's result
+    /// is not generic: this code is not specialised, and an `Entry<T>` (or a `T?`) crossing the hop
+    /// cost ~2,600 instructions of generic metadata lookups per read (Docs/Architecture.md, "The hot path").
     @inline(never)
     private func objectFromEntry(forKey key: String) throws -> T {
-        // Memory was just looked at by the fast path (and missed, or held another view's type).
-        let entry = try entryFromQueue(forKey: key)
-        if entry.isExpired, case .date(let date) = entry.expiry { throw StorageError.expired(date) }
-        return entry.object
+        let now = now
+        let (box, expiry) = try engine.sync { store throws -> (AnyValueBox, Date) in
+            if let item = cache.item(forKey: key, now: now) {
+                if ObjectIdentifier(type(of: item.object)) == boxType { return (item.object, item.expiry) }
+                // Another view's copy is a miss, unless its value is a `T` all the same.
+                if let object = item.object.value(as: T.self) { return (ValueBox(object), item.expiry) }
+            }
+            let (data, record, path) = try store.read(key, now: now)
+            let box = try ValueBox(diskStorage.decode(data))
+            let expiry = Date(timeIntervalSince1970: record.expiry)
+            remember(box, forKey: key, cost: data.count, expiry: expiry, filePath: path)
+            return (box, expiry)
+        }
+        if now >= expiry, expiry != .distantFuture { throw StorageError.expired(expiry) }
+        return unsafeDowncast(box, to: ValueBox<T>.self).value
     }
 
     public func existsObject(forKey key: String) throws -> Bool {
@@ -147,7 +161,11 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     func remember(_ object: T, forKey key: String, cost: Int, expiry: Date, filePath: String?) {
+        remember(ValueBox(object), forKey: key, cost: cost, expiry: expiry, filePath: filePath)
+    }
+
+    func remember(_ box: AnyValueBox, forKey key: String, cost: Int, expiry: Date, filePath: String?) {
         let dropAfter = cache.config.expiry.resolved(from: now)
-        cache.set(MemoryCache.Item(object: ValueBox(object), cost: cost, expiry: expiry, dropAfter: dropAfter, filePath: filePath), forKey: key)
+        cache.set(MemoryCache.Item(object: box, cost: cost, expiry: expiry, dropAfter: dropAfter, filePath: filePath), forKey: key)
     }
 }

@@ -79,8 +79,25 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         }
     }
 
+    /// Reads the bytes on the engine's queue, then decodes them on the calling thread: the queue's
+    /// part is not generic (``DiskEngine/read(_:now:)``), and a slow decoder holds up no other call.
     public func entry(forKey key: String) throws -> Entry<T> {
-        try engine.sync { try readEntry(key, from: $0).entry }
+        let now = now()
+        let (data, expiry, path) = try engine.read(key, now: now)
+        return try Entry(object: decode(data), expiry: Expiry(storedDate: Date(timeIntervalSince1970: expiry)),
+                         filePath: path, isExpired: now.timeIntervalSince1970 >= expiry)
+    }
+
+    /// As ``entry(forKey:)``, without building an `Entry<T>` (whose generic metadata an unspecialised
+    /// caller would look up on every read).
+    public func object(forKey key: String) throws -> T {
+        let now = now()
+        let (data, expiry, _) = try engine.read(key, now: now)
+        let object = try decode(data)
+        if now.timeIntervalSince1970 >= expiry, expiry != Date.distantFuture.timeIntervalSince1970 {
+            throw StorageError.expired(Date(timeIntervalSince1970: expiry))
+        }
+        return object
     }
 
     /// Answered from the index under its own lock, without waiting for the queue; still
@@ -147,10 +164,19 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     func readEntry(_ key: String, from store: DiskStore) throws -> (entry: Entry<T>, size: Int) {
         let now = now()
         let (data, record, path) = try store.read(key, now: now)
-        let object = try transformer.decode(data)
+        let object = try decode(data)
         let entry = Entry(object: object, expiry: Expiry(storedDate: Date(timeIntervalSince1970: record.expiry)),
                           filePath: path, isExpired: now.timeIntervalSince1970 >= record.expiry)
         return (entry, data.count)
+    }
+}
+
+extension DiskStorage {
+    /// Bytes that this transformer cannot decode are intact (damaged ones fail in ``DiskStore/read(_:now:)``
+    /// as ``StorageError/corrupted(_:)``): the entry is kept for another view or the app's migration
+    /// code, and the error is ``StorageError/decodingFailed(_:)`` (or the transformer's own ``StorageError``).
+    func decode(_ data: Data) throws -> T {
+        try transformer.decode(data)
     }
 }
 

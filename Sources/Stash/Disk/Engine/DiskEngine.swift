@@ -102,7 +102,7 @@ final class DiskEngine: @unchecked Sendable {
         if !readOnly { try engine.checkSettings(maxSize: maxSize, durable: durable) }
         if !readOnly, !engine.isRegistered(as: identity) {
             // The engine's folder was removed and this open made the path anew: it takes the new folder now.
-            _ = try engine.sync { try $0.ensureActive() }
+            _ = try engine.sync { try $0.ensureActive(checkingNow: true) }
         }
         return engine
     }
@@ -136,6 +136,15 @@ final class DiskEngine: @unchecked Sendable {
     /// keys from memory, and a reader consults memory before the index.
     func record(forKey key: String) -> DiskRecord? {
         index.withLock { $0.peek(key) }
+    }
+
+    /// The bytes stored for `key`, read on the queue and counted as use (``DiskStore/read(_:now:)``):
+    /// the non-generic core of ``DiskStorage``'s reads, which decode off the queue.
+    func read(_ key: String, now: Date) throws -> (data: Data, expiry: Double, path: String?) {
+        try sync { store in
+            let (data, record, path) = try store.read(key, now: now)
+            return (data, record.expiry, path)
+        }
     }
 
     /// Stores `data` for `key`: the one write path of every layer (``DiskStorage`` and ``HybridStorage``).
@@ -206,15 +215,41 @@ final class DiskEngine: @unchecked Sendable {
     /// Off the queue, the changes `body` committed reach their observers before this returns
     /// (``ObservationCenter/deliver(through:)``); inline, the outer operation's caller delivers them.
     /// An operation that committed none (a read) does not wait for other threads' deliveries.
-    func sync<Result>(_ body: (DiskStore) throws -> Result) rethrows -> Result {
-        if isOnQueue { return try body(store) }
-        var published: (before: UInt64, after: UInt64) = (0, 0)
-        defer { if published.after > published.before { observers.deliver(through: published.after) } }
-        return try queue.sync {
-            published.before = observers.lastPublished
-            defer { published.after = observers.lastPublished }
-            return try body(store)
+    ///
+    /// Generic only in this thin shell, which is inlined into each caller (and so specialised for its
+    /// result type there): the hop itself is ``run(_:)``, which is not generic. The generic
+    /// `DispatchQueue.sync<T>` of swift-corelibs-libdispatch is not specialised for the caller's type
+    /// (it lives in another module) and cost ~1,300 instructions more per call than the
+    /// `sync(execute: () -> Void)` that ``run(_:)`` uses (see Docs/Architecture.md, "The hot path").
+    @inline(__always)
+    func sync<Result, Failure: Error>(_ body: (DiskStore) throws(Failure) -> Result) throws(Failure) -> Result {
+        var result: Result?
+        var failure: Failure?
+        run { store in
+            do throws(Failure) {
+                result = try body(store)
+            } catch {
+                failure = error
+            }
         }
+        if let failure { throw failure }
+        return result.unsafelyUnwrapped // `run` ran `body`, which returned or threw
+    }
+
+    /// The non-generic queue hop under ``sync(_:)``: runs `body` on the queue (inline when already
+    /// on it, so a call from inside a transformer or another operation never deadlocks) and delivers
+    /// what it committed to observers once off the queue.
+    @inline(never)
+    private func run(_ body: (DiskStore) -> Void) {
+        if isOnQueue { return body(store) }
+        var before: UInt64 = 0
+        var after: UInt64 = 0
+        queue.sync { // the non-generic overload: `() -> Void`
+            before = observers.lastPublished
+            body(store)
+            after = observers.lastPublished
+        }
+        if after > before { observers.deliver(through: after) }
     }
 
     /// Runs `body` on the serial queue, after every operation submitted before it.

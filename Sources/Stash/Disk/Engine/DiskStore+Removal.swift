@@ -177,10 +177,17 @@ extension DiskStore {
         var tombstoneBytes = 0
         let end: UInt64
         do {
-            end = try append(durable: durable) { buffer, salt in
+            let length = records.reduce(0) { $0 + SegmentFormat.removeLength(keyCount: $1.0.utf8.count) }
+            end = try append(durable: durable, length: length) { out, salt in
                 var last = 0
                 for (key, _) in records {
-                    last = SegmentFormat.appendRemove(key: key, salt: salt, to: &buffer)
+                    var key = key
+                    last = key.withUTF8 { utf8 in
+                        let length = SegmentFormat.removeLength(keyCount: utf8.count)
+                        SegmentFormat.encodeRemove(key: UnsafeRawBufferPointer(utf8), salt: salt,
+                                                   into: UnsafeMutableRawBufferPointer(rebasing: out[tombstoneBytes..<(tombstoneBytes + length)]))
+                        return length
+                    }
                     tombstoneBytes += last
                 }
                 return last

@@ -78,8 +78,13 @@ final class DiskStore {
     var memoryCaches: [WeakMemoryCache] = []
     /// How many appends (`pwrite`s of records) the store has made; for tests.
     var appendCount = 0
-    /// Reused for every append, so a write allocates no buffer of its own.
+    /// Reused for every append, so a write allocates no buffer of its own: its `count` is the room it
+    /// has (it only grows, up to 1 MiB), not the bytes of the last append.
     var scratch: [UInt8] = []
+    /// When a write checks that the folder is still there (``ensureActive(checkingNow:)``).
+    var folderLoss = FolderLossCheck()
+    /// Reused for every read of a record (``load(_:_:)``), as ``scratch`` is for appends.
+    var readScratch: [UInt8] = []
 
     struct WeakMemoryCache {
         weak var cache: MemoryCache?
@@ -178,20 +183,41 @@ final class DiskStore {
     }
 
     /// The value bytes `record` names, verified (the record's checksum, its key, the file's hash).
+    ///
+    /// The record is read into ``readScratch`` (kept from one read to the next) and its key compared
+    /// there, in place: the returned value is the read's one allocation.
     func load(_ key: String, _ record: DiskRecord) throws -> Data {
         guard let segment = segments[record.segment] else {
             throw StorageError.corrupted("the segment holding this key's record is missing")
         }
-        let (parsed, bytes) = try segment.record(at: Int(record.offset), length: Int(record.length))
-        guard case .set(let storedKey, let info) = parsed, info.value == record.value, storedKey == key else {
-            throw StorageError.corrupted("the record at byte \(record.offset) of \(segment.path) is not this key's")
+        let length = Int(record.length)
+        if readScratch.count < length { readScratch = [UInt8](repeating: 0, count: max(length, 4096)) }
+        defer { if readScratch.count > 1 << 20 { readScratch = [] } } // do not keep a large record's buffer
+        return try readScratch.withUnsafeMutableBytes { scratch in
+            let bytes = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<length])
+            let (storedKey, info) = try segment.setRecord(at: Int(record.offset), into: bytes)
+            guard info.value == record.value, Self.isSameKey(storedKey, key) else {
+                throw StorageError.corrupted("the record at byte \(record.offset) of \(segment.path) is not this key's")
+            }
+            switch record.value {
+            case .inline:
+                return Data(UnsafeRawBufferPointer(rebasing: bytes[info.valueOffset...]))
+            case .file(let id, let size, let hash):
+                return try values.read(id, size: size, hash: hash)
+            }
         }
-        switch record.value {
-        case .inline:
-            return bytes.withUnsafeBytes { Data(UnsafeRawBufferPointer(rebasing: $0[info.valueOffset...])) }
-        case .file(let id, let size, let hash):
-            return try values.read(id, size: size, hash: hash)
+    }
+
+    /// Whether a record's key bytes are `key`. The same bytes are (the common case, decided without
+    /// building a `String`); other bytes are decoded and compared as Swift strings, so that a
+    /// canonically equivalent spelling is the same key (Contract item 8) and bytes that are no valid
+    /// UTF-8 are no key: a byte mismatch alone never makes a false mismatch.
+    static func isSameKey(_ stored: UnsafeRawBufferPointer, _ key: String) -> Bool {
+        var key = key
+        let sameBytes = key.withUTF8 { utf8 in
+            utf8.count == stored.count && (utf8.isEmpty || memcmp(utf8.baseAddress!, stored.baseAddress!, utf8.count) == 0)
         }
+        return sameBytes || SegmentFormat.key(stored).map { $0 == key } ?? false
     }
 
     // MARK: Writing
@@ -261,10 +287,15 @@ final class DiskStore {
         let expiry = expiry.timeIntervalSince1970
         let location: (segment: UInt32, offset: Int, length: Int, end: UInt64)
         do {
-            location = try data.withUnsafeBytes { bytes in
-                try append(durable: durable) { buffer, salt in
-                    SegmentFormat.appendSet(key: key, expiry: expiry, time: time, value: value,
-                                            inlineBytes: bytes, salt: salt, to: &buffer).length
+            var key = key
+            location = try key.withUTF8 { utf8 in
+                try data.withUnsafeBytes { bytes in
+                    let length = SegmentFormat.setLength(keyCount: utf8.count, expiry: expiry, inlineCount: bytes.count, value: value)
+                    return try append(durable: durable, length: length) { out, salt in
+                        _ = SegmentFormat.encodeSet(key: UnsafeRawBufferPointer(utf8), expiry: expiry, time: time, value: value,
+                                                    inlineBytes: bytes, salt: salt, into: out)
+                        return length
+                    }
                 }
             }
         } catch {
@@ -291,29 +322,52 @@ final class DiskStore {
         return outcome
     }
 
-    /// Appends pending access records and the records `encode` writes (with the active segment's
-    /// salt) in one `pwrite`; returns the segment and offset where the last record starts, its
-    /// length, and the group commit position after it.
+    /// Appends pending access records and the records `encode` stores (with the active segment's
+    /// salt) into the `length` bytes it is given, in one `pwrite`; returns the segment and offset where
+    /// the last record starts (`encode` returns its length), its length, and the group commit position after it.
+    ///
+    /// The bytes are the store's ``scratch``, kept from one append to the next: a write allocates
+    /// nothing of its own and encodes each field in place (``SegmentFormat/encodeSet(key:expiry:time:value:inlineBytes:salt:into:)``).
+    @discardableResult
+    func append(durable: Bool = false, length: Int, _ encode: (UnsafeMutableRawBufferPointer, UInt64) -> Int) throws
+        -> (segment: UInt32, offset: Int, length: Int, end: UInt64) {
+        guard let segment = active else { throw StorageError.readOnly(directory: directory) }
+        let accessBytes = pendingAccesses.count * SegmentFormat.accessLength
+        let total = accessBytes + length
+        if scratch.count < total { scratch = [UInt8](repeating: 0, count: max(total, 4096)) }
+        let last = try scratch.withUnsafeMutableBytes { bytes in
+            for (number, access) in pendingAccesses.enumerated() {
+                let start = number * SegmentFormat.accessLength
+                SegmentFormat.encodeAccess(segment: access.segment, offset: access.offset, time: access.time, keyHash: access.keyHash, salt: segment.salt,
+                                           into: UnsafeMutableRawBufferPointer(rebasing: bytes[start..<(start + SegmentFormat.accessLength)]))
+            }
+            let last = encode(UnsafeMutableRawBufferPointer(rebasing: bytes[accessBytes..<total]), segment.salt)
+            try segment.append(UnsafeRawBufferPointer(rebasing: bytes[0..<total]))
+            return last
+        }
+        let offset = segment.length - last
+        segment.deadBytes += accessBytes
+        pendingAccesses.removeAll(keepingCapacity: true)
+        appendCount += 1
+        folderLoss.didAppend()
+        let end = groupCommit.noteAppend(total, to: segment, durable: durable)
+        if scratch.count > 1 << 20 { scratch = [] } // do not keep a large value's buffer
+        if segment.length >= thresholds.segmentLimit { try? roll() }
+        return (segment.id, offset, last, end)
+    }
+
+    /// As ``append(durable:length:_:)``, for records that `encode` appends to an array (batches, and
+    /// records whose length is not worked out beforehand).
     @discardableResult
     func append(durable: Bool = false, _ encode: (inout [UInt8], UInt64) -> Int) throws
         -> (segment: UInt32, offset: Int, length: Int, end: UInt64) {
         guard let segment = active else { throw StorageError.readOnly(directory: directory) }
-        scratch.removeAll(keepingCapacity: true)
-        for access in pendingAccesses {
-            SegmentFormat.appendAccess(segment: access.segment, offset: access.offset, time: access.time, keyHash: access.keyHash,
-                                       salt: segment.salt, to: &scratch)
+        var records: [UInt8] = []
+        let last = encode(&records, segment.salt)
+        return try append(durable: durable, length: records.count) { out, _ in
+            records.withUnsafeBytes { out.copyMemory(from: $0) }
+            return last
         }
-        let accessBytes = scratch.count
-        let length = encode(&scratch, segment.salt)
-        let offset = segment.length + scratch.count - length
-        try segment.append(scratch)
-        segment.deadBytes += accessBytes
-        pendingAccesses.removeAll(keepingCapacity: true)
-        appendCount += 1
-        let end = groupCommit.noteAppend(scratch.count, to: segment, durable: durable)
-        if scratch.capacity > 1 << 20 { scratch = [] } // do not keep a large value's buffer
-        if segment.length >= thresholds.segmentLimit { try? roll() }
-        return (segment.id, offset, length, end)
     }
 
     /// Writes the buffered access records.
@@ -339,11 +393,15 @@ final class DiskStore {
     /// made anew by this or another process: then the store opens whatever stands at its path now,
     /// anew (``reopen()``), and never writes into it otherwise. If only the active segment was
     /// deleted, a new one is started and the entries it held fail their reads (``StorageError/corrupted(_:)``).
+    ///
+    /// A write right after the previous one skips the `fstat` that tells (``FolderLossCheck`` says
+    /// when, and what that gives up); `checkingNow` makes it check regardless.
     /// - Returns: Whether the store was opened anew (files written for it before are gone).
     @discardableResult
-    func ensureActive() throws -> Bool {
+    func ensureActive(checkingNow: Bool = false) throws -> Bool {
         try checkWritable()
-        if let active, !active.isDetached { return false }
+        if checkingNow { folderLoss.expire() }
+        if let active, !folderLoss.isDue() || !active.isDetached { return false }
         guard !folder.handle.isRemoved, folder.handle.isAtPath else {
             try reopen()
             return true

@@ -61,17 +61,23 @@ enum FileIO {
     /// Up to `count` bytes of the open file `fd` from `offset` (`pread`; fewer at its end).
     static func read(_ fd: Int32, at offset: Int, count: Int, path: String) throws -> [UInt8] {
         try [UInt8](unsafeUninitializedCapacity: count) { buffer, done in
-            done = 0
-            while done < count {
-                let n = pread(fd, buffer.baseAddress! + done, count - done, off_t(offset + done))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw error("pread", path)
-                }
-                if n == 0 { break }
-                done += n
-            }
+            done = try read(fd, at: offset, into: UnsafeMutableRawBufferPointer(buffer), path: path)
         }
+    }
+
+    /// Fills `buffer` from `offset` on; returns how many bytes it read (fewer at the end of the file).
+    static func read(_ fd: Int32, at offset: Int, into buffer: UnsafeMutableRawBufferPointer, path: String) throws -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw error("pread", path)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
     }
 
     /// The whole content of the open file `fd`, read from its start; nil unless it is a regular file.

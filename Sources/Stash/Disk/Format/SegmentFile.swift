@@ -170,6 +170,17 @@ final class SegmentFile: @unchecked Sendable {
         return (record, bytes)
     }
 
+    /// Reads the set record of `bytes.count` bytes at `offset` into `bytes` (the store's reused read
+    /// buffer) and verifies it, without decoding its key: the key's bytes (within `bytes`) and what it says.
+    /// - Throws: ``StorageError/corrupted(_:)`` unless a set record that verifies is exactly there.
+    func setRecord(at offset: Int, into bytes: UnsafeMutableRawBufferPointer) throws -> (key: UnsafeRawBufferPointer, info: SetInfo) {
+        let read = try FileIO.read(fd, at: offset, into: bytes, path: path)
+        guard read == bytes.count, let (key, info) = SegmentFormat.setRecord(UnsafeRawBufferPointer(bytes), salt: salt) else {
+            throw StorageError.corrupted("the record at byte \(offset) of \(path) is damaged")
+        }
+        return (UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[key]), info)
+    }
+
     /// Whether the file was unlinked underneath (its folder removed, maybe made anew).
     var isDetached: Bool { FileIO.isUnlinked(fd) }
 

@@ -94,8 +94,8 @@ enum SegmentFormat {
         var length: Int { store == nil ? version2HeaderLength : headerLength }
     }
 
-    private enum Kind: UInt8 { case setInline = 1, setFile = 2, remove = 3, clear = 4, access = 5, batch = 6 }
-    private static let hasExpiry: UInt8 = 0x10
+    enum Kind: UInt8 { case setInline = 1, setFile = 2, remove = 3, clear = 4, access = 5, batch = 6 }
+    static let hasExpiry: UInt8 = 0x10
 
     // MARK: Header
 
@@ -132,94 +132,19 @@ enum SegmentFormat {
         return UInt32(truncatingIfNeeded: XXH64.hash(UnsafeRawBufferPointer(rebasing: copy[0..<end]))) == load(copy, end)
     }
 
-    // MARK: Encoding
-
-    /// Appends a set record; returns its length and where its inline value starts within it.
-    @discardableResult
-    static func appendSet(key: String, expiry: Double, time: Double, value: StoredValue, inlineBytes: UnsafeRawBufferPointer?,
-                          salt: UInt64, to buffer: inout [UInt8]) -> (length: Int, valueOffset: Int) {
-        let start = beginRecord(&buffer)
-        let never = expiry == Date.distantFuture.timeIntervalSince1970
-        let kind: Kind = if case .file = value { .setFile } else { .setInline }
-        buffer.append(kind.rawValue | (never ? 0 : hasExpiry))
-        appendInteger(time.bitPattern, to: &buffer)
-        if !never { appendInteger(expiry.bitPattern, to: &buffer) }
-        var key = key
-        key.withUTF8 { utf8 in
-            appendVarint(utf8.count, to: &buffer)
-            buffer.append(contentsOf: utf8)
-        }
-        let valueOffset = buffer.count - start
-        switch value {
-        case .inline:
-            if let inlineBytes { buffer.append(contentsOf: inlineBytes) }
-        case .file(let id, let size, let hash):
-            appendInteger(id, to: &buffer)
-            appendInteger(UInt64(size), to: &buffer)
-            appendInteger(hash, to: &buffer)
-        }
-        return (endRecord(&buffer, start: start, salt: salt), valueOffset)
-    }
-
-    @discardableResult
-    static func appendRemove(key: String, salt: UInt64, to buffer: inout [UInt8]) -> Int {
-        let start = beginRecord(&buffer)
-        buffer.append(Kind.remove.rawValue)
-        buffer.append(contentsOf: key.utf8)
-        return endRecord(&buffer, start: start, salt: salt)
-    }
-
-    @discardableResult
-    static func appendClear(salt: UInt64, to buffer: inout [UInt8]) -> Int {
-        let start = beginRecord(&buffer)
-        buffer.append(Kind.clear.rawValue)
-        return endRecord(&buffer, start: start, salt: salt)
-    }
-
-    @discardableResult
-    static func appendAccess(segment: UInt32, offset: UInt32, time: Double, keyHash: UInt64, salt: UInt64, to buffer: inout [UInt8]) -> Int {
-        let start = beginRecord(&buffer)
-        buffer.append(Kind.access.rawValue)
-        appendInteger(segment, to: &buffer)
-        appendInteger(offset, to: &buffer)
-        appendInteger(time.bitPattern, to: &buffer)
-        appendInteger(keyHash, to: &buffer)
-        return endRecord(&buffer, start: start, salt: salt)
-    }
-
-    /// Appends a batch record: the `count` records of `length` bytes that follow are one batch.
-    @discardableResult
-    static func appendBatch(count: Int, length: Int, salt: UInt64, to buffer: inout [UInt8]) -> Int {
-        let start = beginRecord(&buffer)
-        buffer.append(Kind.batch.rawValue)
-        appendInteger(UInt32(count), to: &buffer)
-        appendInteger(UInt32(length), to: &buffer)
-        return endRecord(&buffer, start: start, salt: salt)
-    }
-
-    private static func beginRecord(_ buffer: inout [UInt8]) -> Int {
-        let start = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: recordHeaderLength))
-        return start
-    }
-
-    /// Fills in the length and checksum of the record that starts at `start`; returns its length.
-    private static func endRecord(_ buffer: inout [UInt8], start: Int, salt: UInt64) -> Int {
-        let length = buffer.count - start
-        buffer.withUnsafeMutableBytes { bytes in
-            bytes.storeBytes(of: UInt32(length - recordHeaderLength).littleEndian, toByteOffset: start + 4, as: UInt32.self)
-            let checked = UnsafeRawBufferPointer(rebasing: bytes[(start + 4)..<(start + length)])
-            bytes.storeBytes(of: UInt32(truncatingIfNeeded: XXH64.hash(checked, seed: salt)).littleEndian,
-                             toByteOffset: start, as: UInt32.self)
-        }
-        return length
-    }
-
     // MARK: Decoding
 
     /// The record at `offset` and its length, or nil unless one that verifies starts exactly there.
     /// Never traps, whatever the bytes.
     static func record(in bytes: UnsafeRawBufferPointer, at offset: Int, salt: UInt64) -> (SegmentRecord, length: Int)? {
+        guard let (record, length) = verified(bytes, at: offset, salt: salt) else { return nil }
+        return decodeBody(record.body, kind: record.kind, hasExpiry: record.hasExpiry).map { ($0, length) }
+    }
+
+    /// The body and kind of the record at `offset`, and its length, once its length and checksum hold;
+    /// nil otherwise. Never traps.
+    private static func verified(_ bytes: UnsafeRawBufferPointer, at offset: Int, salt: UInt64)
+        -> ((kind: Kind, hasExpiry: Bool, body: UnsafeRawBufferPointer), length: Int)? {
         guard offset >= 0, offset + recordHeaderLength < bytes.count else { return nil }
         let bodyLength = Int(exactly: load(bytes, offset + 4) as UInt32) ?? .max // past Int where Int has 32 bits
         guard bodyLength >= 1, bodyLength <= maxBodyLength, bodyLength <= bytes.count - offset - recordHeaderLength,
@@ -228,36 +153,55 @@ enum SegmentFormat {
         let checked = UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<(offset + length)])
         guard UInt32(truncatingIfNeeded: XXH64.hash(checked, seed: salt)) == load(bytes, offset) as UInt32 else { return nil }
         let body = UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<(offset + length)])
-        return decodeBody(body, kind: kind, hasExpiry: body[0] & hasExpiry != 0).map { ($0, length) }
+        return ((kind, body[0] & hasExpiry != 0, body), length)
+    }
+
+    /// The set record that `bytes` holds, exactly and verified: where its key's bytes are (counted from
+    /// the record's first byte, as ``SetInfo/valueOffset`` is) and what it says, without decoding the
+    /// key (a read compares it in place: ``DiskStore/isSameKey(_:_:)``). nil unless a valid set record
+    /// is exactly there; never traps.
+    static func setRecord(_ bytes: UnsafeRawBufferPointer, salt: UInt64) -> (key: Range<Int>, info: SetInfo)? {
+        guard bytes.count > recordHeaderLength, let (record, length) = verified(bytes, at: 0, salt: salt),
+              length == bytes.count, record.kind == .setInline || record.kind == .setFile,
+              let (key, info) = setFields(record.body, kind: record.kind, hasExpiry: record.hasExpiry) else { return nil }
+        return (key.lowerBound + recordHeaderLength..<key.upperBound + recordHeaderLength, info)
+    }
+
+    /// The fields of a set record's body; the key as the range of its bytes in `body`.
+    private static func setFields(_ body: UnsafeRawBufferPointer, kind: Kind, hasExpiry: Bool) -> (key: Range<Int>, info: SetInfo)? {
+        var position = 1
+        guard body.count >= position + 8 else { return nil }
+        let time = Double(bitPattern: load(body, position))
+        position += 8
+        var expiry = Date.distantFuture.timeIntervalSince1970
+        if hasExpiry {
+            guard body.count >= position + 8 else { return nil }
+            expiry = Double(bitPattern: load(body, position))
+            position += 8
+        }
+        guard !time.isNaN, !expiry.isNaN, let (keyLength, varintLength) = varint(body, at: position) else { return nil }
+        position += varintLength
+        guard keyLength <= body.count - position else { return nil }
+        let key = position..<(position + keyLength)
+        position += keyLength
+        let value: StoredValue
+        if kind == .setInline {
+            value = .inline(size: body.count - position)
+        } else {
+            guard body.count - position == 24 else { return nil }
+            let size = load(body, position + 8) as UInt64
+            guard size <= UInt64(Int.max) else { return nil }
+            value = .file(id: load(body, position), size: Int(size), hash: load(body, position + 16))
+        }
+        return (key, SetInfo(expiry: expiry, time: time, value: value, valueOffset: recordHeaderLength + position))
     }
 
     private static func decodeBody(_ body: UnsafeRawBufferPointer, kind: Kind, hasExpiry: Bool) -> SegmentRecord? {
         switch kind {
         case .setInline, .setFile:
-            var position = 1
-            guard body.count >= position + 8 else { return nil }
-            let time = Double(bitPattern: load(body, position))
-            position += 8
-            var expiry = Date.distantFuture.timeIntervalSince1970
-            if hasExpiry {
-                guard body.count >= position + 8 else { return nil }
-                expiry = Double(bitPattern: load(body, position))
-                position += 8
-            }
-            guard !time.isNaN, !expiry.isNaN, let (keyLength, varintLength) = varint(body, at: position) else { return nil }
-            position += varintLength
-            guard keyLength <= body.count - position, let key = key(UnsafeRawBufferPointer(rebasing: body[position..<(position + keyLength)])) else { return nil }
-            position += keyLength
-            let value: StoredValue
-            if kind == .setInline {
-                value = .inline(size: body.count - position)
-            } else {
-                guard body.count - position == 24 else { return nil }
-                let size = load(body, position + 8) as UInt64
-                guard size <= UInt64(Int.max) else { return nil }
-                value = .file(id: load(body, position), size: Int(size), hash: load(body, position + 16))
-            }
-            return .set(key: key, SetInfo(expiry: expiry, time: time, value: value, valueOffset: recordHeaderLength + position))
+            guard let (range, info) = setFields(body, kind: kind, hasExpiry: hasExpiry),
+                  let key = key(UnsafeRawBufferPointer(rebasing: body[range])) else { return nil }
+            return .set(key: key, info)
         case .remove:
             return key(UnsafeRawBufferPointer(rebasing: body[1...])).map { .remove(key: $0) }
         case .clear:
@@ -322,6 +266,17 @@ enum SegmentFormat {
 
     static func appendInteger<I: FixedWidthInteger>(_ value: I, to buffer: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) }
+    }
+
+    /// The length of `value` as a LEB128 number.
+    static func varintLength(_ value: Int) -> Int {
+        var length = 1
+        var rest = UInt64(value) >> 7
+        while rest > 0 {
+            length += 1
+            rest >>= 7
+        }
+        return length
     }
 
     static func appendVarint(_ value: Int, to buffer: inout [UInt8]) {
