@@ -156,6 +156,8 @@ func main() -> Int32 {
     }
     print("\n" + Report.table(bench.rows))
     print("\n" + Report.targetsText(bench.rows))
+    print("\n" + Report.issueTargetsText(bench.rows))
+    if !bench.wrapperRows.isEmpty { print("\n" + Report.wrapperText(bench.wrapperRows)) }
     let seconds = (ContinuousClock.now - started).nanoseconds / 1e9
     let targets = bench.rows.compactMap(\.met)
     print("\n\(bench.rows.count) rows in \(Int(seconds.rounded())) s; targets: \(targets.filter { $0 }.count) met, "
@@ -164,6 +166,8 @@ func main() -> Int32 {
         if let path = settings.jsonPath { try Report.json(bench.rows).write(to: URL(fileURLWithPath: path)) }
         if let path = settings.markdownPath {
             let markdown = Report.markdown(bench.rows) + "\n" + Report.targetsMarkdown(bench.rows)
+                + "\n" + Report.issueTargetsMarkdown(bench.rows)
+                + (bench.wrapperRows.isEmpty ? "" : "\n" + Report.wrapperMarkdown(bench.wrapperRows))
             try markdown.write(toFile: path, atomically: true, encoding: .utf8)
         }
     } catch {
