@@ -6,6 +6,7 @@ import Stash
 // Usage: StashBenchmarks [--quick | --scale] [--fs both|work|tmpfs] [--json FILE] [--markdown FILE]
 //                        [--filter TEXT] [--work-dir DIR] [--tmpfs-dir DIR]
 //        StashBenchmarks --fill DIR COUNT   (a store for `Benchmarks/cli-scale`, through the library)
+//        StashBenchmarks --read-all ENGINE FOLDER COUNT   (the engine-at-scale rows' reading process)
 // (`Benchmarks/run` builds it in release mode and passes its arguments on).
 
 func parseSettings(_ arguments: [String]) throws -> Settings {
@@ -103,6 +104,9 @@ func runAll(_ bench: Bench) throws {
 
 func main() -> Int32 {
     if CommandLine.arguments.dropFirst().first == "--fill" { return CLIFill.main(Array(CommandLine.arguments.dropFirst(2))) }
+    if CommandLine.arguments.dropFirst().first == "--read-all" {
+        return ReadAllProcess.main(Array(CommandLine.arguments.dropFirst(2)))
+    }
     let settings: Settings
     do {
         settings = try parseSettings(Array(CommandLine.arguments.dropFirst()).filter { $0 != "--redis" })
