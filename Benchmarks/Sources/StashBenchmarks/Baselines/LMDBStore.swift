@@ -101,28 +101,6 @@ final class LMDBStore: @unchecked Sendable {
         try Self.check(mdb_txn_commit(transaction), "txn_commit")
     }
 
-    /// `count` entries in one transaction per `batch`: for filling big stores quickly (untimed).
-    func fill(_ count: Int, key: (Int) -> String, value: (Int) -> Data, batch: Int = 10_000) throws {
-        for start in stride(from: 0, to: count, by: batch) {
-            var transaction: OpaquePointer?
-            try Self.check(mdb_txn_begin(env, nil, 0, &transaction), "txn_begin")
-            for index in start..<min(start + batch, count) {
-                var keyString = key(index)
-                var value = value(index)
-                let code = keyString.withUTF8 { utf8 in
-                    var keyValue = MDB_val(mv_size: utf8.count, mv_data: UnsafeMutableRawPointer(mutating: utf8.baseAddress))
-                    return value.withUnsafeMutableBytes { bytes in
-                        var data = MDB_val(mv_size: bytes.count, mv_data: bytes.baseAddress)
-                        return mdb_put(transaction, dbi, &keyValue, &data, 0)
-                    }
-                }
-                if code != 0 { mdb_txn_abort(transaction) }
-                try Self.check(code, "put")
-            }
-            try Self.check(mdb_txn_commit(transaction), "txn_commit")
-        }
-    }
-
     func value(forKey key: String) throws -> Data? {
         var transaction: OpaquePointer?
         try Self.check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &transaction), "txn_begin")

@@ -3,15 +3,20 @@ import Stash
 
 extension EngineScaleScenarios {
     /// A process of its own reads every key of each engine once and closes (``ReadAllProcess``);
-    /// then a second one does the same and reports what opening (malloc's bytes in use) and reading
-    /// everything (the resident set) cost it; then open + first get is timed with the access records
-    /// the first process left. Rows `heap growth per entry after opening …`, `RSS growth per entry
-    /// after reading every key once …`, `open + first get, N entries, access records present …`.
+    /// then open + first get is timed, with the access records that process left. Then a second
+    /// such process reports what opening (malloc's bytes in use) and reading every key (the resident
+    /// set) cost it. Rows `open + first get, N entries, access records present …`, `heap growth per
+    /// entry after opening …`, `RSS growth per entry after reading every key once …`.
     static func afterReading(bench: Bench, labels: Labels, fixture: EngineFixture, folders: Folders,
                              largest: Bool) throws {
         let count = fixture.count
         let engines = ["Stash"] + peers
         for engine in engines { _ = try ReadAllProcess.run(engine, folder: folders.peer(engine), count: count) }
+        if bench.settings.wants(labels.openAccessed, peers: peers) {
+            let limit: Target = count >= 1_000_000 ? .absolute(20e6) : count >= 100_000 ? .absolute(5e6) : .none
+            _ = try measureOpen(bench: bench, label: labels.openAccessed, folders: folders, fixture: fixture, target: limit)
+        }
+        guard bench.settings.wants(labels.heap, peers: peers) || bench.settings.wants(labels.rss, peers: peers) else { return }
         let figures = try engines.map { try ReadAllProcess.run($0, folder: folders.peer($0), count: count) }
         for (index, peer) in peers.enumerated() {
             let (stash, other) = (figures[0], figures[index + 1])
@@ -25,10 +30,6 @@ extension EngineScaleScenarios {
                               baseline: Double(other.rssGrowth) / Double(count), vs: peer, unit: .bytes,
                               target: index == 0 && largest ? .absolute(100) : .none))
             }
-        }
-        if bench.settings.wants(labels.openAccessed, peers: peers) {
-            let limit: Target = count >= 1_000_000 ? .absolute(20e6) : count >= 100_000 ? .absolute(5e6) : .none
-            _ = try measureOpen(bench: bench, label: labels.openAccessed, folders: folders, fixture: fixture, target: limit)
         }
     }
 
