@@ -39,19 +39,20 @@ struct IssueTarget {
                     elsewhere: "`Benchmarks/cli-scale` (its table's target column)"),
     ]
 
-    /// Whether `scenario` (without its tag) is one of this target's rows, and the count `*` matched.
-    func matches(_ scenario: String) -> (Bool, String?) {
-        for pattern in scenarios {
+    /// Which of this target's scenarios `scenario` (without its tag) is — its index in `scenarios`,
+    /// so cells come in the target's order — and the count `*` matched; nil when none.
+    func match(_ scenario: String) -> (index: Int, count: String?)? {
+        for (index, pattern) in scenarios.enumerated() {
             let parts = pattern.components(separatedBy: "*")
             if parts.count == 1 {
-                if scenario == pattern { return (true, nil) }
+                if scenario == pattern { return (index, nil) }
             } else if scenario.hasPrefix(parts[0]), scenario.hasSuffix(parts[1]),
                       scenario.count > parts[0].count + parts[1].count {
                 let middle = scenario.dropFirst(parts[0].count).dropLast(parts[1].count)
-                if middle.allSatisfy(\.isNumber) { return (true, String(middle)) }
+                if middle.allSatisfy(\.isNumber) { return (index, String(middle)) }
             }
         }
-        return (false, nil)
+        return nil
     }
 }
 
@@ -76,10 +77,8 @@ extension Report {
             var cells = [target.row, target.target]
             var met = 0, missed = 0
             for system in systems {
-                let found = tagged.compactMap { item -> String? in
-                    guard item.parts.1 == system else { return nil }
-                    let (matches, count) = target.matches(item.parts.0)
-                    guard matches else { return nil }
+                let found = tagged.compactMap { item -> (order: Int, count: Int, cell: String)? in
+                    guard item.parts.1 == system, let match = target.match(item.parts.0) else { return nil }
                     if item.row.met == true { met += 1 } else { missed += 1 }
                     let figure: String
                     if case .ratio = item.row.target {
@@ -87,8 +86,9 @@ extension Report {
                     } else {
                         figure = Row.format(item.row.stash, item.row.unit)
                     }
-                    return figure + (count.map { " (\($0))" } ?? "") + (item.row.met == true ? "" : " ✗")
-                }
+                    let cell = figure + (match.count.map { " (\($0))" } ?? "") + (item.row.met == true ? "" : " ✗")
+                    return (match.index, match.count.flatMap { Int($0) } ?? 0, cell)
+                }.sorted { ($0.order, $0.count) < ($1.order, $1.count) }.map(\.cell)
                 cells.append(found.isEmpty ? "—" : found.joined(separator: ", "))
             }
             let status = target.elsewhere.map { "see \($0)" }
