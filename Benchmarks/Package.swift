@@ -16,11 +16,13 @@ let package = Package(
         .executableTarget(
             name: "StashBenchmarks",
             dependencies: [.product(name: "Stash", package: "Stash"), .product(name: "StashRedis", package: "Stash"), "MallocStats",
-                           "CSQLite", "CLevelDB", "CLMDB"],
+                           "CSQLite", "CLevelDB", "CLMDB", "CPeerDriver"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         // Bytes in use by malloc: Glibc's Swift module does not export <malloc.h>.
         .target(name: "MallocStats"),
+        // The peers driven from C with no wrapper: the reference for the Swift peers' overhead.
+        .target(name: "CPeerDriver", linkerSettings: [.linkedLibrary("leveldb"), .linkedLibrary("lmdb"), .linkedLibrary("sqlite3")]),
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLevelDB", providers: [.apt(["libleveldb-dev"])]),
         .systemLibrary(name: "CLMDB", providers: [.apt(["liblmdb-dev"])]),

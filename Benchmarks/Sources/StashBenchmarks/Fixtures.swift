@@ -180,6 +180,8 @@ final class Bench {
     /// `[ext4]`, `[tmpfs]`: appended to every row's scenario, so the file system is in its name.
     private(set) var tag = ""
     private(set) var rows: [Row] = []
+    /// The wrapper-overhead table (``WrapperOverheadScenario``): peers from C against from Swift.
+    private(set) var wrapperRows: [WrapperRow] = []
 
     init(settings: Settings, root: URL) {
         self.settings = settings
@@ -208,5 +210,14 @@ final class Bench {
         let cells = Report.cells(row)
         print("  \(cells[0]): Stash \(cells[1]), \(cells[3]) \(cells[2]), ratio \(cells[4])")
         fflush(nil) // every stream: `stdout` itself is a global Swift 6 will not touch
+    }
+
+    /// Records a line of the wrapper-overhead table and prints it.
+    func addWrapper(_ row: WrapperRow) {
+        var row = row
+        row.fileSystem = tag.trimmingCharacters(in: .whitespaces)
+        wrapperRows.append(row)
+        print("  \(Report.wrapperCells(row).joined(separator: ", "))")
+        fflush(nil)
     }
 }

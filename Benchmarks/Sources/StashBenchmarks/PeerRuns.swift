@@ -36,16 +36,10 @@ func runPeers(_ bench: Bench) throws {
         PeerStep(label: label) { try scenario($0, $1, $2, targets) }
     }
 
-    // The engine: DiskStorage<Data>, 200 B values, against LevelDB and LMDB.
-    let small = Kind<Data>.small
-    try runLineup(bench, small, keyCount: settings.keyCount, [
-        ("Stash", { try StashDiskSide(in: $0) }), ("LevelDB", { try LevelDBSide(in: $0) }), ("LMDB", { try LMDBSide(in: $0) }),
-    ], [
-        step("set new key, 200 B data", PeerScenarios.setNew, [.ratio(1.0)]),
-        step("overwrite, 200 B data", PeerScenarios.overwrite, [.ratio(1.0)]),
-        step("disk hit, cold, 200 B data", PeerScenarios.coldHit, [.ratio(1.0), .ratio(2.0)]),
-        step("removeObject, 200 B data", PeerScenarios.remove, [.ratio(1.0)]),
-    ])
+    // The engine: DiskStorage<Data>, 200 B values, against LevelDB, LMDB and SQLite reached with the
+    // least wrapper; then what those wrappers cost against the same peers driven from C.
+    try EnginePeerScenarios.run(bench: bench)
+    try WrapperOverheadScenario.run(bench: bench)
 
     // The app: Storage<Payload> against SQLite with the same JSON coders and a dictionary in front.
     let codable = Kind<Payload>.codable

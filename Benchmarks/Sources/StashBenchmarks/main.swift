@@ -6,6 +6,7 @@ import Stash
 // Usage: StashBenchmarks [--quick | --scale] [--fs both|work|tmpfs] [--json FILE] [--markdown FILE]
 //                        [--filter TEXT] [--work-dir DIR] [--tmpfs-dir DIR]
 //        StashBenchmarks --fill DIR COUNT   (a store for `Benchmarks/cli-scale`, through the library)
+//        StashBenchmarks --read-all ENGINE FOLDER COUNT   (the engine-at-scale rows' reading process)
 // (`Benchmarks/run` builds it in release mode and passes its arguments on).
 
 func parseSettings(_ arguments: [String]) throws -> Settings {
@@ -103,6 +104,9 @@ func runAll(_ bench: Bench) throws {
 
 func main() -> Int32 {
     if CommandLine.arguments.dropFirst().first == "--fill" { return CLIFill.main(Array(CommandLine.arguments.dropFirst(2))) }
+    if CommandLine.arguments.dropFirst().first == "--read-all" {
+        return ReadAllProcess.main(Array(CommandLine.arguments.dropFirst(2)))
+    }
     let settings: Settings
     do {
         settings = try parseSettings(Array(CommandLine.arguments.dropFirst()).filter { $0 != "--redis" })
@@ -156,6 +160,8 @@ func main() -> Int32 {
     }
     print("\n" + Report.table(bench.rows))
     print("\n" + Report.targetsText(bench.rows))
+    print("\n" + Report.issueTargetsText(bench.rows))
+    if !bench.wrapperRows.isEmpty { print("\n" + Report.wrapperText(bench.wrapperRows)) }
     let seconds = (ContinuousClock.now - started).nanoseconds / 1e9
     let targets = bench.rows.compactMap(\.met)
     print("\n\(bench.rows.count) rows in \(Int(seconds.rounded())) s; targets: \(targets.filter { $0 }.count) met, "
@@ -164,6 +170,8 @@ func main() -> Int32 {
         if let path = settings.jsonPath { try Report.json(bench.rows).write(to: URL(fileURLWithPath: path)) }
         if let path = settings.markdownPath {
             let markdown = Report.markdown(bench.rows) + "\n" + Report.targetsMarkdown(bench.rows)
+                + "\n" + Report.issueTargetsMarkdown(bench.rows)
+                + (bench.wrapperRows.isEmpty ? "" : "\n" + Report.wrapperMarkdown(bench.wrapperRows))
             try markdown.write(toFile: path, atomically: true, encoding: .utf8)
         }
     } catch {

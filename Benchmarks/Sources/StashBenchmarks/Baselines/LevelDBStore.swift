@@ -1,9 +1,12 @@
 import CLevelDB
 import Foundation
 
-/// LevelDB through its C API, set up as the issue asks: default options (plus create-if-missing),
-/// `sync=false` (`true` when durable), `verify_checksums=true` on reads (Stash verifies every read,
-/// so must the peer), one `Put`/`Delete` per operation, raw bytes as values.
+/// LevelDB through its C API, set up as its users run it: default options (plus create-if-missing),
+/// `sync=false` (`true` when durable), default read options (`verify_checksums` off: LevelDB then
+/// checks a block's checksum only when it reads it from disk into its cache; the engine rows keep a
+/// `verify_checksums` row beside the default one), one `Put`/`Delete` per operation, raw bytes as values.
+/// The `raw…` methods take keys and values as C buffers: what the engine rows call, with no Swift
+/// allocation per operation.
 // @unchecked: a leveldb_t is safe for concurrent use (its documentation); the options are never changed after init.
 final class LevelDBStore: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible {
@@ -15,6 +18,8 @@ final class LevelDBStore: @unchecked Sendable {
     private let options: OpaquePointer
     private let writeOptions: OpaquePointer
     private let readOptions: OpaquePointer
+    /// `verify_checksums=true`: every read re-checks the checksum of the block it reads from.
+    private let checkedReadOptions: OpaquePointer
 
     init(path: String, durable: Bool = false) throws {
         self.path = path
@@ -23,7 +28,8 @@ final class LevelDBStore: @unchecked Sendable {
         writeOptions = leveldb_writeoptions_create()
         leveldb_writeoptions_set_sync(writeOptions, durable ? 1 : 0)
         readOptions = leveldb_readoptions_create()
-        leveldb_readoptions_set_verify_checksums(readOptions, 1)
+        checkedReadOptions = leveldb_readoptions_create()
+        leveldb_readoptions_set_verify_checksums(checkedReadOptions, 1)
         var error: UnsafeMutablePointer<CChar>?
         let opened = leveldb_open(options, path, &error)
         guard let opened, error == nil else {
@@ -31,6 +37,7 @@ final class LevelDBStore: @unchecked Sendable {
             leveldb_options_destroy(options)
             leveldb_writeoptions_destroy(writeOptions)
             leveldb_readoptions_destroy(readOptions)
+            leveldb_readoptions_destroy(checkedReadOptions)
             throw failure
         }
         db = opened
@@ -41,6 +48,39 @@ final class LevelDBStore: @unchecked Sendable {
         leveldb_options_destroy(options)
         leveldb_writeoptions_destroy(writeOptions)
         leveldb_readoptions_destroy(readOptions)
+        leveldb_readoptions_destroy(checkedReadOptions)
+    }
+
+    /// One `Put` of C buffers.
+    @inline(__always)
+    func rawSet(key: UnsafeRawPointer, count keyCount: Int, value: UnsafeRawPointer, count valueCount: Int) throws {
+        var error: UnsafeMutablePointer<CChar>?
+        leveldb_put(db, writeOptions, key.assumingMemoryBound(to: CChar.self), keyCount,
+                    value.assumingMemoryBound(to: CChar.self), valueCount, &error)
+        if error != nil { throw Self.failure("put", error) }
+    }
+
+    /// One `Get`: LevelDB's malloc'd copy of the value is the read's result (its first byte and
+    /// length are consumed, then it is freed). Returns the length; throws when the key is absent.
+    @inline(__always)
+    func rawGet(key: UnsafeRawPointer, count keyCount: Int, verifyChecksums: Bool = false) throws -> Int {
+        var error: UnsafeMutablePointer<CChar>?
+        var count = 0
+        let bytes = leveldb_get(db, verifyChecksums ? checkedReadOptions : readOptions,
+                                key.assumingMemoryBound(to: CChar.self), keyCount, &count, &error)
+        if error != nil { throw Self.failure("get", error) }
+        guard let bytes else { throw Failure(description: "LevelDB get: no value for a stored key") }
+        consume(count &+ Int(bytes[0]))
+        leveldb_free(bytes)
+        return count
+    }
+
+    /// One `Delete`.
+    @inline(__always)
+    func rawRemove(key: UnsafeRawPointer, count keyCount: Int) throws {
+        var error: UnsafeMutablePointer<CChar>?
+        leveldb_delete(db, writeOptions, key.assumingMemoryBound(to: CChar.self), keyCount, &error)
+        if error != nil { throw Self.failure("delete", error) }
     }
 
     func set(_ value: Data, forKey key: String) throws {

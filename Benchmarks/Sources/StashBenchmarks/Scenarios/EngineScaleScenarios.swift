@@ -1,51 +1,64 @@
 import Foundation
-import MallocStats
 import Stash
 
-/// The engine at many entries (200-byte `Data` values, 19-byte keys): disk allocated per entry,
-/// opening and the first read, index memory, prefix listing (``PrefixScenarios``), and — at the
-/// largest count — trimming to half and removeAll; Stash's `DiskStorage<Data>` against LevelDB, LMDB and SQLite.
+/// The engine at many entries (200-byte `Data` values, 19-byte keys), Stash's `DiskStorage<Data>`
+/// against LevelDB, LMDB and SQLite: filling with one write per entry, closing after the fill, disk
+/// allocated per entry, open + first get right after the fill and after a process read every key
+/// (access records present), what opening and reading cost a process in memory, prefix listing
+/// (``PrefixScenarios``), and — at the largest count — trimming to half and removeAll.
 enum EngineScaleScenarios {
-    static let peers = ["LevelDB", "LMDB", "SQLite"]
+    static let peers = EngineContender.peers.map(\.name)
+
+    /// The rows' labels at `count` entries (each row adds `vs <peer>`, except the bulk ones' `vs SQLite`).
+    struct Labels {
+        var fill, close, disk, open, openAccessed, heap, rss: String
+        var bulk: [String]
+
+        init(_ count: Int) {
+            fill = "fill \(count) entries, one write each"
+            close = "close after filling \(count) entries"
+            disk = "disk allocated per 200 B entry, \(count) entries"
+            open = "open + first read, 200 B data, \(count) entries"
+            openAccessed = "open + first get, \(count) entries, access records present"
+            heap = "heap growth per entry after opening, \(count) entries"
+            rss = "RSS growth per entry after reading every key once, \(count) entries"
+            bulk = ["trim to half, \(count) entries", "removeAll, \(count) entries"]
+        }
+
+        var perPeer: [String] { [fill, close, disk, open, openAccessed, heap, rss] }
+    }
 
     static func run(bench: Bench) throws {
         let counts = bench.settings.engineCounts
         var openTimes: [(count: Int, ns: Double)] = []
         for count in counts {
-            let diskLabel = "disk allocated per 200 B entry, \(count) entries"
-            let openLabel = "open + first read, 200 B data, \(count) entries"
-            let memoryLabel = "index memory per entry, 200 B data, \(count) entries"
-            let bulkLabels = ["trim to half, \(count) entries", "removeAll, \(count) entries"]
+            let labels = Labels(count)
             let largest = count == counts.last
-            let wantsDisk = bench.settings.wants(diskLabel, peers: peers)
-            let wantsOpen = bench.settings.wants(openLabel, peers: peers)
-            let wantsMemory = largest && bench.settings.wants(memoryLabel)
-            let wantsBulk = largest && bulkLabels.contains { bench.settings.wants($0, peers: ["SQLite"]) }
+            let wants = { (label: String) in bench.settings.wants(label, peers: peers) }
+            let wantsBulk = largest && labels.bulk.contains { bench.settings.wants($0, peers: ["SQLite"]) }
             let wantsPrefix = PrefixScenarios.wanted(bench, count)
-            let wanted = wantsDisk || wantsOpen || wantsMemory || wantsBulk || wantsPrefix
-            guard wanted else { continue }
+            guard labels.perPeer.contains(where: wants) || wantsBulk || wantsPrefix else { continue }
             print("== engine, \(count) entries of 200 B")
-            let directory = try bench.freshDirectory("engine-\(count)")
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let folders = Folders(directory)
-            try fill(count, folders)
+            let folders = Folders(try bench.freshDirectory("engine-\(count)"))
+            defer { try? FileManager.default.removeItem(at: folders.root) }
+            let fixture = EngineFixture(count: count)
+            try fillAndClose(bench: bench, labels: labels, fixture: fixture, folders: folders, largest: largest)
 
-            if wantsDisk {
+            if wants(labels.disk) {
                 let stash = try RawFile.allocated(under: folders.stash.path)
                 for (index, peer) in peers.enumerated() {
                     let bytes = try RawFile.allocated(under: folders.peer(peer).path)
-                    bench.add(Row("\(diskLabel) vs \(peer)", stash: Double(stash) / Double(count),
+                    bench.add(Row("\(labels.disk) vs \(peer)", stash: Double(stash) / Double(count),
                                   baseline: Double(bytes) / Double(count), vs: peer, unit: .bytes,
-                                  target: index == 0 ? .absolute(250) : .none))
+                                  target: index == 0 && count >= 100_000 ? .absolute(240) : .none))
                 }
             }
-            let key = Fixtures.key(count / 2)
-            if wantsOpen {
-                let stash = try measureOpen(bench: bench, label: openLabel, folders: folders, key: key, count: count)
-                openTimes.append((count, stash))
+            if wants(labels.open) {
+                let samples = try measureOpen(bench: bench, label: labels.open, folders: folders, fixture: fixture, target: .none)
+                openTimes.append((count, samples))
             }
-            if wantsMemory {
-                try indexMemory(bench: bench, label: memoryLabel, folders: folders, count: count)
+            if [labels.openAccessed, labels.heap, labels.rss].contains(where: wants) {
+                try afterReading(bench: bench, labels: labels, fixture: fixture, folders: folders, largest: largest)
             }
             if wantsPrefix {
                 try PrefixScenarios.run(bench: bench, count: count, folders: folders)
@@ -63,112 +76,66 @@ enum EngineScaleScenarios {
         }
     }
 
-    /// Where each engine's files live, under one folder.
+    /// Where each engine's files live, under one folder (the same folders ``EngineContender`` opens).
     struct Folders {
         var root: URL
         init(_ root: URL) { self.root = root }
-        var stash: URL { root.appendingPathComponent("Stash") }
-        func peer(_ name: String) -> URL { root.appendingPathComponent(name) }
+        var stash: URL { peer("Stash") }
+        func peer(_ name: String) -> URL { EngineContender.folder(name, under: root) }
 
         func openStash() throws -> DiskStorage<Data> { try StashDiskSide(in: stash).storage }
-        func open(_ peer: String) throws -> any Side<Data> {
-            switch peer {
-            case "LevelDB": return try LevelDBSide(in: self.peer(peer))
-            case "LMDB": return try LMDBSide(in: self.peer(peer))
-            default: return try SQLiteSide(Codec<Data>.identity, in: self.peer(peer), dictionary: false)
+    }
+
+    /// Every engine filled with every key, one write per entry in key order (each engine's normal
+    /// path: LMDB and SQLite one transaction per write), then closed; both timed, one engine after
+    /// the other. Rows `fill N entries, one write each vs <peer>` and `close after filling …`.
+    private static func fillAndClose(bench: Bench, labels: Labels, fixture: EngineFixture, folders: Folders,
+                                     largest: Bool) throws {
+        let order = fixture.sequential
+        var fills: [Double] = [], closes: [Double] = []
+        for contender in [EngineContender.stash] + EngineContender.peers {
+            var side: (any EngineSide)? = try contender.open(folders.peer(contender.name), fixture)
+            let perEntry = try order.withUnsafeBufferPointer { try side!.batch(.set(revision: 0), $0) }
+            fills.append(perEntry * Double(fixture.count))
+            closes.append(Measure.nsPerOp(1) { side = nil })
+        }
+        print(String(format: "  (filled: Stash %.2f s, %@)", fills[0] / 1e9,
+                     zip(peers, fills.dropFirst()).map { String(format: "%@ %.2f s", $0, $1 / 1e9) }.joined(separator: ", ")))
+        let large = fixture.count >= 100_000
+        for (index, peer) in peers.enumerated() {
+            if bench.settings.wants("\(labels.fill) vs \(peer)") {
+                bench.add(Row("\(labels.fill) vs \(peer)", stash: fills[0], baseline: fills[index + 1], vs: peer, unit: .ns,
+                              target: index == 0 && largest ? .ratio(1.0) : .none))
+            }
+            if bench.settings.wants("\(labels.close) vs \(peer)") {
+                bench.add(Row("\(labels.close) vs \(peer)", stash: closes[0], baseline: closes[index + 1], vs: peer, unit: .ns,
+                              target: index == 0 && largest && large ? .absolute(20e6) : .none))
             }
         }
     }
 
-    /// `count` entries in every engine, then every engine closed. Stash and LevelDB get one write
-    /// per entry (their normal path); LMDB and SQLite one transaction per 10,000 (untimed; faster).
-    private static func fill(_ count: Int, _ folders: Folders) throws {
-        let value = { (index: Int) in Fixtures.small(index, revision: 0) }
-        let started = ContinuousClock.now
-        do {
-            let stash = try folders.openStash()
-            for index in 0..<count { try stash.setObject(value(index), forKey: Fixtures.key(index)) }
-        }
-        let stashSeconds = (ContinuousClock.now - started).nanoseconds / 1e9
-        do {
-            let leveldb = try LevelDBSide(in: folders.peer("LevelDB"))
-            for index in 0..<count { try leveldb.set(value(index), forKey: Fixtures.key(index)) }
-        }
-        try LMDBSide(in: folders.peer("LMDB")).store.fill(count, key: Fixtures.key, value: value)
-        do {
-            let sqlite = try SQLiteSide(Codec<Data>.identity, in: folders.peer("SQLite"), dictionary: false)
-            for start in stride(from: 0, to: count, by: 10_000) {
-                try sqlite.store.execute("BEGIN")
-                for index in start..<min(start + 10_000, count) { try sqlite.set(value(index), forKey: Fixtures.key(index)) }
-                try sqlite.store.execute("COMMIT")
-            }
-        }
-        print(String(format: "  (filled; Stash took %.1f s for %d writes)", stashSeconds, count))
-    }
-
-    /// Open and read one key, timed together, interleaved over every engine; released after the clock stops.
-    private static func measureOpen(bench: Bench, label: String, folders: Folders, key: String, count: Int) throws -> Double {
+    /// Open and get one key, timed together, interleaved over every engine; each released after the
+    /// clock stops. Rows `<label> vs <peer>`, `target` on the LevelDB row; returns Stash's median.
+    static func measureOpen(bench: Bench, label: String, folders: Folders, fixture: EngineFixture,
+                                    target: Target) throws -> Double {
+        let key = fixture.count / 2
+        let contenders = [EngineContender.stash] + EngineContender.peers
         // One open of each first: one-time costs (first page-in, Foundation) stay out of the samples.
-        _ = try folders.openStash().object(forKey: key)
-        for peer in peers { _ = try folders.open(peer).get(key) }
-        let sides: [(Int) throws -> Double] = [{ _ in
-            var storage: DiskStorage<Data>?
-            defer { storage = nil }
-            return try Measure.nsPerOp(1) {
-                storage = try folders.openStash()
-                consume(try storage!.object(forKey: key).count)
-            }
-        }] + peers.map { peer in
+        for contender in contenders { _ = try contender.open(folders.peer(contender.name), fixture).get(key) }
+        let samples = try Measure.interleaved(rounds: bench.settings.openRounds, contenders.map { contender in
             { _ in
-                var side: (any Side<Data>)?
+                var side: (any EngineSide)?
                 defer { side = nil }
                 return try Measure.nsPerOp(1) {
-                    side = try folders.open(peer)
-                    consume(try side!.get(key).count)
+                    side = try contender.open(folders.peer(contender.name), fixture)
+                    consume(try side!.get(key))
                 }
             }
-        }
-        let samples = try Measure.interleaved(rounds: bench.settings.openRounds, sides)
-        let limit: Double? = count >= 1_000_000 ? 150e6 : count >= 100_000 ? 15e6 : nil
-        for (index, peer) in peers.enumerated() {
-            let target: Target = index == 1 ? limit.map(Target.absolute) ?? .none : .none
+        })
+        for (index, peer) in peers.enumerated() where bench.settings.wants("\(label) vs \(peer)") {
             bench.add(Row("\(label) vs \(peer)", stash: samples[0], baseline: samples[index + 1], vs: peer, unit: .ns,
-                          target: target))
+                          target: index == 0 ? target : .none))
         }
         return samples[0].median
-    }
-
-    /// What opening the store keeps allocated (mallinfo), per entry, against the keys as Swift strings.
-    private static func indexMemory(bench: Bench, label: String, folders: Folders, count: Int) throws {
-        let before = stash_bench_malloc_in_use()
-        let storage = try folders.openStash()
-        let after = stash_bench_malloc_in_use()
-        withExtendedLifetime(storage) {}
-        let keysBefore = stash_bench_malloc_in_use()
-        let keys = (0..<count).map(Fixtures.key)
-        let keysAfter = stash_bench_malloc_in_use()
-        withExtendedLifetime(keys) {}
-        bench.add(Row(label, stash: Double(after - before) / Double(count),
-                      baseline: Double(keysAfter - keysBefore) / Double(count), vs: "the keys as [String]",
-                      unit: .bytes, target: .absolute(80)))
-    }
-
-    /// Trimming to half the size, then removeAll, each one call timed whole, against SQLite deleting
-    /// its oldest half and then every row. The targets hold at a million entries.
-    private static func bulkRemoval(bench: Bench, count: Int, folders: Folders) throws {
-        let stash = try folders.openStash()
-        let sqlite = try SQLiteSide(Codec<Data>.identity, in: folders.peer("SQLite"), dictionary: false)
-        let half = stash.totalSize / 2
-        let trimStash = try Measure.nsPerOp(1) { try stash.trim(toSize: half) }
-        let trimSQLite = try Measure.nsPerOp(1) {
-            try sqlite.store.execute("DELETE FROM kv WHERE rowid IN (SELECT rowid FROM kv ORDER BY rowid LIMIT \(count / 2))")
-        }
-        let clearStash = try Measure.nsPerOp(1) { try stash.removeAll() }
-        let clearSQLite = try Measure.nsPerOp(1) { try sqlite.store.execute("DELETE FROM kv") }
-        let atScale = count >= 1_000_000
-        bench.add(Row("trim to half, \(count) entries vs SQLite", stash: trimStash, baseline: trimSQLite, vs: "SQLite",
-                      unit: .ns, target: atScale ? .absolute(5e9) : .none))
-        bench.add(Row("removeAll, \(count) entries vs SQLite", stash: clearStash, baseline: clearSQLite, vs: "SQLite",
-                      unit: .ns, target: atScale ? .absolute(50e6) : .none))
     }
 }

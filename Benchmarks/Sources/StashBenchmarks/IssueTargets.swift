@@ -1,0 +1,137 @@
+import Foundation
+
+/// The targets table of the disk-engine-v3 issue, computed from a run's rows: for each target, the
+/// rows that carry it (by scenario name, `*` standing for an entry count), their figures on every
+/// file system, and a status. `run` prints it and `--markdown` writes it, so Docs/Benchmarks.md's
+/// targets table is regenerated from a run rather than copied by hand.
+struct IssueTarget {
+    var row: String
+    var target: String
+    /// Scenario names without the file-system tag; `*` matches an entry count.
+    var scenarios: [String]
+    /// Why a target has no rows in this suite (measured elsewhere).
+    var elsewhere: String?
+
+    static let v3: [IssueTarget] = [
+        IssueTarget(row: "engine: set new, overwrite, remove vs LevelDB (default options)", target: "≤ 1.0×",
+                    scenarios: ["set new key, 200 B data vs LevelDB", "overwrite, 200 B data vs LevelDB",
+                                "removeObject, 200 B data vs LevelDB"]),
+        IssueTarget(row: "engine: get cold vs LevelDB (default options); vs LMDB", target: "≤ 1.0×; ≤ 2.0×",
+                    scenarios: ["disk hit, cold, 200 B data vs LevelDB", "disk hit, cold, 200 B data vs LMDB"]),
+        IssueTarget(row: "engine: fill N entries, one write each, vs LevelDB (N = 1M with --scale)", target: "≤ 1.0×",
+                    scenarios: ["fill * entries, one write each vs LevelDB"]),
+        IssueTarget(row: "open + first get, 100k / 1M entries, access records present", target: "≤ 5 ms / ≤ 20 ms",
+                    scenarios: ["open + first get, * entries, access records present vs LevelDB"]),
+        IssueTarget(row: "close after filling 1M (100k without --scale)", target: "≤ 20 ms",
+                    scenarios: ["close after filling * entries vs LevelDB"]),
+        IssueTarget(row: "heap growth per entry after opening 1M; RSS after reading every key once", target: "≤ 16 B; ≤ 100 B",
+                    scenarios: ["heap growth per entry after opening, * entries vs LevelDB",
+                                "RSS growth per entry after reading every key once, * entries vs LevelDB"]),
+        IssueTarget(row: "disk per 200 B entry, 1M (100k without --scale)", target: "≤ 240 B",
+                    scenarios: ["disk allocated per 200 B entry, * entries vs LevelDB"]),
+        IssueTarget(row: "app, small Codable: get cold vs SQLite (same JSON coder)", target: "≤ 0.7×",
+                    scenarios: ["disk hit, cold memory, codable vs SQLite"]),
+        IssueTarget(row: "app, small Codable: 80/20 mix, 1 and 2 threads vs SQLite; 2 threads ≥ 1 thread in throughput",
+                    target: "≤ 0.5×; ≤ 1.0×",
+                    scenarios: ["80/20 read/write, 1 thread vs SQLite", "80/20 read/write, 2 threads vs SQLite",
+                                "80/20 read/write, 2 threads vs 1 thread (Stash)"]),
+        IssueTarget(row: "`stash get` and `stash stats` on a 1M store, whole process", target: "≤ 100 ms", scenarios: [],
+                    elsewhere: "`Benchmarks/cli-scale` (its table's target column)"),
+    ]
+
+    /// Which of this target's scenarios `scenario` (without its tag) is — its index in `scenarios`,
+    /// so cells come in the target's order — and the count `*` matched; nil when none.
+    func match(_ scenario: String) -> (index: Int, count: String?)? {
+        for (index, pattern) in scenarios.enumerated() {
+            let parts = pattern.components(separatedBy: "*")
+            if parts.count == 1 {
+                if scenario == pattern { return (index, nil) }
+            } else if scenario.hasPrefix(parts[0]), scenario.hasSuffix(parts[1]),
+                      scenario.count > parts[0].count + parts[1].count {
+                let middle = scenario.dropFirst(parts[0].count).dropLast(parts[1].count)
+                if middle.allSatisfy(\.isNumber) { return (index, String(middle)) }
+            }
+        }
+        return nil
+    }
+}
+
+extension Report {
+    /// `scenario [fs]` → (`scenario`, `fs`).
+    static func splitTag(_ scenario: String) -> (String, String) {
+        guard scenario.hasSuffix("]"), let open = scenario.range(of: " [", options: .backwards) else { return (scenario, "") }
+        return (String(scenario[..<open.lowerBound]), String(scenario[open.upperBound...].dropLast()))
+    }
+
+    static let issueHeaders = ["row", "target"]
+
+    /// The v3 targets table: row, target, one column per file system (the figure each target is on:
+    /// the ratio, or Stash's own figure for an absolute bound; the entry count in parentheses), status.
+    static func issueTargets(_ rows: [Row]) -> [[String]] {
+        let tagged = rows.filter { $0.met != nil }.map { (row: $0, parts: splitTag($0.scenario)) }
+        var systems: [String] = []
+        for item in tagged where !systems.contains(item.parts.1) { systems.append(item.parts.1) }
+        let header = issueHeaders + systems.map { $0.isEmpty ? "run" : $0 } + ["status"]
+        var lines = [header]
+        for target in IssueTarget.v3 {
+            var cells = [target.row, target.target]
+            var met = 0, missed = 0
+            for system in systems {
+                let found = tagged.compactMap { item -> (order: Int, count: Int, cell: String)? in
+                    guard item.parts.1 == system, let match = target.match(item.parts.0) else { return nil }
+                    if item.row.met == true { met += 1 } else { missed += 1 }
+                    let figure: String
+                    if case .ratio = item.row.target {
+                        figure = String(format: "%.2f×", item.row.ratio)
+                    } else {
+                        figure = Row.format(item.row.stash, item.row.unit)
+                    }
+                    let cell = figure + (match.count.map { " (\($0))" } ?? "") + (item.row.met == true ? "" : " ✗")
+                    return (match.index, match.count.flatMap { Int($0) } ?? 0, cell)
+                }.sorted { ($0.order, $0.count) < ($1.order, $1.count) }.map(\.cell)
+                cells.append(found.isEmpty ? "—" : found.joined(separator: ", "))
+            }
+            let status = target.elsewhere.map { "see \($0)" }
+                ?? (met + missed == 0 ? "not run" : missed == 0 ? "met" : met == 0 ? "MISSED" : "MISSED (\(missed) of \(met + missed))")
+            lines.append(cells + [status])
+        }
+        return lines
+    }
+
+    static func issueTargetsMarkdown(_ rows: [Row]) -> String {
+        let lines = issueTargets(rows)
+        let rule = lines[0].map { _ in "---" }
+        return ([lines[0], rule] + lines.dropFirst()).map { "| " + $0.joined(separator: " | ") + " |" }
+            .joined(separator: "\n") + "\n"
+    }
+
+    static func issueTargetsText(_ rows: [Row]) -> String {
+        "disk engine v3 targets:\n" + issueTargets(rows).map { $0.joined(separator: "  |  ") }.joined(separator: "\n")
+    }
+
+    // MARK: The wrapper-overhead table
+
+    static let wrapperHeaders = ["peer", "operation", "C driver", "Swift (engine rows)", "overhead",
+                                 "`Side` (String, Data)", "overhead"]
+
+    static func wrapperCells(_ row: WrapperRow) -> [String] {
+        func overhead(_ value: Double) -> String {
+            String(format: "%+.0f ns (%+.0f%%)", value - row.c, (value - row.c) / row.c * 100)
+        }
+        return [row.peer + (row.fileSystem.isEmpty ? "" : " " + row.fileSystem), row.operation,
+                Row.format(row.c, .nsPerOp), Row.format(row.swift, .nsPerOp), overhead(row.swift),
+                Row.format(row.side, .nsPerOp), overhead(row.side)]
+    }
+
+    static func wrapperMarkdown(_ rows: [WrapperRow]) -> String {
+        guard !rows.isEmpty else { return "" }
+        let lines = [wrapperHeaders, wrapperHeaders.map { _ in "---" }] + rows.map(wrapperCells)
+        return lines.map { "| " + $0.joined(separator: " | ") + " |" }.joined(separator: "\n") + "\n"
+    }
+
+    static func wrapperText(_ rows: [WrapperRow]) -> String {
+        guard !rows.isEmpty else { return "" }
+        return "wrapper overhead (ns/op; overhead against the C driver):\n"
+            + rows.map { wrapperCells($0).joined(separator: "  |  ") }.joined(separator: "\n")
+    }
+}
