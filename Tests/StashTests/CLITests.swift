@@ -183,6 +183,22 @@ struct CLITests {
         }
     }
 
+    @Test("check right after clear of a store of many segments finds nothing superseded left behind")
+    func checkAfterClearOfManySegments() throws {
+        try withScratchFolder { folder in
+            // Many small segments, so that deleting them takes longer than the clear process's own work.
+            try withEngineThresholds(in: folder.appendingPathComponent("store").path, segmentLimit: 1 << 10) {
+                try withLibraryStore(in: folder) { storage in
+                    for index in 0..<2_000 { try storage.setObject(Data(repeating: 7, count: 600), forKey: "k\(index)") }
+                }
+            }
+            try expectSuccess(stash(["clear"], in: folder))
+            let check = try stash(["check"], in: folder)
+            #expect(check.status == 0, "\(check.stderr)")
+            #expect(try StoreFiles(folder.appendingPathComponent("store").path).segments.count <= 2)
+        }
+    }
+
     @Test("purge-expired removes only the expired values and says how many")
     func purgeExpiredRemovesOnlyExpired() throws {
         try withScratchFolder { folder in

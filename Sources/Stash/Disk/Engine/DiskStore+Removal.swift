@@ -48,7 +48,7 @@ extension DiskStore {
         for segment in retired { segments[segment.id] = nil }
         let folder = folder.handle // not the folder the store may have opened anew by then
         let discarded = Discarded(oldIndex)
-        DispatchQueue.global(qos: .utility).async {
+        DispatchQueue.global(qos: .utility).async(group: housekeeping) {
             // Oldest first: should the new segment be lost (a power cut before it was flushed), what
             // remains is a later part of the history, where each key has its newest value or none.
             for segment in retired { segment.remove() }

@@ -78,6 +78,8 @@ final class DiskStore {
     var memoryCaches: [WeakMemoryCache] = []
     /// How many appends (`pwrite`s of records) the store has made; for tests.
     var appendCount = 0
+    /// The deletions `removeAll()` leaves to a background thread; ``close()`` waits for them.
+    let housekeeping = DispatchGroup()
     /// Reused for every append, so a write allocates no buffer of its own: its `count` is the room it
     /// has (it only grows, up to 1 MiB), not the bytes of the last append.
     var scratch: [UInt8] = []
@@ -140,6 +142,9 @@ final class DiskStore {
     func close() {
         defer { folder.handle.unlock() }
         guard !readOnly else { return }
+        // A removeAll's deletions finish first: the next opener (a `stash check` right after a
+        // `stash clear`, say) must not find the old segments still there.
+        housekeeping.wait()
         try? flushAccesses()
         if changesSinceDirectory > 0, withIndex({ $0.count }) >= thresholds.directoryMinimum { try? writeDirectory() }
         try? groupCommit.switchFile(to: nil)
