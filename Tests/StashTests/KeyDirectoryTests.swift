@@ -161,4 +161,55 @@ struct KeyDirectoryTests {
         }
         #expect(directory.entriesOldestFirst.map(\.key) == model)
     }
+
+    // MARK: Through a store
+
+    /// Whether the store at `path` opened from its key directory (it mapped one) and how many entries it has.
+    private static func openedFromDirectory(_ path: String) throws -> (mapped: Bool, count: Int) {
+        let store = try DiskStore(directory: path, readOnly: true)
+        defer { store.close() }
+        return store.withIndex { ($0.base != nil, $0.count) }
+    }
+
+    @Test("every write path leaves keys the directory finds after a reopen: set, batch, overwrite and removal of base keys, compaction, reads")
+    func everyWritePathThroughTheDirectory() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        var model: [String: Data] = [:]
+        try withEngineThresholds(in: path, compactionMinimum: 1, directoryMinimum: 1) {
+            for round in 0..<4 {
+                do {
+                    let disk = try openDataStore(path)
+                    for index in 0..<50 {
+                        let key = index % 7 == 0 ? "caf\u{E9}-\(index)" : "k\(index)"
+                        let value = Data("round \(round) value \(index)".utf8)
+                        if (index + round) % 5 == 0 {
+                            try disk.removeObject(forKey: key)
+                            model[key] = nil
+                        } else {
+                            try disk.setObject(value, forKey: key)
+                            model[key] = value
+                        }
+                    }
+                    var batch = StorageBatch<Data>()
+                    for index in 0..<10 {
+                        batch.setObject(Data("batch \(round) \(index)".utf8), forKey: "b\(index)")
+                        model["b\(index)"] = Data("batch \(round) \(index)".utf8)
+                    }
+                    try disk.write(batch)
+                    if round == 2 { try disk.compactNow() }
+                    _ = try? disk.object(forKey: "k1")
+                }
+                let (mapped, count) = try Self.openedFromDirectory(path)
+                #expect(mapped, "round \(round): the directory was not used")
+                #expect(count == model.count)
+                let disk = try openDataStore(path)
+                #expect(disk.recoveryIssues.isEmpty, "\(disk.recoveryIssues)")
+                #expect(Set(disk.allKeys) == Set(model.keys))
+                for (key, value) in model {
+                    #expect(try disk.object(forKey: key.replacingOccurrences(of: "\u{E9}", with: "e\u{301}")) == value, "\(key)")
+                }
+            }
+        }
+    }
 }

@@ -55,9 +55,9 @@ struct KeyDirectory {
         shadowed[slot >> 6] |= 1 << UInt64(slot & 63)
     }
 
-    /// The live base slot of `key`.
-    private func baseSlot(_ key: String) -> Int? {
-        guard let base, let slot = base.find(key, hash: hash(key)), !isShadowed(slot) else { return nil }
+    /// The live base slot of `key` (whose hash is `hash`, if the caller has it).
+    private func baseSlot(_ key: String, hash known: UInt64? = nil) -> Int? {
+        guard let base, let slot = base.find(key, hash: known ?? hash(key)), !isShadowed(slot) else { return nil }
         return slot
     }
 
@@ -70,11 +70,11 @@ struct KeyDirectory {
     /// Marks `key` used at `time`; returns its record as it is now, nil if absent.
     mutating func touch(_ key: String, time: Double) -> DiskRecord? {
         let recency = nextRecency
-        if !overlay.isEmpty, overlay[key] != nil {
+        if !overlay.isEmpty, let index = overlay.index(forKey: key) {
             nextRecency += 1
-            overlay[key]!.recency = recency
-            overlay[key]!.record.lastAccess = time
-            return overlay[key]!.record
+            overlay.values[index].recency = recency
+            overlay.values[index].record.lastAccess = time
+            return overlay.values[index].record
         }
         guard let base, let slot = baseSlot(key) else { return nil }
         nextRecency += 1
@@ -96,10 +96,12 @@ struct KeyDirectory {
     /// Sets the record of `key`, as its most recent use; returns the one it replaced.
     @discardableResult
     mutating func set(_ key: String, _ record: DiskRecord) -> DiskRecord? {
+        var record = record
+        if record.keyHash == 0 { record.keyHash = hash(key) } // the directory and access records need it
         let entry = Entry(record: record, recency: nextRecency)
         nextRecency += 1
         if let old = overlay.updateValue(entry, forKey: key) { return old.record }
-        if let slot = baseSlot(key) {
+        if let slot = baseSlot(key, hash: record.keyHash) {
             shadow(slot)
             return base?.record(at: slot)
         }
@@ -123,8 +125,8 @@ struct KeyDirectory {
     /// Changes the record of `key` in place, keeping its recency; false if absent.
     @discardableResult
     mutating func update(_ key: String, _ change: (inout DiskRecord) -> Void) -> Bool {
-        if !overlay.isEmpty, overlay[key] != nil {
-            change(&overlay[key]!.record)
+        if !overlay.isEmpty, let index = overlay.index(forKey: key) {
+            change(&overlay.values[index].record)
             return true
         }
         guard let base, let slot = baseSlot(key), var record = base.record(at: slot) else { return false }
