@@ -212,4 +212,26 @@ struct KeyDirectoryTests {
             }
         }
     }
+
+    @Test("a process that read many keys writes the directory when it closes: the next open replays no access records, and keeps their order")
+    func readsAreCheckpointed() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: path, directoryMinimum: 1) {
+            do {
+                let disk = try openDataStore(path)
+                for index in 0..<100 { try disk.setObject(Data("v\(index)".utf8), forKey: "k\(index)") }
+            }
+            let read = (0..<100).reversed().map { "k\($0)" }.prefix(40)
+            do {
+                let disk = try openDataStore(path)
+                for key in read { _ = try disk.object(forKey: key) }
+            }
+            let store = try DiskStore(directory: path, readOnly: true)
+            defer { store.close() }
+            #expect(store.accessesSinceDirectory == 0)
+            #expect(store.withIndex { $0.base != nil })
+            #expect(Array(store.withIndex { $0.entriesOldestFirst.map(\.key) }.suffix(40)) == Array(read))
+        }
+    }
 }

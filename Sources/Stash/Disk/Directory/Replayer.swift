@@ -90,6 +90,7 @@ struct Replayer {
             keysByPosition = keysByPosition == nil ? nil : [:]
             lastClearSegment = segment
         case .access(let target, let targetOffset, let time, let keyHash):
+            store.accessesSinceDirectory += 1
             if let keyHash, index.touchBase(hash: keyHash, segment: target, offset: targetOffset, time: time) { return }
             if keysByPosition == nil {
                 // Entries written since the base; all of them where records carry no hash (before format 4).

@@ -174,32 +174,42 @@ extension DiskStore {
             segments[id] = file
             let covered = snapshot.map { id < $0.segment } ?? false
             if covered { continue } // its records are in the snapshot
-            guard let bytes = try FileIO.readAll(file.fd, path: file.path) else { continue }
+            // The directory's segment is read from its position on only (the records before it are in
+            // the directory): a store of one large segment opens without reading it.
+            var base = 0
+            let bytes: [UInt8]
             var start = file.recordsStart
             if let position = snapshot, id == position.segment {
-                guard file.salt == position.salt, bytes.count >= position.offset else { return false }
-                start = position.offset
+                let size = try FileIO.size(file.fd, path: file.path)
+                guard file.salt == position.salt, size >= position.offset, position.offset >= file.recordsStart else { return false }
+                bytes = try FileIO.read(file.fd, at: position.offset, count: size - position.offset, path: file.path)
+                (base, start) = (position.offset, 0)
+            } else {
+                guard let all = try FileIO.readAll(file.fd, path: file.path) else { continue }
+                bytes = all
             }
-            file.length = bytes.count
+            let total = base + bytes.count
+            file.length = total
             let scan = bytes.withUnsafeBytes { raw in
                 SegmentFormat.scan(raw, salt: file.salt, from: start) { record, offset, length in
-                    withIndex { replayer.visit(record, segment: id, offset: offset, length: length, store: self, index: &$0) }
+                    withIndex { replayer.visit(record, segment: id, offset: base + offset, length: length, store: self, index: &$0) }
                 }
             }
             let isLast = number == own.count - 1
-            for range in scan.damaged {
-                let torn = range.upperBound == bytes.count
+            for damaged in scan.damaged {
+                let range = (base + damaged.lowerBound)..<(base + damaged.upperBound)
+                let torn = range.upperBound == total
                 recoveryIssues.append(.corrupted(torn
                     ? "the last \(range.count) bytes of segment \(SegmentFile.name(of: id)) were torn (a write cut short)\(isLast && !readOnly ? " and were cut off" : "")"
                     : "bytes \(range.lowerBound)..<\(range.upperBound) of segment \(SegmentFile.name(of: id)) were damaged; the records there were skipped"))
             }
-            var validEnd = scan.validEnd
+            var validEnd = base + scan.validEnd
             if let batch = replayer.endSegment() {
                 recoveryIssues.append(.corrupted("a batch at bytes \(batch.lowerBound)..<\(batch.upperBound) of segment \(SegmentFile.name(of: id)) was cut short; none of it was applied\(isLast && !readOnly ? ", and it was cut off" : "")"))
                 // Cut off whole: records appended later must never be read as the rest of it.
                 validEnd = min(validEnd, batch.lowerBound)
             }
-            if isLast, validEnd < bytes.count {
+            if isLast, validEnd < total {
                 if readOnly { file.length = validEnd } else { try file.truncate(to: validEnd) }
             }
         }
@@ -294,6 +304,7 @@ extension DiskStore {
         defer { bytes.deallocate() }
         try folder.handle.replaceFile(StoreFolder.directoryName, UnsafeRawBufferPointer(bytes), durable: true)
         changesSinceDirectory = 0
+        accessesSinceDirectory = 0
         // The new file as the base: the index's heap part goes. If it cannot be mapped, the old index stays.
         guard let fd = try? folder.handle.open(StoreFolder.directoryName, O_RDONLY | O_NONBLOCK) else { return }
         defer { FileIO.closeDescriptor(fd) }

@@ -72,6 +72,9 @@ final class DiskStore {
     var earliestExpiry = Double.infinity
     /// Changes since the key directory was written (none at close: not written again).
     var changesSinceDirectory = 0
+    /// Reads recorded (access records) since the key directory was written: many of them make the next
+    /// open replay them all, so a close writes the directory anew then too (as a checkpoint).
+    var accessesSinceDirectory = 0
     /// Bumped by ``removeAll()`` and folder loss: a compaction begun before is discarded.
     var epoch = 0
     var isCompacting = false
@@ -146,7 +149,8 @@ final class DiskStore {
         // `stash clear`, say) must not find the old segments still there.
         housekeeping.wait()
         try? flushAccesses()
-        if changesSinceDirectory > 0, withIndex({ $0.count }) >= thresholds.directoryMinimum { try? writeDirectory() }
+        let count = withIndex { $0.count }
+        if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, count >= thresholds.directoryMinimum { try? writeDirectory() }
         try? groupCommit.switchFile(to: nil)
     }
 
@@ -385,6 +389,7 @@ final class DiskStore {
     func noteAccess(_ record: DiskRecord, time: Double) {
         guard !readOnly else { return }
         pendingAccesses.append((record.segment, record.offset, time, record.keyHash))
+        accessesSinceDirectory += 1
         if pendingAccesses.count >= 256 { try? flushAccesses() }
     }
 

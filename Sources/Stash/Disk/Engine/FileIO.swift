@@ -209,6 +209,11 @@ enum FileIO {
     }
 
     /// Whether the file open at `fd` has been unlinked (its folder removed underneath, say).
+    /// The size of the open file `fd`.
+    static func size(_ fd: Int32, path: String) throws -> Int {
+        Int(try status(fd, path).st_size)
+    }
+
     /// Closes `fd`, ignoring errors (a descriptor only read from).
     static func closeDescriptor(_ fd: Int32) {
         _ = close(fd)
