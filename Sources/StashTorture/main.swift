@@ -19,9 +19,9 @@ import Darwin
 //       `get KEY SEQ FOUNDSEQ|missing`. Sequence numbers start after N * 1_000_000, so runs with
 //       growing seeds write growing sequence numbers. `trimmed`: the write evicted other keys.
 //   snapshot DIR --seed N
-//       Writes keys s0…s20499 (small values: enough entries for an index snapshot at close) and prints
+//       Writes keys s0…s20499 (small values: enough entries for a key directory at close) and prints
 //       `filled FIRSTSEQ COUNT` (key s<i> holds FIRSTSEQ + i), then forever: releases the store (closing
-//       writes its snapshot), prints `closed`, reopens it and overwrites 50 random keys, printing
+//       writes its key directory), prints `closed`, reopens it and overwrites 50 random keys, printing
 //       `set KEY SEQ SIZE` per write, like `write`.
 //   hold DIR
 //       Opens the store, prints `ready`, waits for the end of stdin, exits 0.
@@ -160,7 +160,7 @@ func runFill(_ storage: DiskStorage<Data>, random: inout SeededGenerator, sequen
     }
 }
 
-/// Keys enough for the engine to write an index snapshot when the store closes.
+/// Keys enough for the engine to write a key directory when the store closes.
 enum SnapshotRun {
     static let keys = 20_500
 }

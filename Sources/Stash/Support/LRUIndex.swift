@@ -75,7 +75,7 @@ struct LRUIndex<Value> {
         return nil
     }
 
-    /// Room for `count` entries without growing (opening a store reserves what its snapshot lists).
+    /// Room for `count` entries without growing (a large replay reserves room first).
     mutating func reserveCapacity(_ count: Int) {
         positions.reserveCapacity(count)
         nodes.reserveCapacity(count)

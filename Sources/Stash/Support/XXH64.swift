@@ -2,7 +2,7 @@ import Foundation
 
 /// XXH64 (the 64-bit xxHash), written from its published specification.
 ///
-/// Guards every record, snapshot and value file of the disk engine: measured here at ~12 GB/s against
+/// Guards every record, key directory and value file of the disk engine: measured here at ~12 GB/s against
 /// ~1.5 GB/s for the slicing-by-8 CRC-32, so a 100 KB value is verified in ~8 µs. Seeded, so each
 /// segment mixes its own salt into its records' checksums.
 enum XXH64 {

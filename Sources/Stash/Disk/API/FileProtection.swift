@@ -39,7 +39,7 @@ extension DiskConfig {
 /// Gives a store's folder, its subfolders and the files in them a protection class.
 ///
 /// On Apple platforms an item created in a folder gets that folder's class, so once the folder has it
-/// every file the store creates later has it too (segments, value files, snapshots, the marker). The
+/// every file the store creates later has it too (segments, value files, key directories, the marker). The
 /// folder gets the class first, then what is already in it, so that nothing created meanwhile is
 /// missed. A folder that already has the class is taken as done: files keep the class they were
 /// created with, and re-reading every file's class at each open would cost a call per file.

@@ -162,8 +162,8 @@ extension DiskStore {
         return mapped.header.position
     }
 
-    /// Replays `own` in order over the index the snapshot at `snapshot` loaded (an empty index
-    /// without one); false if the snapshot does not match the segments.
+    /// Replays `own` in order over the index the key directory at `snapshot` is the base of (an
+    /// empty index without one); false if the directory does not match the segments.
     @discardableResult
     private func replay(_ own: [SegmentFile], from snapshot: DirectoryPosition?) throws -> Bool {
         segments = [:]
@@ -173,7 +173,7 @@ extension DiskStore {
             let id = file.id
             segments[id] = file
             let covered = snapshot.map { id < $0.segment } ?? false
-            if covered { continue } // its records are in the snapshot
+            if covered { continue } // its records are in the directory
             // The directory's segment is read from its position on only (the records before it are in
             // the directory): a store of one large segment opens without reading it.
             var base = 0
@@ -240,7 +240,7 @@ extension DiskStore {
         }
         values.raise(above: max(maxFile, valueFiles.max() ?? 0))
         guard !readOnly else { return }
-        // The oldest segments, below the snapshot's, that no entry names: the inputs of a compaction
+        // The oldest segments, below the directory's, that no entry names: the inputs of a compaction
         // whose removal a crash cut short. Only a run from the oldest on: a segment that an older one
         // survives may hold the tombstones that keep that one's records dead in a full replay.
         if let snapshotSegment {

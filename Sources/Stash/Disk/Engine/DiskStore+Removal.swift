@@ -80,7 +80,7 @@ extension DiskStore {
     }
 
     /// Empties the store by deleting its files, writing nothing first, so that it works on a full
-    /// disk: the snapshot, then the segments oldest first (what a crash partway leaves is a later
+    /// disk: the key directory, then the segments oldest first (what a crash partway leaves is a later
     /// part of the history: each key has its newest value or none, never an older one), then the
     /// value files; then a new segment, in the room just freed. If even that cannot be written, the
     /// next write starts it.

@@ -95,7 +95,7 @@ final class DiskStore {
         weak var cache: MemoryCache?
     }
 
-    /// The sizes and counts at which the store seals segments, compacts and writes snapshots.
+    /// The sizes and counts at which the store seals segments, compacts and writes key directories.
     struct Thresholds: Sendable {
         /// Segments are sealed at this size; a new one is started for the next record.
         var segmentLimit = 64 << 20

@@ -231,7 +231,7 @@ enum FileIO {
     }
 
     /// Flushes the open file `fd` to stable storage: every durable step (a segment's records, a value
-    /// file, a snapshot, the marker) ends here.
+    /// file, a key directory, the marker) ends here.
     static func synchronize(_ fd: Int32, _ path: String) throws {
         if flushToStableStorage(fd) != 0 { throw error("fsync", path) }
     }
