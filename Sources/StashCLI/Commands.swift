@@ -126,10 +126,9 @@ struct StoreCommands {
 
     /// `stats [--json]`: where the store is and what it holds.
     private func stats() throws {
-        let now = Date()
-        let infos = storage.entryInfos
-        let summary = StoreSummary(path: storage.path, entries: infos.count, bytes: storage.totalSize,
-                                   expired: infos.filter { $0.isExpired(at: now) }.count,
+        let counts = storage.counts(expiredBy: Date())
+        let summary = StoreSummary(path: storage.path, entries: counts.entries, bytes: storage.totalSize,
+                                   expired: counts.expired,
                                    recoveryIssues: storage.recoveryIssues.map(\.description))
         if invocation.json {
             print(try summary.json())

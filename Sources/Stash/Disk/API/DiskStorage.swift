@@ -61,6 +61,19 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// The bytes of all stored values.
     public var totalSize: Int { engine.sync { $0.totalSize } }
 
+    /// How many values are stored, and how many of them have expired by `date`, counted without
+    /// listing a key (what `stash stats` shows).
+    public func counts(expiredBy date: Date) -> (entries: Int, expired: Int) {
+        let cutoff = date.timeIntervalSince1970
+        return engine.sync { store in
+            store.withIndex { index in
+                var expired = 0
+                if cutoff >= store.earliestExpiry { index.forEachValue { if cutoff >= $0.expiry { expired += 1 } } }
+                return (index.count, expired)
+            }
+        }
+    }
+
     /// What opening the store found damaged and dropped (see Contract item 7, Docs/Contract.md); empty after a clean open.
     public var recoveryIssues: [StorageError] { engine.sync { $0.recoveryIssues } }
 

@@ -22,13 +22,15 @@ struct KeyDirectory {
     private var nextRecency: UInt64 = 0
     private var queue: [(recency: UInt64, reference: Reference)] = []
     private var queueStart = 0
+    /// Whether base entries were pointed at other records in place: the header's live bytes per segment are stale.
+    private var basePositionsMoved = false
 
     private struct Entry {
         var record: DiskRecord
         var recency: UInt64
     }
 
-    private enum Reference: Hashable {
+    enum Reference: Hashable {
         case slot(Int)
         case key(String)
     }
@@ -129,8 +131,15 @@ struct KeyDirectory {
             change(&overlay.values[index].record)
             return true
         }
-        guard let base, let slot = baseSlot(key), var record = base.record(at: slot) else { return false }
+        guard let base, let slot = baseSlot(key), let old = base.record(at: slot) else { return false }
+        var record = old
         change(&record)
+        if record.value == old.value, record.expiry == old.expiry, record.lastAccess == old.lastAccess, record.keyHash == old.keyHash {
+            // Only where the record is changed (compaction): in place, in the private copy of the page.
+            base.move(slot, segment: record.segment, offset: record.offset, length: record.length)
+            basePositionsMoved = true
+            return true
+        }
         shadow(slot)
         overlay[key] = Entry(record: record, recency: base.recency(at: slot))
         queue = [] // the queue names the slot: built again when needed
@@ -139,6 +148,7 @@ struct KeyDirectory {
 
     mutating func removeAll() {
         base = nil
+        basePositionsMoved = false
         shadowed = []
         overlay = [:]
         count = 0
@@ -229,6 +239,10 @@ struct KeyDirectory {
     /// Live record bytes per segment.
     func liveBytesBySegment() -> [UInt32: Int] {
         var live: [UInt32: Int] = [:]
+        if basePositionsMoved {
+            forEachValue { live[$0.segment, default: 0] += Int($0.length) }
+            return live
+        }
         if let base {
             for segment in base.header.segments { live[segment.id] = segment.liveBytes }
             for (word, bits) in shadowed.enumerated() where bits != 0 {
@@ -241,14 +255,29 @@ struct KeyDirectory {
         return live.filter { $0.value > 0 }
     }
 
-    /// Hands every entry to `visit`, least recently used first, with its key's UTF-8 (to write a directory).
-    func forEachOldestFirst(writing visit: DirectoryFormat.Visit) {
-        for reference in orderedReferences() {
+    /// Every entry with its record, least recently used first: what a new directory file is written
+    /// from (``forEach(_:writing:)``), sorted once.
+    func writingOrder() -> [(reference: Reference, record: DiskRecord)] {
+        var all: [(recency: UInt64, reference: Reference, record: DiskRecord)] = []
+        all.reserveCapacity(count)
+        if let base {
+            for slot in 0..<base.slotCount where base.isOccupied(slot) && !isShadowed(slot) {
+                if let record = base.record(at: slot) { all.append((base.recency(at: slot), .slot(slot), record)) }
+            }
+        }
+        for (key, entry) in overlay { all.append((entry.recency, .key(key), entry.record)) }
+        all.sort { $0.recency < $1.recency }
+        return all.map { ($0.reference, $0.record) }
+    }
+
+    /// Hands each entry of `order` to `visit` with its key's UTF-8.
+    func forEach(_ order: [(reference: Reference, record: DiskRecord)], writing visit: DirectoryFormat.Visit) {
+        for (reference, record) in order {
             switch reference {
             case .slot(let slot):
-                if let base, let key = base.keyBytes(at: slot), let record = base.record(at: slot) { visit(key, record) }
+                if let key = base?.keyBytes(at: slot) { visit(key, record) }
             case .key(var key):
-                if let record = overlay[key]?.record { key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) } }
+                key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) }
             }
         }
     }

@@ -138,6 +138,13 @@ final class MappedDirectory: @unchecked Sendable {
                           expiry: expiry.isNaN ? 0 : expiry, lastAccess: access.isNaN ? 0 : access, keyHash: hash(at: slot))
     }
 
+    /// Points `slot` at another copy of its record (compaction moved it), in this process's copy of the page.
+    func move(_ slot: Int, segment: UInt32, offset: UInt32, length: UInt32) {
+        store(segment, slot, 16)
+        store(offset, slot, 20)
+        store(length, slot, 24)
+    }
+
     /// Marks `slot` used: its recency and last access, in this process's copy of the page.
     func touch(_ slot: Int, recency: UInt64, time: Double) {
         store(recency, slot, 56)

@@ -298,8 +298,9 @@ extension DiskStore {
         let position = DirectoryPosition(segment: active.id, salt: active.salt, offset: active.length)
         let salts = segments.mapValues(\.salt)
         let (bytes, count) = withIndex { index in
-            (DirectoryFormat.encode(count: index.count, position: position, store: folder.storeID, segmentSalts: salts,
-                                    forEach: index.forEachOldestFirst(writing:)), index.count)
+            let order = index.writingOrder()
+            return (DirectoryFormat.encode(count: order.count, position: position, store: folder.storeID, segmentSalts: salts,
+                                           forEach: { index.forEach(order, writing: $0) }), order.count)
         }
         defer { bytes.deallocate() }
         try folder.handle.replaceFile(StoreFolder.directoryName, UnsafeRawBufferPointer(bytes), durable: true)
