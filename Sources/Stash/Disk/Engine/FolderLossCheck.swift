@@ -38,7 +38,7 @@ struct FolderLossCheck {
     /// Monotonic nanoseconds; replaced by tests.
     private let clock: @Sendable () -> UInt64
 
-    init(clock: @escaping @Sendable () -> UInt64 = FolderLossCheck.monotonicNanoseconds) {
+    init(clock: @escaping @Sendable () -> UInt64 = { FolderLossCheck.monotonicNanoseconds() }) {
         self.clock = clock
     }
 
