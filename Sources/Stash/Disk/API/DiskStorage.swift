@@ -93,7 +93,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     /// Reads the bytes on the engine's queue, then decodes them on the calling thread: the queue's
-    /// part is not generic (``DiskEngine/read(_:now:)``), and a slow decoder holds up no other call.
+    /// part is not generic (`DiskEngine.read`), and a slow decoder holds up no other call.
     public func entry(forKey key: String) throws -> Entry<T> {
         let now = now()
         let (data, expiry, path) = try engine.read(key, now: now)
