@@ -2,7 +2,7 @@
 ///
 /// Nodes live in one dense array linked by `Int32` indices (removal swaps the last node into the
 /// hole), so every operation is O(1) and an entry costs a few words beside its key and value.
-/// Both the memory layer and the disk index use it.
+/// The memory layer uses it (and the version-1 upgrade); the disk index is the `KeyDirectory`.
 struct LRUIndex<Value> {
     private struct Node {
         var key: String
@@ -49,13 +49,6 @@ struct LRUIndex<Value> {
         return true
     }
 
-    /// Changes the value for `key` in place, without counting it as use; false if `key` is absent.
-    mutating func update(_ key: String, _ change: (inout Value) -> Void) -> Bool {
-        guard let position = positions[key] else { return false }
-        change(&nodes[Int(position)].value)
-        return true
-    }
-
     /// Sets the value for `key` and marks it the most recently used; returns the value it replaced.
     @discardableResult
     mutating func set(_ key: String, _ value: Value) -> Value? {
@@ -73,12 +66,6 @@ struct LRUIndex<Value> {
         mostRecent = position
         if leastRecent < 0 { leastRecent = position }
         return nil
-    }
-
-    /// Room for `count` entries without growing (a large replay reserves room first).
-    mutating func reserveCapacity(_ count: Int) {
-        positions.reserveCapacity(count)
-        nodes.reserveCapacity(count)
     }
 
     /// The position in `slot`, or `next` stored there if the slot is new (holds -1).
@@ -138,11 +125,6 @@ struct LRUIndex<Value> {
             position = nodes[Int(position)].newer
         }
         return result
-    }
-
-    /// Calls `body` for every value, in no particular order, copying no entry out.
-    func forEachValue(_ body: (borrowing Value) -> Void) {
-        for index in nodes.indices { body(nodes[index].value) }
     }
 
     /// Every key, in no particular order.
