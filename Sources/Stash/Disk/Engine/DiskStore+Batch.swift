@@ -89,7 +89,7 @@ extension DiskStore {
                 case .set(let key, _, let expiry):
                     let record = DiskRecord(segment: location.segment, offset: UInt32(base + places[number].start),
                                             length: UInt32(places[number].length), value: stored[number]!,
-                                            expiry: expiry.timeIntervalSince1970, lastAccess: time)
+                                            expiry: expiry.timeIntervalSince1970, lastAccess: time, keyHash: keyHash(key))
                     old = index.set(key, record)
                     totalSize += record.size
                     earliestExpiry = min(earliestExpiry, record.expiry)
