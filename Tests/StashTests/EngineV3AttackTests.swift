@@ -58,4 +58,66 @@ struct EngineV3AttackTests {
             reopened.close()
         }
     }
+
+    // MARK: A directory that no longer matches its segment
+
+    /// A directory claims records up to its position; a power cut can take the segment's unsynced
+    /// tail (the directory itself is written durably). The open that finds the segment shorter
+    /// replays it whole; but the stale directory stayed, so once later writes made the segment long
+    /// enough again (and no new directory was written: a crash, or a store below the minimum), the
+    /// next open took it: entries the power cut had lost came back, and replay began mid-record.
+    @Test("a directory found stale once is never taken again after the segment grows past its position")
+    func staleDirectoryIsNotTakenLater() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let segment = Self.segmentPath(path, 1)
+        var kept = 0
+        try withEngineThresholds(in: path, directoryMinimum: 1) {
+            let store = try DiskStore(directory: path, readOnly: false)
+            for index in 0..<10 {
+                try Self.set(store, "old \(index)", Self.payload(index))
+                if index == 6 { kept = try Damage.size(segment) }
+            }
+            store.close()
+        }
+        // What a power cut leaves: the durable directory, the segment without its unsynced tail.
+        try Damage.write(Array(try Damage.bytes(segment).prefix(kept)), to: segment)
+        try withEngineThresholds(in: path, directoryMinimum: 1) {
+            var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
+            #expect(Self.value(store!, "old 9") == nil)
+            for index in 0..<10 { try Self.set(store!, "new \(index)", Self.payload(index, 1)) }
+            store = nil // a crash: no close, no new directory
+            let reopened = try DiskStore(directory: path, readOnly: false)
+            for index in 0..<7 { #expect(Self.value(reopened, "old \(index)") == Self.payload(index), "old \(index)") }
+            for index in 7..<10 { #expect(Self.value(reopened, "old \(index)") == nil, "old \(index) came back") }
+            for index in 0..<10 { #expect(Self.value(reopened, "new \(index)") == Self.payload(index, 1), "new \(index) was lost") }
+            #expect(reopened.withIndex { $0.count } == 17)
+            reopened.close()
+        }
+    }
+
+    /// Opening removes the oldest segments no entry names any longer; when the directory named
+    /// them, it was rejected at every later open ("damaged or stale") until something rewrote it.
+    /// Now such a segment stays until a directory that no longer names it is written (at close).
+    @Test("a segment opening removes does not leave the directory that names it to be reported stale")
+    func segmentRemovedAtOpenDoesNotStaleTheDirectory() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: path, directoryMinimum: 1, segmentLimit: 1024) {
+            let store = try DiskStore(directory: path, readOnly: false)
+            for index in 0..<10 { try Self.set(store, "key \(index)", Self.payload(index)) }
+            store.close() // the directory names segment 1
+            var again: DiskStore? = try DiskStore(directory: path, readOnly: false)
+            for index in 0..<10 { try Self.set(again!, "key \(index)", Self.payload(index, 1)) }
+            again = nil // a crash: the directory stays the old one
+            let third = try DiskStore(directory: path, readOnly: false)
+            #expect(third.recoveryIssues.isEmpty)
+            third.close() // nothing changed: only a directory that no longer names segment 1 is written
+            let fourth = try DiskStore(directory: path, readOnly: false)
+            #expect(fourth.recoveryIssues.isEmpty, "\(fourth.recoveryIssues)")
+            #expect(!FileManager.default.fileExists(atPath: Self.segmentPath(path, 1)), "the dead segment stays")
+            for index in 0..<10 { #expect(Self.value(fourth, "key \(index)") == Self.payload(index, 1)) }
+            fourth.close()
+        }
+    }
 }

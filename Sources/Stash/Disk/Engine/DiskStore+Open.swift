@@ -31,6 +31,7 @@ extension DiskStore {
             // The directory did not match the segments: start again from the segments alone.
             recoveryIssues.append(.corrupted("the key directory did not match the segments; they were replayed whole"))
             directory = nil
+            discardStaleDirectory()
             withIndex { $0 = KeyDirectory(seed: folder.storeID) }
             totalSize = 0
             earliestExpiry = .infinity
@@ -153,6 +154,8 @@ extension DiskStore {
               mapped.header.segments.allSatisfy({ salts[$0.id] == $0.salt }),
               salts[mapped.header.position.segment] == mapped.header.position.salt else {
             recoveryIssues.append(.corrupted("the key directory was damaged or stale; the segments were replayed whole"))
+            var info = stat()
+            if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG { discardStaleDirectory() } // a folder or FIFO is left alone
             return nil
         }
         withIndex { $0 = KeyDirectory(seed: folder.storeID, base: mapped) }
@@ -160,6 +163,16 @@ extension DiskStore {
         earliestExpiry = mapped.header.earliestExpiry
         values.raise(above: mapped.header.maxFileID)
         return mapped.header.position
+    }
+
+    /// Removes the key directory an open found stale or damaged (a writer only). Left in place, it
+    /// could match again later: a power cut takes a segment's unsynced tail past the directory's
+    /// position (the directory itself is durable), and once later writes make the segment that long
+    /// again, the next open would take the directory, with the entries the power cut took and a
+    /// replay that starts mid-record. The removal is flushed for the same reason.
+    private func discardStaleDirectory() {
+        guard !readOnly, (try? folder.handle.remove(StoreFolder.directoryName)) != nil else { return }
+        try? folder.handle.sync()
     }
 
     /// Replays `own` in order over the index the snapshot at `snapshot` loaded (an empty index
@@ -234,8 +247,15 @@ extension DiskStore {
         // whose removal a crash cut short. Only a run from the oldest on: a segment that an older one
         // survives may hold the tombstones that keep that one's records dead in a full replay.
         if let snapshotSegment {
+            // Not one the directory names: it would be rejected at every open after (a segment it
+            // names is gone) until rewritten. It goes once a later directory no longer names it.
+            let named = Set(withIndex { $0.base?.header.segments.map(\.id) ?? [] })
             for id in segments.keys.sorted() {
                 guard id < snapshotSegment, liveBytes[id] == nil, let segment = segments[id] else { break }
+                if named.contains(id) {
+                    changesSinceDirectory += 1 // rewritten at close (a large store), without it
+                    break
+                }
                 segments[id] = nil
                 segment.remove()
             }
