@@ -120,4 +120,30 @@ struct EngineV3AttackTests {
             fourth.close()
         }
     }
+
+    // MARK: Something else in the directory's place
+
+    /// A folder named like the directory: compaction could neither write the directory nor remove
+    /// it, and then kept its inputs, so every compaction added a copy of the live data.
+    @Test("a folder in the directory's place does not keep compaction from freeing space")
+    func folderInTheDirectorysPlace() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: path, compactionMinimum: 4096, directoryMinimum: 1, segmentLimit: 4096) {
+            var storage: DiskStorage<Data>? = try openDataStore(path)
+            try storage!.setObject(Self.payload(0), forKey: "first")
+            try FileManager.default.createDirectory(atPath: Self.directoryPath(path), withIntermediateDirectories: false)
+            for round in 0..<40 {
+                for index in 0..<10 { try storage!.setObject(Self.payload(index, round), forKey: "key \(index)") }
+                storage!.waitForCompaction()
+            }
+            let bytes = try StoreFiles(path).segments.reduce(0) { $0 + (try Damage.size(path + "/" + $1)) }
+            #expect(bytes < 64 << 10, "\(bytes) bytes of segments for 11 entries of ~230 bytes")
+            for index in 0..<10 { #expect(try storage!.object(forKey: "key \(index)") == Self.payload(index, 39)) }
+            storage = nil
+            let reopened = try openDataStore(path)
+            for index in 0..<10 { #expect(try reopened.object(forKey: "key \(index)") == Self.payload(index, 39)) }
+        }
+    }
 }
+
