@@ -243,4 +243,80 @@ struct EngineV3AttackTests {
             }
         }
     }
+
+    // MARK: The eviction queue over a base
+
+    /// With more than 4,096 entries the queue holds only the oldest eighth, built by one pass; its
+    /// entries go stale as they are used, overwritten, removed, or moved from the base to the overlay
+    /// (compaction's `update`). Against a model of recencies, each round of eviction takes exactly
+    /// the least recently used, with a base of 30,000 entries and changes aimed at the oldest.
+    @Test("held: eviction over a large base takes exactly the least recently used, round after round")
+    func evictionQueueOverALargeBase() throws {
+        let seed: UInt64 = 0xA77AC
+        let count = 30_000
+        let entries: [(key: String, record: DiskRecord)] = (0..<count).map { index in
+            let key = index % 7 == 0 ? "caf\u{E9} \(index)" : "key \(index)"
+            return (key, DiskRecord(segment: 1, offset: UInt32(index * 100), length: 100, value: .inline(size: 10), expiry: 0,
+                                    lastAccess: 0, keyHash: KeyHash.of(key, seed: seed)))
+        }
+        let bytes = DirectoryFormat.encode(count: count, position: DirectoryPosition(segment: 1, salt: 1, offset: 0), store: seed,
+                                           segmentSalts: [1: 1]) { visit in
+            for (key, record) in entries {
+                var key = key
+                key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) }
+            }
+        }
+        defer { bytes.deallocate() }
+        let base = try #require(MappedDirectory(copying: UnsafeRawBufferPointer(bytes)))
+        var directory = KeyDirectory(seed: seed, base: base)
+        var recency: [String: UInt64] = [:]
+        for (number, entry) in entries.enumerated() { recency[entry.key] = UInt64(number) }
+        var next = UInt64(count)
+        var random = SeededGenerator(seed: 77)
+        var written = count
+        func oldest(_ number: Int) -> [String] {
+            Array(recency.sorted { $0.value < $1.value }.prefix(number).map(\.key))
+        }
+        var candidates: [String] = []
+        for step in 0..<200 {
+            // Aim at the oldest: the entries the queue holds.
+            if step % 10 == 0 { candidates = oldest(5000) }
+            let key = random.below(5) == 0 || candidates.isEmpty ? "new \(step)" : candidates[random.below(candidates.count)]
+            // The other spelling of an "é" key now and then: the same entry.
+            let spelled = random.below(2) == 0 ? key.replacingOccurrences(of: "\u{E9}", with: "e\u{301}") : key
+            switch random.below(7) {
+            case 0, 4:
+                written += 1
+                directory.set(spelled, DiskRecord(segment: 2, offset: UInt32(written), length: 50, value: .inline(size: 5), expiry: 0,
+                                                  lastAccess: 0, keyHash: KeyHash.of(spelled, seed: seed)))
+                recency[key] = next
+                next += 1
+            case 1:
+                if directory.touch(spelled, time: 0) != nil {
+                    recency[key] = next
+                    next += 1
+                }
+            case 2:
+                #expect((directory.remove(spelled) != nil) == (recency.removeValue(forKey: key) != nil))
+            case 3:
+                // A compaction moving the record: recency kept, the base slot shadowed.
+                _ = directory.update(spelled) { $0.offset += 1 }
+            default:
+                let number = [1, 2, 17, 300, 900, 2000][random.below(6)]
+                let expected = oldest(number)
+                var evicted: [String] = []
+                directory.forEachOldestFirst { key, _ in
+                    evicted.append(key)
+                    return evicted.count < number
+                }
+                #expect(evicted.map { $0.precomposedStringWithCanonicalMapping } == expected.map { $0.precomposedStringWithCanonicalMapping },
+                        "step \(step): \(number)")
+                for key in expected {
+                    directory.remove(key)
+                    recency[key] = nil
+                }
+            }
+            #expect(directory.count == recency.count, "step \(step)")
+        }
+    }
 }
