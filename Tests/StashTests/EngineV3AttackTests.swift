@@ -441,4 +441,40 @@ struct EngineV3AttackTests {
             #expect(try storage.object(forKey: "after") == Self.payload(7))
         }
     }
+
+    // MARK: A directory of a copy of the store
+
+    /// A store folder copied (a backup restored beside it, a cloned container) has the same identity
+    /// and segment salts; after both went on writing, the copy's directory matched the other's
+    /// segment by salt and length: its entries named the other's records, and replay skipped the
+    /// other's records before the copy's position.
+    @Test("a directory of a copy of the store that went on writing is not taken")
+    func directoryOfADivergedCopy() throws {
+        let directory = TemporaryDirectory()
+        let original = directory.storePath("original"), copy = directory.storePath("copy")
+        try withEngineThresholds(in: directory.url.path, directoryMinimum: 1) {
+            do {
+                let store = try DiskStore(directory: original, readOnly: false)
+                for index in 0..<5 { try Self.set(store, "shared \(index)", Self.payload(index)) }
+                store.close()
+            }
+            try FileManager.default.copyItem(atPath: original, toPath: copy)
+            do {
+                let store = try DiskStore(directory: copy, readOnly: false)
+                for index in 0..<5 { try Self.set(store, "copy \(index)", Self.payload(index, 1)) }
+                store.close() // its directory: past the records the two share
+            }
+            var store: DiskStore? = try DiskStore(directory: original, readOnly: false)
+            for index in 0..<10 { try Self.set(store!, "original \(index)", Self.payload(index, 2)) }
+            store = nil // a crash: the original's directory stays the one before the copy
+            try FileManager.default.removeItem(atPath: Self.directoryPath(original))
+            try FileManager.default.copyItem(atPath: Self.directoryPath(copy), toPath: Self.directoryPath(original))
+            let reopened = try DiskStore(directory: original, readOnly: false)
+            for index in 0..<5 { #expect(Self.value(reopened, "shared \(index)") == Self.payload(index)) }
+            for index in 0..<10 { #expect(Self.value(reopened, "original \(index)") == Self.payload(index, 2), "original \(index) was lost") }
+            for index in 0..<5 { #expect(reopened.record(forKey: "copy \(index)") == nil, "copy \(index) is the copy's") }
+            #expect(reopened.withIndex { $0.count } == 15)
+            reopened.close()
+        }
+    }
 }

@@ -190,7 +190,8 @@ extension DiskStore {
             guard let bytes = try FileIO.readAll(file.fd, path: file.path) else { continue }
             var start = file.recordsStart
             if let position = snapshot, id == position.segment {
-                guard file.salt == position.salt, bytes.count >= position.offset else { return false }
+                guard file.salt == position.salt, bytes.count >= position.offset,
+                      bytes.withUnsafeBytes({ DirectoryFormat.tailHash($0, at: position.offset) }) == position.tailHash else { return false }
                 start = position.offset
             }
             file.length = bytes.count
@@ -305,7 +306,11 @@ extension DiskStore {
     func writeDirectory() throws {
         try flushAccesses()
         guard let active else { return }
-        let position = DirectoryPosition(segment: active.id, salt: active.salt, offset: active.length)
+        let start = max(0, active.length - DirectoryFormat.tailWindow)
+        let tail = try active.read(at: start, length: active.length - start)
+        guard tail.count == active.length - start else { throw StorageError.corrupted("the active segment is shorter than the store wrote it") }
+        let tailHash = tail.withUnsafeBytes { DirectoryFormat.tailHash($0, at: $0.count) }
+        let position = DirectoryPosition(segment: active.id, salt: active.salt, offset: active.length, tailHash: tailHash)
         let salts = segments.mapValues(\.salt)
         let (bytes, count) = withIndex { index in
             (DirectoryFormat.encode(count: index.count, position: position, store: folder.storeID, segmentSalts: salts,
