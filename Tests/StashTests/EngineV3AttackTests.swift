@@ -477,4 +477,66 @@ struct EngineV3AttackTests {
             reopened.close()
         }
     }
+
+    // MARK: Use order across restarts
+
+    /// Memory hits and disk reads are use (Contract item 5), with a clock that never moves: the order
+    /// is the order of use, through a directory written at close and access records after one.
+    @Test("held: memory hits and reads under a frozen clock order eviction across reopens with a directory")
+    func memoryHitsOrderEvictionAcrossReopens() throws {
+        let directory = TemporaryDirectory()
+        let frozen = Self.now
+        func open() throws -> Storage<Data> {
+            try Storage<Data>(diskConfig: directory.diskConfig(), transformer: TransformerFactory.forData(), now: { frozen })
+        }
+        func order(_ storage: Storage<Data>) -> [String] { storage.entryInfos.map(\.key) }
+        try withEngineThresholds(in: directory.storePath(), directoryMinimum: 1) {
+            do {
+                let storage = try open()
+                for index in 0..<5 { try storage.setObject(Self.payload(index), forKey: "k\(index)") }
+                _ = try storage.object(forKey: "k0") // a memory hit
+            }
+            #expect(FileManager.default.fileExists(atPath: Self.directoryPath(directory.storePath())))
+            do {
+                let storage = try open()
+                #expect(order(storage) == ["k1", "k2", "k3", "k4", "k0"])
+                _ = try storage.object(forKey: "k1") // from disk
+                _ = try storage.object(forKey: "k2") // from disk, then
+                _ = try storage.object(forKey: "k3") // from disk,
+                _ = try storage.object(forKey: "k2") // a memory hit after k3
+            } // no change: no new directory, access records after the old one
+            let storage = try open()
+            #expect(order(storage) == ["k4", "k0", "k1", "k3", "k2"])
+            try storage.hybridStorage.diskStorage.trim(toSize: 3 * Self.payload(0).count)
+            #expect(Set(storage.allKeys) == ["k1", "k3", "k2"])
+        }
+    }
+
+    /// Two different keys whose hashes are equal (forced: 64-bit collisions cannot be found by
+    /// brute force) are two entries: found each by its own key, and an access record finds each by
+    /// its position.
+    @Test("held: keys with equal hashes in the directory stay two entries")
+    func equalHashesStayApart() throws {
+        let hash: UInt64 = 0xC0FFEE
+        let keys = ["first", "second", "caf\u{E9}"]
+        let bytes = DirectoryFormat.encode(count: keys.count, position: DirectoryPosition(segment: 1, salt: 1, offset: 0), store: 9,
+                                           segmentSalts: [1: 1]) { visit in
+            for (number, key) in keys.enumerated() {
+                var key = key
+                let record = DiskRecord(segment: 1, offset: UInt32(number * 100), length: 100, value: .inline(size: number), expiry: 0,
+                                        lastAccess: 0, keyHash: hash)
+                key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) }
+            }
+        }
+        defer { bytes.deallocate() }
+        let base = try #require(MappedDirectory(copying: UnsafeRawBufferPointer(bytes)))
+        let slots = keys.map { base.find($0, hash: hash) }
+        #expect(Set(slots.compactMap { $0 }).count == 3)
+        #expect(base.find("cafe\u{301}", hash: hash) == slots[2])
+        #expect(base.find("third", hash: hash) == nil)
+        for (number, slot) in slots.enumerated() {
+            #expect(base.find(hash: hash, segment: 1, offset: UInt32(number * 100)) == slot)
+            #expect(slot.flatMap { base.key(at: $0) } == keys[number])
+        }
+    }
 }
