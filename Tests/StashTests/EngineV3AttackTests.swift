@@ -539,4 +539,35 @@ struct EngineV3AttackTests {
             #expect(slot.flatMap { base.key(at: $0) } == keys[number])
         }
     }
+
+    // MARK: The command line
+
+    @Test("held: stash check reads a store through its directory, and --repair writes a new one for a damaged one")
+    func checkWithADirectory() throws {
+        let directory = TemporaryDirectory()
+        let store = directory.storePath()
+        let count = DiskStore.Thresholds.standard.directoryMinimum + 1 // the child process has the standard thresholds
+        do {
+            let disk = try openDataStore(store)
+            var batch = StorageBatch<Data>()
+            for index in 0..<count { batch.setObject(Data("value \(index)".utf8), forKey: "k\(index)") }
+            try disk.write(batch)
+        }
+        try #require(FileManager.default.fileExists(atPath: Self.directoryPath(store)))
+        let before = try folderContents(store)
+        var run = try ReadOnlyHost.stash(["check"], store: store)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(run.output.contains("\(count) entries"), "\(run.output)")
+        #expect(try folderContents(store) == before, "check changed the store")
+        try Damage.flip(Self.directoryPath(store), at: DirectoryFormat.headerLength + 5)
+        run = try ReadOnlyHost.stash(["check"], store: store)
+        #expect(run.status != 0 && run.output.contains("key directory"), "\(run.output)")
+        run = try ReadOnlyHost.stash(["check", "--repair"], store: store)
+        #expect(run.status == 0, "stdout: \(run.output) stderr: \(run.stderr)")
+        run = try ReadOnlyHost.stash(["check"], store: store)
+        #expect(run.status == 0, "after --repair: \(run.output)")
+        let disk = try openDataStore(store)
+        #expect(disk.recoveryIssues.isEmpty)
+        #expect(try disk.object(forKey: "k\(count - 1)") == Data("value \(count - 1)".utf8))
+    }
 }
