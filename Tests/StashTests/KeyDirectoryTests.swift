@@ -136,8 +136,8 @@ struct KeyDirectoryTests {
             let key = "k\(random.below(6000))"
             switch random.below(4) {
             case 0, 1:
-                var record = DiskRecord(segment: 1, offset: UInt32(step), length: 10, value: .inline(size: 1), expiry: 0, lastAccess: 0)
-                record.keyHash = directory.hash(key)
+                let record = DiskRecord(segment: 1, offset: UInt32(step), length: 10, value: .inline(size: 1), expiry: 0, lastAccess: 0,
+                                        keyHash: directory.hash(key))
                 directory.set(key, record)
                 model.removeAll { $0 == key }
                 model.append(key)

@@ -147,7 +147,8 @@ extension DiskStore {
 
     /// Points the index at the copies (where it still points at the originals: a key written or
     /// removed meanwhile keeps its newer record), starts a segment whose floor supersedes the inputs,
-    /// writes the key directory or removes the old one (it names the inputs), then removes the inputs, oldest first.
+    /// writes the key directory or removes the old one (it names the inputs), then removes the inputs, oldest first
+    /// (also when the directory could be neither written nor removed).
     func finishCompaction(_ result: CompactionResult, victims: [SegmentFile], epoch: Int) {
         assertOnQueue()
         // The outputs are published (renamed to segment names, the folder flushed) only here, on the
@@ -209,8 +210,11 @@ extension DiskStore {
                 try folder.handle.sync()
             }
         } catch {
-            // The inputs stay until a later compaction: an old key directory may still name them.
-            return
+            // Neither written nor removed (a full disk; something that is no file in its place). The
+            // inputs go all the same: kept, every later compaction added a copy of the live data, and
+            // a full disk could not be freed. An old directory still there names them, so once they
+            // are superseded (the floor above) and gone, an open rejects it and replays the segments.
+            try? folder.handle.remove(StoreFolder.directoryName)
         }
         for victim in victims {
             segments[victim.id] = nil

@@ -6,6 +6,9 @@ struct DirectoryPosition: Equatable {
     /// That segment's salt: a segment made anew under the same number is another one.
     var salt: UInt64
     var offset: Int
+    /// XXH64 of the segment's last bytes before `offset` (``DirectoryFormat/tailHash(_:at:)``): the
+    /// segment must still hold, up to the position, what it held when the directory was written.
+    var tailHash: UInt64 = 0
 }
 
 /// The key directory file (`key-directory`): a hash table of every key, mapped when a store opens
@@ -32,13 +35,26 @@ struct DirectoryPosition: Equatable {
 /// ```
 ///
 /// It is derived data: the segments hold every record. A directory whose hashes do not verify, that
-/// names another store, a segment the store no longer has (or has with another salt), or a position
-/// past a segment's end is not used: the segments are replayed whole, and a writer writes a new one.
+/// names another store, a segment the store no longer has (or has with another salt), a position
+/// past a segment's end, or a segment whose bytes before the position are not the ones it was
+/// written after (the tail hash: a copy of the store that went on writing, a tail lost to a power
+/// cut and written again) is not used: the segments are replayed whole, and a writer removes it.
 enum DirectoryFormat {
     static let magic = Array("STASHKD1".utf8)
     static let headerLength = 128
     static let slotLength = 64
     static let segmentEntryLength = 24
+    /// How many bytes before the position the tail hash covers.
+    static let tailWindow = 4096
+
+    /// The tail hash of a position at `offset` of a segment whose bytes (from its start) are `bytes`
+    /// (at least `offset` of them): XXH64 of the up to ``tailWindow`` bytes before it. Same salt and
+    /// length are not enough: a copy of the store folder has both, and after the two went on writing
+    /// a directory of one would name the other's records and skip the other's records before it.
+    static func tailHash(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt64 {
+        XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[max(0, offset - tailWindow)..<offset]))
+    }
+
     /// Slots per entry: a table at most ~70% full keeps probes short.
     static func slotCount(for count: Int) -> Int { max(8, count + count * 3 / 7 + 1) }
 
@@ -118,6 +134,7 @@ enum DirectoryFormat {
         put(UInt64(totalSize), 64)
         put(earliest.bitPattern, 72)
         put(maxFile, 88)
+        put(position.tailHash, 96)
         put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength...])), 80)
         put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])), 120)
         return bytes
@@ -158,7 +175,7 @@ enum DirectoryFormat {
             let at = headerLength + number * segmentEntryLength
             return (id: load(at) as UInt32, salt: load(at + 8) as UInt64, liveBytes: Int(truncatingIfNeeded: (load(at + 16) as UInt64) & (1 << 48 - 1)))
         }
-        return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: Int(offset)),
+        return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: Int(offset), tailHash: load(96)),
                       segments: segments, maxFileID: load(88), count: Int(count), slotCount: Int(slotCount), totalSize: Int(totalSize),
                       earliestExpiry: earliest, slotsStart: slotsStart, arenaStart: arenaStart, arenaLength: Int(arenaLength))
     }

@@ -31,6 +31,7 @@ extension DiskStore {
             // The directory did not match the segments: start again from the segments alone.
             recoveryIssues.append(.corrupted("the key directory did not match the segments; they were replayed whole"))
             directory = nil
+            discardStaleDirectory()
             withIndex { $0 = KeyDirectory(seed: folder.storeID) }
             totalSize = 0
             earliestExpiry = .infinity
@@ -153,6 +154,8 @@ extension DiskStore {
               mapped.header.segments.allSatisfy({ salts[$0.id] == $0.salt }),
               salts[mapped.header.position.segment] == mapped.header.position.salt else {
             recoveryIssues.append(.corrupted("the key directory was damaged or stale; the segments were replayed whole"))
+            var info = stat()
+            if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG { discardStaleDirectory() } // a folder or FIFO is left alone
             return nil
         }
         withIndex { $0 = KeyDirectory(seed: folder.storeID, base: mapped) }
@@ -160,6 +163,16 @@ extension DiskStore {
         earliestExpiry = mapped.header.earliestExpiry
         values.raise(above: mapped.header.maxFileID)
         return mapped.header.position
+    }
+
+    /// Removes the key directory an open found stale or damaged (a writer only). Left in place, it
+    /// could match again later: a power cut takes a segment's unsynced tail past the directory's
+    /// position (the directory itself is durable), and once later writes make the segment that long
+    /// again, the next open would take the directory, with the entries the power cut took and a
+    /// replay that starts mid-record. The removal is flushed for the same reason.
+    private func discardStaleDirectory() {
+        guard !readOnly, (try? folder.handle.remove(StoreFolder.directoryName)) != nil else { return }
+        try? folder.handle.sync()
     }
 
     /// Replays `own` in order over the index the key directory at `snapshot` is the base of (an
@@ -180,10 +193,14 @@ extension DiskStore {
             let bytes: [UInt8]
             var start = file.recordsStart
             if let position = snapshot, id == position.segment {
+                // From the tail window before the position on: its hash must be the directory's.
                 let size = try FileIO.size(file.fd, path: file.path)
                 guard file.salt == position.salt, size >= position.offset, position.offset >= file.recordsStart else { return false }
-                bytes = try FileIO.read(file.fd, at: position.offset, count: size - position.offset, path: file.path)
-                (base, start) = (position.offset, 0)
+                let window = max(0, position.offset - DirectoryFormat.tailWindow)
+                bytes = try FileIO.read(file.fd, at: window, count: size - window, path: file.path)
+                guard bytes.count == size - window,
+                      bytes.withUnsafeBytes({ DirectoryFormat.tailHash($0, at: position.offset - window) }) == position.tailHash else { return false }
+                (base, start) = (window, position.offset - window)
             } else {
                 guard let all = try FileIO.readAll(file.fd, path: file.path) else { continue }
                 bytes = all
@@ -244,8 +261,15 @@ extension DiskStore {
         // whose removal a crash cut short. Only a run from the oldest on: a segment that an older one
         // survives may hold the tombstones that keep that one's records dead in a full replay.
         if let snapshotSegment {
+            // Not one the directory names: it would be rejected at every open after (a segment it
+            // names is gone) until rewritten. It goes once a later directory no longer names it.
+            let named = Set(withIndex { $0.base?.header.segments.map(\.id) ?? [] })
             for id in segments.keys.sorted() {
                 guard id < snapshotSegment, liveBytes[id] == nil, let segment = segments[id] else { break }
+                if named.contains(id) {
+                    changesSinceDirectory += 1 // rewritten at close (a large store), without it
+                    break
+                }
                 segments[id] = nil
                 segment.remove()
             }
@@ -295,7 +319,11 @@ extension DiskStore {
     func writeDirectory() throws {
         try flushAccesses()
         guard let active else { return }
-        let position = DirectoryPosition(segment: active.id, salt: active.salt, offset: active.length)
+        let start = max(0, active.length - DirectoryFormat.tailWindow)
+        let tail = try active.read(at: start, length: active.length - start)
+        guard tail.count == active.length - start else { throw StorageError.corrupted("the active segment is shorter than the store wrote it") }
+        let tailHash = tail.withUnsafeBytes { DirectoryFormat.tailHash($0, at: $0.count) }
+        let position = DirectoryPosition(segment: active.id, salt: active.salt, offset: active.length, tailHash: tailHash)
         let salts = segments.mapValues(\.salt)
         let (bytes, count) = withIndex { index in
             let order = index.writingOrder()

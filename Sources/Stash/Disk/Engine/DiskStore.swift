@@ -11,8 +11,9 @@ struct DiskRecord: Equatable {
     var expiry: Double
     /// Seconds since 1970.
     var lastAccess: Double
-    /// The key's ``KeyHash`` in this store.
-    var keyHash: UInt64 = 0
+    /// The key's ``KeyHash`` in this store. No default: a record indexed without it (0, the
+    /// directory's empty slot) was written into the key directory as an empty slot and lost.
+    var keyHash: UInt64
 
     var size: Int { value.size }
 
