@@ -210,11 +210,13 @@ extension DiskStore {
             }
         } catch {
             // The inputs stay until a later compaction: an old key directory may still name them.
+            publishStructure()
             return
         }
         for victim in victims {
             segments[victim.id] = nil
             victim.remove()
         }
+        publishStructure() // readers in other processes open the store anew, without the inputs
     }
 }

@@ -85,6 +85,10 @@ final class DiskStore {
     var folderLoss = FolderLossCheck()
     /// Reused for every read of a record (``load(_:_:)``), as ``scratch`` is for appends.
     var readScratch: [UInt8] = []
+    /// A read-only store: what it has caught up to of a writer in another process (``catchUp()``).
+    var followed = FollowedState()
+    /// The same, for checks outside the queue (``DiskEngine``'s memory-hit and index paths).
+    let followWatch = FollowWatch()
 
     struct WeakMemoryCache {
         weak var cache: MemoryCache?
@@ -133,12 +137,20 @@ final class DiskStore {
         folder = try StoreFolder(directory: directory, readOnly: readOnly)
         values = ValueFiles(folder: folder.handle)
         recoveryIssues += folder.issues
-        try open()
+        if readOnly {
+            defer { folder.endOpening() }
+            try followOpening { try open() }
+        } else {
+            try open()
+        }
     }
 
     /// Records pending accesses, writes the key directory of a large store and closes the files.
     func close() {
-        defer { folder.handle.unlock() }
+        defer {
+            folder.shared?.unlock()
+            folder.handle.unlock()
+        }
         guard !readOnly else { return }
         try? flushAccesses()
         if changesSinceDirectory > 0, withIndex({ $0.count }) >= thresholds.directoryMinimum { try? writeDirectory() }
@@ -175,6 +187,9 @@ final class DiskStore {
         do {
             data = try load(key, record)
         } catch let error as StorageError {
+            // A reader beside a writer in another process: the value file may have been replaced
+            // since the catch-up before this read. Caught up again, the key is read as it is now.
+            if readOnly, catchUp() { return try read(key, now: now) }
             if case .corrupted = error { drop(key) }
             throw error
         }
@@ -345,6 +360,7 @@ final class DiskStore {
             try segment.append(UnsafeRawBufferPointer(rebasing: bytes[0..<total]))
             return last
         }
+        folder.shared?.publish(length: segment.length) // readers in other processes: written (`pwrite` returned)
         let offset = segment.length - last
         segment.deadBytes += accessBytes
         pendingAccesses.removeAll(keepingCapacity: true)
@@ -429,6 +445,14 @@ final class DiskStore {
         nextSegmentID = next.id == .max ? .max : next.id + 1 // the one after .max fails as taken, then runs out
         segments[next.id] = next
         active = next
+        publishStructure()
+    }
+
+    /// Tells readers in other processes that the store's files changed (``SharedState``): they open
+    /// it anew before their next operation.
+    func publishStructure() {
+        guard !readOnly, let shared = folder.shared else { return }
+        shared.publishStructure(store: folder.storeID, segment: active?.id ?? 0, salt: active?.salt ?? 0, length: active?.length ?? 0)
     }
 
     /// `id + count`, or an error when segment numbers run out (never in practice: 4 billion segments).
