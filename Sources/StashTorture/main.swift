@@ -25,6 +25,12 @@ import Darwin
 //       `set KEY SEQ SIZE` per write, like `write`.
 //   hold DIR
 //       Opens the store, prints `ready`, waits for the end of stdin, exits 0.
+//   step DIR
+//       Opens the store, prints `ready`, then runs one command per line of stdin and prints a line
+//       once it returned: `set KEY SIZE` writes a self-verifying value of SIZE payload bytes with
+//       the next sequence number (`wrote KEY SEQ`), `remove KEY` (`removed KEY`), `clear`
+//       (`removeAll`: `cleared`). Exits 0 at the end of stdin. For the tests of readers in other
+//       processes, which read each write through their own open storage once it is printed.
 //
 // Exit status: 75 the store is in use by another process, 1 another error, 2 wrong usage,
 // 3 a read found a value that is not the one this process last wrote for the key.
@@ -234,12 +240,37 @@ func runHold(_ path: String) throws -> Never {
     exit(0)
 }
 
+func runStep(_ path: String) throws -> Never {
+    let storage = try openStore(path, maxSize: 0)
+    var sequence: UInt64 = 0
+    emit("ready")
+    while let line = readLine() {
+        let words = line.split(separator: " ").map(String.init)
+        switch (words.first, words.count) {
+        case ("set", 3):
+            guard let size = Int(words[2]) else { fail("bad size in \(line)", status: 2) }
+            sequence += 1
+            try storage.setObject(TortureValue.make(key: words[1], sequence: sequence, payloadCount: size), forKey: words[1])
+            emit("wrote \(words[1]) \(sequence)")
+        case ("remove", 2):
+            try storage.removeObject(forKey: words[1])
+            emit("removed \(words[1])")
+        case ("clear", 1):
+            try storage.removeAll()
+            emit("cleared")
+        default:
+            fail("unknown step \(line)", status: 2)
+        }
+    }
+    exit(0)
+}
+
 func main(_ arguments: [String]) -> Never {
     func option(_ name: String) -> String? {
         arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     }
     let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N"
-        + " | StashTorture hold DIR | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
+        + " | StashTorture hold DIR | StashTorture step DIR | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
     guard arguments.count >= 2 else { fail(usage, status: 2) }
     do {
         switch arguments[0] {
@@ -253,6 +284,8 @@ func main(_ arguments: [String]) -> Never {
             try runSnapshot(arguments[1], seed: seed)
         case "hold":
             try runHold(arguments[1])
+        case "step":
+            try runStep(arguments[1])
         case "batches":
             guard let seed = option("--seed").flatMap(UInt64.init), seed < 1 << 40 else { fail(usage, status: 2) }
             try runBatches(arguments[1], seed: seed)

@@ -332,16 +332,20 @@ struct CLITests {
         }
     }
 
-    @Test("a store open in another process is reported clearly, with exit status 1")
+    @Test("a store another process writes: reading commands work, a writing one is refused clearly with exit status 1")
     func storeInUseIsReported() throws {
         try withScratchFolder { folder in
             let storage = try libraryStore(in: folder)
-            let run = try stash(["ls"], in: folder)
+            try storage.setObject(Data("x".utf8), forKey: "live")
+            let list = try stash(["ls"], in: folder)
+            #expect(list.status == 0, "\(list.stderr)")
+            #expect(String(decoding: list.stdout, as: UTF8.self).contains("live"))
+            let run = try stash(["set", "k", "v"], in: folder)
             #expect(run.status == 1)
             #expect(run.stdout.isEmpty)
             #expect(run.stderr.hasPrefix("stash: the store at "))
             #expect(run.stderr.contains("open in another process"))
-            _ = storage.totalSize // keeps the store open until the run has finished
+            _ = storage.totalSize // keeps the store open until the runs have finished
         }
     }
 

@@ -95,7 +95,7 @@ struct StoreIdentityTests {
             return
         }
         guard case .inUse? = storageError({ _ = try DiskStore(directory: path, readOnly: true) }) else {
-            Issue.record("a reader got in beside the writer")
+            Issue.record("a reader got in beside a writer it cannot follow (its stash-shared file deleted)")
             return
         }
     }

@@ -7,11 +7,12 @@ import Glibc
 import Darwin
 #endif
 
-// Contract item 11, across processes. The model: one process at a time. A store's `lock` file is
-// held (flock) while any instance in a process has it open; another process that opens it waits
-// up to 100 ms for it, then gets `StorageError.inUse` and touches nothing. These tests prove that
-// model with real processes: the refusal is clear, the store is never damaged, every read that
-// succeeds returns a value that was written, and the store opens again once the holder is gone.
+// Contract item 11, across processes, for writers. The model: one writer process at a time. The
+// store's folder is locked (flock) while any instance in a process has it open for writing; another
+// writer waits up to 100 ms for it, then gets `StorageError.inUse` and touches nothing. These tests
+// prove that model with real processes: the refusal is clear, the store is never damaged, every read
+// that succeeds returns a value that was written, and the store opens again once the holder is gone.
+// Readers in other processes read beside a writer: `ReaderProcessTests.swift`.
 
 @Suite("Two processes on one store", .serialized)
 struct TwoProcessTests {

@@ -42,6 +42,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     public var totalSize: Int { diskStorage.totalSize }
 
     public func entry(forKey key: String) throws -> Entry<T> {
+        engine.followOtherProcesses() // a reader: memory drops what another process changed
         if let entry = memoryEntry(forKey: key) { return entry }
         return try entryFromQueue(forKey: key)
     }
@@ -58,6 +59,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
 
     public func object(forKey key: String) throws -> T {
         // The fast path of a memory hit: the value alone, under the memory layer's lock.
+        engine.followOtherProcesses() // a reader: memory drops what another process changed
         let now = now
         if let hit = cache.hit(forKey: key, now: now), ObjectIdentifier(type(of: hit.box)) == boxType {
             if now >= hit.expiry, hit.expiry < .distantFuture { throw StorageError.expired(hit.expiry) }
@@ -91,11 +93,13 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func existsObject(forKey key: String) throws -> Bool {
+        engine.followOtherProcesses()
         if let item = cache.item(forKey: key, now: now) { return now < item.expiry }
         return diskStorage.existsObject(forKey: key)
     }
 
     public func isExpiredObject(forKey key: String) throws -> Bool {
+        engine.followOtherProcesses()
         if let item = cache.item(forKey: key, now: now) { return now >= item.expiry }
         return try diskStorage.isExpiredObject(forKey: key)
     }
@@ -146,6 +150,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     /// The value of a memory hit of type `T`, without the queue; nil on a miss.
     /// - Throws: ``StorageError/expired(_:)`` for an expired copy, as ``object(forKey:)`` does.
     func memoryObject(forKey key: String) throws -> T? {
+        engine.followOtherProcesses()
         let now = now
         guard let hit = cache.hit(forKey: key, now: now), ObjectIdentifier(type(of: hit.box)) == boxType else { return nil }
         if now >= hit.expiry, hit.expiry < .distantFuture { throw StorageError.expired(hit.expiry) }
@@ -154,6 +159,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
 
     /// The memory copy of `key` as an entry, if memory has one of type `T`.
     func memoryEntry(forKey key: String) -> Entry<T>? {
+        engine.followOtherProcesses()
         let now = now
         // A copy of another view's type is a miss: the disk bytes decode as `T`.
         guard let item = cache.item(forKey: key, now: now), let object = item.object.value(as: T.self) else { return nil }

@@ -220,5 +220,6 @@ extension DiskStore {
             segments[victim.id] = nil
             victim.remove()
         }
+        publishStructure() // readers in other processes open the store anew, without the inputs
     }
 }

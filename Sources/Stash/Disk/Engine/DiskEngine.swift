@@ -27,6 +27,8 @@ final class DiskEngine: @unchecked Sendable {
     /// Whether the store was opened read-only.
     let readOnly: Bool
     private let queueID: Int
+    /// A read-only engine: what its store has caught up to, checked outside the queue.
+    private let followWatch: FollowWatch
 
     private static let queueKey = DispatchSpecificKey<Int>()
     private static let nextQueueID = Locked(0)
@@ -48,6 +50,7 @@ final class DiskEngine: @unchecked Sendable {
         folder = Locked(store.folder.handle)
         values = store.values
         groupCommit = store.groupCommit
+        followWatch = store.followWatch
         queueID = Self.nextQueueID.withLock { id in
             id += 1
             return id
@@ -135,7 +138,17 @@ final class DiskEngine: @unchecked Sendable {
     /// hold of the index's lock (its linearization point for this reader), after it dropped the
     /// keys from memory, and a reader consults memory before the index.
     func record(forKey key: String) -> DiskRecord? {
-        index.withLock { $0.peek(key) }
+        followOtherProcesses()
+        return index.withLock { $0.peek(key) }
+    }
+
+    /// A read-only engine: catches up with a writer in another process first if the shared file
+    /// says it changed the store (two loads when it did not; see ``DiskStore/catchUp()``). For the
+    /// paths that answer without the queue (the index, memory hits); the queue's hop does it itself.
+    @inline(__always)
+    func followOtherProcesses() {
+        guard readOnly, !followWatch.isCurrent else { return }
+        run { _ in }
     }
 
     /// The bytes stored for `key`, read on the queue and counted as use (``DiskStore/read(_:now:)``):
@@ -246,6 +259,8 @@ final class DiskEngine: @unchecked Sendable {
         var after: UInt64 = 0
         queue.sync { // the non-generic overload: `() -> Void`
             before = observers.lastPublished
+            // A reader sees every write another process made before this call (Contract item 11).
+            if readOnly { store.catchUp() }
             body(store)
             after = observers.lastPublished
         }
@@ -254,7 +269,10 @@ final class DiskEngine: @unchecked Sendable {
 
     /// Runs `body` on the serial queue, after every operation submitted before it.
     func async(_ body: @escaping @Sendable (DiskStore) -> Void) {
-        queue.async { body(self.store) }
+        queue.async {
+            if self.readOnly { self.store.catchUp() } // as in ``run(_:)``
+            body(self.store)
+        }
     }
 }
 

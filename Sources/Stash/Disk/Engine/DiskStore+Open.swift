@@ -40,6 +40,7 @@ extension DiskStore {
         try finishOpening(valueFiles: files.values, directorySegment: directory?.segment)
         // Without a usable directory, a large store writes one when it closes, even if nothing changed.
         if directory == nil { changesSinceDirectory = 1 }
+        publishStructure() // a writer: readers in other processes open the store anew
     }
 
     /// The segments that are this store's and current, oldest first, each opened (header read).
@@ -98,7 +99,9 @@ extension DiskStore {
         // passed over when the store gets there (``roll(floor:)``), never reused or overwritten.
         if let last = own.last?.id { nextSegmentID = last == .max ? .max : last + 1 }
         let superseded = own.filter { $0.id < floor }
-        for segment in superseded {
+        // A reader beside a live writer: the writer deletes superseded segments in the background
+        // (after a removeAll or a compaction); not damage.
+        for segment in superseded where !(readOnly && folder.writerIsActive) {
             recoveryIssues.append(.corrupted("segment \(SegmentFile.name(of: segment.id)) is superseded (merged by a compaction or emptied by removeAll); it was ignored\(readOnly ? "" : " and removed")"))
             if !readOnly { segment.remove() }
         }
@@ -213,7 +216,10 @@ extension DiskStore {
                 }
             }
             let isLast = number == own.count - 1
-            for damaged in scan.damaged {
+            // A reader beside a live writer: a partial record at the end of the last segment is a
+            // write in progress, not damage (the reader replays it once it is published).
+            let isWriteInProgress = readOnly && isLast && folder.writerIsActive
+            for damaged in scan.damaged where !(isWriteInProgress && base + damaged.upperBound == total) {
                 let range = (base + damaged.lowerBound)..<(base + damaged.upperBound)
                 let torn = range.upperBound == total
                 recoveryIssues.append(.corrupted(torn
@@ -222,7 +228,9 @@ extension DiskStore {
             }
             var validEnd = base + scan.validEnd
             if let batch = replayer.endSegment() {
-                recoveryIssues.append(.corrupted("a batch at bytes \(batch.lowerBound)..<\(batch.upperBound) of segment \(SegmentFile.name(of: id)) was cut short; none of it was applied\(isLast && !readOnly ? ", and it was cut off" : "")"))
+                if !isWriteInProgress {
+                    recoveryIssues.append(.corrupted("a batch at bytes \(batch.lowerBound)..<\(batch.upperBound) of segment \(SegmentFile.name(of: id)) was cut short; none of it was applied\(isLast && !readOnly ? ", and it was cut off" : "")"))
+                }
                 // Cut off whole: records appended later must never be read as the rest of it.
                 validEnd = min(validEnd, batch.lowerBound)
             }
@@ -334,6 +342,7 @@ extension DiskStore {
         try folder.handle.replaceFile(StoreFolder.directoryName, UnsafeRawBufferPointer(bytes), durable: true)
         changesSinceDirectory = 0
         accessesSinceDirectory = 0
+        publishStructure()
         // The new file as the base: the index's heap part goes. If it cannot be mapped, the old index stays.
         guard let fd = try? folder.handle.open(StoreFolder.directoryName, O_RDONLY | O_NONBLOCK) else { return }
         defer { FileIO.closeDescriptor(fd) }

@@ -46,6 +46,7 @@ extension DiskStore {
         let keys = observers?.hasObservers == true ? oldIndex.keys : []
         try? folder.handle.remove(StoreFolder.directoryName) // it names the old segments
         for segment in retired { segments[segment.id] = nil }
+        publishStructure()
         let folder = folder.handle // not the folder the store may have opened anew by then
         let discarded = Discarded(oldIndex)
         DispatchQueue.global(qos: .utility).async(group: housekeeping) {
@@ -98,6 +99,7 @@ extension DiskStore {
         // The next segment supersedes whatever was deleted, also if it can only be made later.
         floor = nextSegmentID
         try? roll()
+        publishStructure()
     }
 
     /// Removes every value that expired at or before `now`; returns their keys.

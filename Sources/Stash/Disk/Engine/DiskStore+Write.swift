@@ -127,6 +127,7 @@ extension DiskStore {
             try segment.append(UnsafeRawBufferPointer(rebasing: bytes[0..<total]))
             return last
         }
+        folder.shared?.publish(length: segment.length) // readers in other processes: written (`pwrite` returned)
         let offset = segment.length - last
         segment.deadBytes += accessBytes
         pendingAccesses.removeAll(keepingCapacity: true)
@@ -212,6 +213,14 @@ extension DiskStore {
         nextSegmentID = next.id == .max ? .max : next.id + 1 // the one after .max fails as taken, then runs out
         segments[next.id] = next
         active = next
+        publishStructure()
+    }
+
+    /// Tells readers in other processes that the store's files changed (``SharedState``): they open
+    /// it anew before their next operation.
+    func publishStructure() {
+        guard !readOnly, let shared = folder.shared else { return }
+        shared.publishStructure(store: folder.storeID, segment: active?.id ?? 0, salt: active?.salt ?? 0, length: active?.length ?? 0)
     }
 
     /// `id + count`, or an error when segment numbers run out (never in practice: 4 billion segments).

@@ -91,6 +91,10 @@ final class DiskStore {
     var folderLoss = FolderLossCheck()
     /// Reused for every read of a record (``load(_:_:)``), as ``scratch`` is for appends.
     var readScratch: [UInt8] = []
+    /// A read-only store: what it has caught up to of a writer in another process (``catchUp()``).
+    var followed = FollowedState()
+    /// The same, for checks outside the queue (``DiskEngine``'s memory-hit and index paths).
+    let followWatch = FollowWatch()
 
     struct WeakMemoryCache {
         weak var cache: MemoryCache?
@@ -139,12 +143,20 @@ final class DiskStore {
         folder = try StoreFolder(directory: directory, readOnly: readOnly)
         values = ValueFiles(folder: folder.handle)
         recoveryIssues += folder.issues
-        try open()
+        if readOnly {
+            defer { folder.endOpening() }
+            try followOpening { try open() }
+        } else {
+            try open()
+        }
     }
 
     /// Records pending accesses, writes the key directory of a large store and closes the files.
     func close() {
-        defer { folder.handle.unlock() }
+        defer {
+            folder.shared?.unlock()
+            folder.handle.unlock()
+        }
         guard !readOnly else { return }
         // A removeAll's deletions finish first: the next opener (a `stash check` right after a
         // `stash clear`, say) must not find the old segments still there.
@@ -185,6 +197,9 @@ final class DiskStore {
         do {
             data = try load(key, record)
         } catch let error as StorageError {
+            // A reader beside a writer in another process: the value file may have been replaced
+            // since the catch-up before this read. Caught up again, the key is read as it is now.
+            if readOnly, catchUp() { return try read(key, now: now) }
             if case .corrupted = error { drop(key) }
             throw error
         }

@@ -27,6 +27,8 @@ final class StoreFolder {
     /// The lock file of format 2, which locked a file in the folder (the folder itself is locked
     /// now); a leftover one is left alone.
     static let lockName = "lock"
+    /// The shared file, which tells readers in other processes that the store changed (``SharedState``).
+    static let sharedName = SharedState.name
     /// The key directory (``DirectoryFormat``).
     static let directoryName = "key-directory"
     /// The index snapshot of format 3, which the key directory replaced: a writer removes it.
@@ -61,8 +63,22 @@ final class StoreFolder {
     /// What was wrong with the marker, if anything.
     private(set) var issues: [StorageError] = []
 
+    /// The shared file (``SharedState``): the writer's mapping, which it publishes its changes
+    /// through, or a reader's, which it watches; nil for a reader of a store that has none yet.
+    var shared: SharedState?
+    /// Whether a writer (in another process) had the store open when a reader opened it: a partial
+    /// record at the tail is then a write in progress, not damage.
+    private(set) var writerIsActive = false
+
     /// Opens the folder at `directory` (creating it unless `readOnly`), checks that it is a store and
-    /// takes its lock: exclusive for a writer, shared for a reader.
+    /// takes its lock.
+    ///
+    /// A writer holds an exclusive lock on the folder for its life, and one on the shared file
+    /// (``SharedState``), which it creates. A reader holds no lock for its life, so that a writer can
+    /// open while it reads: it takes a shared lock on the folder while it opens when no writer has
+    /// it (released by ``endOpening()``), or else reads beside the writer if that writer holds the
+    /// shared file's lock (it publishes its changes there). A writer that does not (a Stash from before
+    /// readers could share a store) keeps readers out as it always did.
     /// - Throws: ``StorageError/notAStore(directory:)`` for a non-empty folder Stash did not mark,
     ///   ``StorageError/inUse(directory:)``, ``StorageError/io(operation:path:underlying:)`` (a missing
     ///   folder opened read-only is `ENOENT`).
@@ -71,8 +87,12 @@ final class StoreFolder {
         self.readOnly = readOnly
         if !readOnly { try FileIO.createDirectory(directory) }
         handle = try FolderHandle(path: directory)
-        try Self.lock(handle, exclusive: !readOnly)
-        // Listed once locked, through the locked folder's own path: another writer cannot change it now.
+        if readOnly {
+            writerIsActive = try !handle.tryLock(exclusive: false)
+        } else {
+            try Self.lock(handle, exclusive: true)
+        }
+        // Listed through the folder's own path: it must still be the folder that was opened.
         guard handle.isAtPath else { throw FileIO.error("open", directory, code: ENOENT) }
         let names = try FileIO.listDirectory(directory)
         if names.contains(Self.markerName) {
@@ -86,6 +106,47 @@ final class StoreFolder {
         }
         if kind == .segments { try readMarker(names: names) }
         if kind == .new, !readOnly { try writeMarker(storeID: Self.newStoreID()) }
+        if readOnly {
+            if writerIsActive { try waitForSharingWriter() } else { shared = SharedState.openForReading(in: handle) }
+        } else {
+            shared = try SharedState.openForWriting(in: handle, store: storeID)
+        }
+    }
+
+    /// A reader found the folder locked by a writer: reads beside it if it publishes its changes
+    /// (holds the shared file's lock), or once it has gone; else, after 100 ms, ``StorageError/inUse(directory:)``.
+    private func waitForSharingWriter() throws {
+        for attempt in 0..<50 {
+            if let state = SharedState.openForReading(in: handle), state.isHeldByWriter {
+                shared = state
+                return
+            }
+            if try handle.tryLock(exclusive: false) {
+                writerIsActive = false
+                shared = SharedState.openForReading(in: handle)
+                return
+            }
+            if attempt < 49 { usleep(2_000) }
+        }
+        throw StorageError.inUse(directory: handle.path)
+    }
+
+    /// Ends a reader's open: the folder's lock, taken only while it opened, is released.
+    func endOpening() {
+        if readOnly { handle.unlock() }
+    }
+
+    /// Whether a writer holds the store now (a reader asks when it opens the store anew).
+    func refreshWriterIsActive() {
+        guard readOnly else { return }
+        if let shared, shared.isHeldByWriter {
+            writerIsActive = true
+        } else if (try? handle.tryLock(exclusive: false)) == true {
+            handle.unlock()
+            writerIsActive = false
+        } else {
+            writerIsActive = true
+        }
     }
 
     /// Names a folder may hold and still count as empty: a format-2 lock file, a Finder file, a

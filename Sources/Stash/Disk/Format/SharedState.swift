@@ -1,0 +1,249 @@
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+#if canImport(Synchronization)
+import Synchronization
+#endif
+
+/// The store's shared file, `stash-shared`: 64 bytes that the writer and every reader in other
+/// processes map (`MAP_SHARED`), so that a reader learns that the store changed with two loads from
+/// memory instead of a system call (SQLite's `-shm` WAL index plays this part for its readers).
+///
+/// Layout (little-endian, every field 8 bytes and 8-byte aligned):
+///
+/// | offset | field |
+/// |---|---|
+/// | 0 | magic `Stash sh` |
+/// | 8 | version (1) |
+/// | 16 | the store's identity (the marker's `id`) |
+/// | 24 | structure counter: bumped by the writer after each change to the set of files (a segment started, a compaction's inputs removed, a key directory written or removed, `removeAll`, the writer's open) |
+/// | 32 | the active segment's number |
+/// | 40 | the active segment's salt |
+/// | 48 | the published length of the active segment: every record before it was written (its `pwrite` returned) |
+/// | 56 | reserved (0) |
+///
+/// It is a hint, never the truth: a reader that finds it missing, torn, of another store or of an
+/// older writer opens the store anew from its files (which are crash-consistent on their own). The
+/// writer rewrites it in place when it opens (never replaces the file: readers keep their mapping of
+/// this very inode) and holds an exclusive `flock` on it for its life, which tells a reader that the
+/// writer keeping the folder's own lock speaks this protocol.
+///
+/// Memory ordering across processes: aligned 8-byte loads and stores are single-copy atomic on
+/// x86-64 and arm64, so no reader sees half a field. The writer stores the published length only
+/// after its `pwrite` returned, with a release fence between (``publish(length:)``); a reader that
+/// sees a new length issues an acquire fence before it reads the bytes (``acquire()``), so it reads
+/// at least what was published. Swift has no atomics on arbitrary memory without a package, and the
+/// `Synchronization` module's `Atomic` cannot be placed on a mapping; its `atomicMemoryFence` can
+/// order plain accesses, and is used where the platform has it (on x86-64 both fences cost nothing
+/// beyond keeping the compiler from reordering; Apple platforms before macOS 15 / iOS 18 rely on the
+/// system call's own barriers, as SQLite's `-shm` readers on those systems do).
+final class SharedState: @unchecked Sendable {
+    // @unchecked Sendable: the mapping is written by the writer on its store's queue only, and read
+    // with single aligned loads (see above).
+    static let name = "stash-shared"
+    static let length = 64
+    static let magic = UInt64(littleEndian: Array("Stash sh".utf8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) })
+    static let version: UInt64 = 1
+
+    private enum Field: Int {
+        case magic = 0, version = 8, store = 16, structure = 24, segment = 32, salt = 40, length = 48
+    }
+
+    /// What the file said at one moment: the structure counter and the active segment.
+    struct Structure: Equatable {
+        var counter: UInt64
+        var segment: UInt32
+        var salt: UInt64
+    }
+
+    let fd: Int32
+    private let bytes: UnsafeMutableRawPointer
+    let isWritable: Bool
+
+    private init(fd: Int32, bytes: UnsafeMutableRawPointer, isWritable: Bool) {
+        (self.fd, self.bytes, self.isWritable) = (fd, bytes, isWritable)
+    }
+
+    deinit {
+        munmap(bytes, Self.length)
+        close(fd) // releases the writer's lock
+    }
+
+    // MARK: Writer
+
+    /// The writer's side: opens (creating) the shared file of `folder`, takes its lock and maps it.
+    /// The counter goes on from the one a previous writer left, so that no reader mistakes this
+    /// writer's state for one it has seen.
+    /// - Throws: ``StorageError/inUse(directory:)`` when another process holds the file's lock (a
+    ///   reader probing it holds it for a moment only: waited for).
+    static func openForWriting(in folder: FolderHandle, store: UInt64) throws -> SharedState {
+        let fd: Int32
+        do {
+            fd = try folder.open(name, O_RDWR | O_CREAT | O_NONBLOCK, mode: 0o644)
+        } catch where [.ELOOP, .EISDIR, .ENXIO].contains(where: { FileIO.isErrno(error, $0) }) {
+            // A link or folder planted in its place: not the store's file, and never followed.
+            throw StorageError.corrupted("\(folder.filePath(name)) is not a regular file; remove it to open the store for writing")
+        }
+        do {
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { throw FileIO.error("fstat", folder.filePath(name)) }
+            guard info.st_mode & S_IFMT == S_IFREG else {
+                throw StorageError.corrupted("\(folder.filePath(name)) is not a regular file; remove it to open the store for writing")
+            }
+            try lock(fd, exclusive: true, path: folder.path)
+            // Grown, never shrunk: a reader's mapping of a shorter file would fault past its end.
+            if info.st_size < length, ftruncate(fd, off_t(length)) != 0 { throw FileIO.error("ftruncate", folder.filePath(name)) }
+            guard let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), address != MAP_FAILED else {
+                throw FileIO.error("mmap", folder.filePath(name))
+            }
+            let state = SharedState(fd: fd, bytes: address, isWritable: true)
+            let previous = state.load(.magic) == magic && state.load(.version) == version ? state.load(.structure) : 0
+            state.store(magic, .magic)
+            state.store(version, .version)
+            state.store(store, .store)
+            // A counter no reader has seen from a previous writer: the next one, or a random one
+            // when the file was torn or new (a stale equal value would hide this writer's changes).
+            state.store(previous != 0 ? previous &+ 1 : UInt64.random(in: 1...UInt64.max >> 1), .structure)
+            return state
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Releases the writer's lock (the store is closed; the mapping goes with this object).
+    func unlock() {
+        flock(fd, LOCK_UN)
+    }
+
+    /// Publishes that `length` bytes of the active segment are written: the one store an append adds.
+    @inline(__always)
+    func publish(length: Int) {
+        releaseFence()
+        store(UInt64(length), .length)
+    }
+
+    /// Publishes a change to the store's files, with the active segment as it is now.
+    func publishStructure(store id: UInt64, segment: UInt32, salt: UInt64, length: Int) {
+        store(id, .store)
+        store(UInt64(segment), .segment)
+        store(salt, .salt)
+        store(UInt64(length), .length)
+        releaseFence()
+        store(load(.structure) &+ 1, .structure)
+    }
+
+    // MARK: Reader
+
+    /// The reader's side: maps the shared file of `folder` read-only; nil if there is none, or it is
+    /// not a regular file of 64 bytes or more. Its content is not trusted here: a reader watches its
+    /// counter (a writer that opens changes it, whatever the file held) and checks the rest when it
+    /// follows the active segment (``structure``).
+    static func openForReading(in folder: FolderHandle) -> SharedState? {
+        guard let fd = try? folder.open(name, O_RDONLY | O_NONBLOCK) else { return nil }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size >= length,
+              let address = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), address != MAP_FAILED else {
+            close(fd)
+            return nil
+        }
+        return SharedState(fd: fd, bytes: address, isWritable: false)
+    }
+
+    /// Whether the file describes store `store` (a writer of this version wrote it).
+    func describes(store: UInt64) -> Bool {
+        load(.magic) == Self.magic && load(.version) == Self.version && load(.store) == store
+    }
+
+    /// Whether a writer that speaks this protocol holds the file's lock now.
+    var isHeldByWriter: Bool {
+        while true {
+            if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+                flock(fd, LOCK_UN)
+                return false
+            }
+            if errno != EINTR { return errno == EWOULDBLOCK }
+        }
+    }
+
+    /// The structure counter: a change means the reader opens the store anew.
+    @inline(__always)
+    var counter: UInt64 { load(.structure) }
+
+    /// The published length of the active segment.
+    @inline(__always)
+    var publishedLength: Int { Int(truncatingIfNeeded: min(load(.length), UInt64(Int.max))) }
+
+    /// The counter and the active segment, read consistently (the counter the same before and after;
+    /// a writer killed mid-update leaves them as they are, which a reopen tolerates).
+    var structure: Structure {
+        var before = load(.structure)
+        for _ in 0..<16 {
+            acquireFence()
+            let read = Structure(counter: before, segment: UInt32(truncatingIfNeeded: load(.segment)), salt: load(.salt))
+            acquireFence()
+            let after = load(.structure)
+            if after == before { return read }
+            before = after
+        }
+        return Structure(counter: before, segment: 0, salt: 0)
+    }
+
+    /// Orders the reads of the files after the loads of the counter and length that announced them.
+    @inline(__always)
+    func acquire() { acquireFence() }
+
+    /// The mapping's address, for ``FollowWatch``, which reads the two words below without this object.
+    var address: UnsafeRawPointer { UnsafeRawPointer(bytes) }
+
+    @inline(__always)
+    static func counter(at address: UnsafeRawPointer) -> UInt64 {
+        UInt64(littleEndian: address.load(fromByteOffset: Field.structure.rawValue, as: UInt64.self))
+    }
+
+    @inline(__always)
+    static func length(at address: UnsafeRawPointer) -> UInt64 {
+        UInt64(littleEndian: address.load(fromByteOffset: Field.length.rawValue, as: UInt64.self))
+    }
+
+    // MARK: Memory
+
+    @inline(__always)
+    private func load(_ field: Field) -> UInt64 {
+        UInt64(littleEndian: bytes.load(fromByteOffset: field.rawValue, as: UInt64.self))
+    }
+
+    @inline(__always)
+    private func store(_ value: UInt64, _ field: Field) {
+        bytes.storeBytes(of: value.littleEndian, toByteOffset: field.rawValue, as: UInt64.self)
+    }
+
+    private static func lock(_ fd: Int32, exclusive: Bool, path: String) throws {
+        for attempt in 0..<50 {
+            if flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0 { return }
+            if errno == EINTR { continue }
+            guard errno == EWOULDBLOCK else { throw FileIO.error("flock", path + "/" + name) }
+            if attempt < 49 { usleep(2_000) }
+        }
+        throw StorageError.inUse(directory: path)
+    }
+}
+
+@inline(__always)
+private func releaseFence() {
+    #if canImport(Synchronization)
+    if #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) { atomicMemoryFence(ordering: .releasing) }
+    #endif
+}
+
+@inline(__always)
+private func acquireFence() {
+    #if canImport(Synchronization)
+    if #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) { atomicMemoryFence(ordering: .acquiring) }
+    #endif
+}
