@@ -196,15 +196,16 @@ struct KeyDirectory {
 
     /// Every entry, least recently used first.
     var entriesOldestFirst: [(key: String, value: DiskRecord)] {
-        orderedReferences().compactMap { entry($0) }.map { ($0.key, $0.record) }
+        referencesByRecency().compactMap { entry($0.reference) }.map { ($0.key, $0.record) }
     }
 
-    private func orderedReferences() -> [Reference] {
-        var all: [(UInt64, Reference)] = []
+    /// Every live entry's reference, least recently used first.
+    private func referencesByRecency() -> [(recency: UInt64, reference: Reference)] {
+        var all: [(recency: UInt64, reference: Reference)] = []
         all.reserveCapacity(count)
         forEachReference { all.append(($0, $1)) }
-        all.sort { $0.0 < $1.0 }
-        return all.map(\.1)
+        all.sort { $0.recency < $1.recency }
+        return all
     }
 
     var keys: [String] { keys { _ in true } }
@@ -293,11 +294,8 @@ struct KeyDirectory {
                 // The oldest eighth (at least 4,096) by one pass, amortised over that many evictions;
                 // if a caller wants more in one call, everything.
                 guard rebuilds < 2 else { return }
-                var all: [(recency: UInt64, reference: Reference)] = []
-                all.reserveCapacity(count)
-                forEachReference { all.append(($0, $1)) }
+                let all = referencesByRecency()
                 guard !all.isEmpty else { return }
-                all.sort { $0.recency < $1.recency }
                 queue = rebuilds == 0 ? Array(all.prefix(max(4096, all.count / 8))) : all
                 queueStart = 0
                 rebuilds += 1

@@ -86,36 +86,36 @@ final class MappedDirectory: @unchecked Sendable {
         keyBytes(at: slot).flatMap(SegmentFormat.key)
     }
 
+    /// The first slot from `hash`'s home on that holds `hash` and that `matches` accepts; nil at an
+    /// empty slot (or after every slot, in a file crafted without one).
+    private func probe(_ hash: UInt64, matches: (Int) -> Bool) -> Int? {
+        var slot = DirectoryFormat.home(hash, slotCount: slotCount)
+        for _ in 0..<slotCount {
+            let stored = self.hash(at: slot)
+            if stored == 0 { return nil }
+            if stored == hash, matches(slot) { return slot }
+            slot = slot + 1 == slotCount ? 0 : slot + 1
+        }
+        return nil
+    }
+
     /// The slot of `key` (whose ``KeyHash`` is `hash`), or nil.
     func find(_ key: String, hash: UInt64) -> Int? {
         var key = key
         return key.withUTF8 { utf8 in
-            var slot = DirectoryFormat.home(hash, slotCount: slotCount)
-            for _ in 0..<slotCount {
-                let stored = self.hash(at: slot)
-                if stored == 0 { return nil }
-                if stored == hash, let bytes = keyBytes(at: slot) {
-                    // The same bytes are the same key; other bytes may still spell it (another
-                    // normalization form): compared as strings then, as the index always did.
-                    if bytes.elementsEqual(UnsafeRawBufferPointer(utf8)) { return slot }
-                    if let stored = SegmentFormat.key(bytes), stored == String(decoding: utf8, as: UTF8.self) { return slot }
-                }
-                slot = slot + 1 == slotCount ? 0 : slot + 1
+            probe(hash) { slot in
+                guard let bytes = keyBytes(at: slot) else { return false }
+                // The same bytes are the same key; other bytes may still spell it (another
+                // normalization form): compared as strings then, as the index always did.
+                return bytes.elementsEqual(UnsafeRawBufferPointer(utf8))
+                    || SegmentFormat.key(bytes).map { $0 == String(decoding: utf8, as: UTF8.self) } ?? false
             }
-            return nil
         }
     }
 
     /// The slot whose record is at `offset` of `segment`, found by its key's hash (an access record's target).
     func find(hash: UInt64, segment: UInt32, offset: UInt32) -> Int? {
-        var slot = DirectoryFormat.home(hash, slotCount: slotCount)
-        for _ in 0..<slotCount {
-            let stored = self.hash(at: slot)
-            if stored == 0 { return nil }
-            if stored == hash, load(slot, 16) as UInt32 == segment, load(slot, 20) as UInt32 == offset { return slot }
-            slot = slot + 1 == slotCount ? 0 : slot + 1
-        }
-        return nil
+        probe(hash) { load($0, 16) as UInt32 == segment && load($0, 20) as UInt32 == offset }
     }
 
     /// The record in `slot`; nil if the slot is not well formed (a crafted file).

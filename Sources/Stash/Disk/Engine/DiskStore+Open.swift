@@ -324,7 +324,8 @@ extension DiskStore {
     /// Writes the key directory as of now, so that the next open maps it instead of replaying every
     /// record, and maps it as the index's new base (the overlay of changes is folded in). Durable
     /// (file and folder flushed): compaction removes the segments an older directory names.
-    func writeDirectory() throws {
+    /// - Parameter thenMap: Whether the store goes on with the new file as its base (not when it is closing).
+    func writeDirectory(thenMap: Bool = true) throws {
         try flushAccesses()
         guard let active else { return }
         let start = max(0, active.length - DirectoryFormat.tailWindow)
@@ -344,7 +345,7 @@ extension DiskStore {
         accessesSinceDirectory = 0
         publishStructure()
         // The new file as the base: the index's heap part goes. If it cannot be mapped, the old index stays.
-        guard let fd = try? folder.handle.open(StoreFolder.directoryName, O_RDONLY | O_NONBLOCK) else { return }
+        guard thenMap, let fd = try? folder.handle.open(StoreFolder.directoryName, O_RDONLY | O_NONBLOCK) else { return }
         defer { FileIO.closeDescriptor(fd) }
         guard let mapped = MappedDirectory(fd: fd), mapped.header.count == count else { return }
         withIndex { $0 = KeyDirectory(seed: folder.storeID, base: mapped) }

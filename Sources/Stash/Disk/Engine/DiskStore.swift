@@ -163,7 +163,7 @@ final class DiskStore {
         housekeeping.wait()
         try? flushAccesses()
         let count = withIndex { $0.count }
-        if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, count >= thresholds.directoryMinimum { try? writeDirectory() }
+        if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, count >= thresholds.directoryMinimum { try? writeDirectory(thenMap: false) }
         try? groupCommit.switchFile(to: nil)
     }
 
