@@ -23,10 +23,12 @@ import Darwin
 //       `filled FIRSTSEQ COUNT` (key s<i> holds FIRSTSEQ + i), then forever: releases the store (closing
 //       writes its key directory), prints `closed`, reopens it and overwrites 50 random keys, printing
 //       `set KEY SEQ SIZE` per write, like `write`.
+//   share DIR --seed N --tag T --private P [--ops COUNT]
+//       One of several writer processes of one store (SharedWriters.swift says what it does).
 //   hold DIR
 //       Opens the store, prints `ready`, waits for the end of stdin, exits 0.
-//   step DIR
-//       Opens the store, prints `ready`, then runs one command per line of stdin and prints a line
+//   step DIR [--shared]
+//       Opens the store (with `--shared`, as one of several writer processes), prints `ready`, then runs one command per line of stdin and prints a line
 //       once it returned: `set KEY SIZE` writes a self-verifying value of SIZE payload bytes with
 //       the next sequence number (`wrote KEY SEQ`), `remove KEY` (`removed KEY`), `clear`
 //       (`removeAll`: `cleared`). Exits 0 at the end of stdin. For the tests of readers in other
@@ -103,9 +105,10 @@ func fail(_ message: String, status: Int32) -> Never {
     exit(status)
 }
 
-func openStore(_ path: String, maxSize: Int) throws -> DiskStorage<Data> {
+func openStore(_ path: String, maxSize: Int, shared: Bool = false) throws -> DiskStorage<Data> {
     let url = URL(fileURLWithPath: path, isDirectory: true)
-    return try DiskStorage(config: DiskConfig(name: url.lastPathComponent, maxSize: maxSize, directory: url.deletingLastPathComponent()),
+    return try DiskStorage(config: DiskConfig(name: url.lastPathComponent, maxSize: maxSize, directory: url.deletingLastPathComponent(),
+                                              allowsWritersInOtherProcesses: shared),
                            transformer: TransformerFactory.forData())
 }
 
@@ -240,8 +243,8 @@ func runHold(_ path: String) throws -> Never {
     exit(0)
 }
 
-func runStep(_ path: String) throws -> Never {
-    let storage = try openStore(path, maxSize: 0)
+func runStep(_ path: String, shared: Bool) throws -> Never {
+    let storage = try openStore(path, maxSize: 0, shared: shared)
     var sequence: UInt64 = 0
     emit("ready")
     while let line = readLine() {
@@ -270,7 +273,7 @@ func main(_ arguments: [String]) -> Never {
         arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     }
     let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N"
-        + " | StashTorture hold DIR | StashTorture step DIR | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
+        + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture hold DIR | StashTorture step DIR [--shared] | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
     guard arguments.count >= 2 else { fail(usage, status: 2) }
     do {
         switch arguments[0] {
@@ -285,10 +288,12 @@ func main(_ arguments: [String]) -> Never {
         case "hold":
             try runHold(arguments[1])
         case "step":
-            try runStep(arguments[1])
+            try runStep(arguments[1], shared: arguments.contains("--shared"))
         case "batches":
             guard let seed = option("--seed").flatMap(UInt64.init), seed < 1 << 40 else { fail(usage, status: 2) }
             try runBatches(arguments[1], seed: seed)
+        case "share":
+            try share(arguments, option: option)
         case "overwrite":
             guard let count = option("--count").flatMap(Int.init), count > 0 else { fail(usage, status: 2) }
             try runOverwrite(arguments[1], count: count)

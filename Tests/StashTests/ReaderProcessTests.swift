@@ -60,12 +60,12 @@ struct ReaderProcessTests {
                 } catch StorageError.notFound {
                     read = nil
                 }
-                #expect(read.flatMap { StoredValue(parsing: $0, key: key) }?.sequence == expected[key],
+                #expect(read.flatMap { WrittenValue(parsing: $0, key: key) }?.sequence == expected[key],
                         "step \(step), reader \(reader): \(key) read \(read.map { "\($0.count) bytes" } ?? "nothing"), expected #\(expected[key] ?? 0)")
             }
             // The memory copy is never older than the disk: a second read hits memory.
             let again = try? storage.object(forKey: key)
-            #expect(again.flatMap { StoredValue(parsing: $0, key: key) }?.sequence == expected[key], "step \(step): a stale memory copy of \(key)")
+            #expect(again.flatMap { WrittenValue(parsing: $0, key: key) }?.sequence == expected[key], "step \(step): a stale memory copy of \(key)")
             #expect(Set(disk.allKeys) == Set(expected.keys), "step \(step): the keys")
         }
         #expect(disk.recoveryIssues.isEmpty, "a reader reported a write in progress as damage: \(disk.recoveryIssues)")
@@ -89,7 +89,7 @@ struct ReaderProcessTests {
             let get = try ChildProcess.run(stash, ["--dir", store, "get", key])
             #expect(get.status == 0 || get.status == 3, "get \(key): \(get.status) \(get.stderr)")
             if get.status == 0 {
-                guard let value = StoredValue(parsing: get.stdout, key: key) else {
+                guard let value = WrittenValue(parsing: get.stdout, key: key) else {
                     Issue.record("get \(key) printed \(get.stdout.count) bytes that are no value written for it")
                     continue
                 }
@@ -131,13 +131,13 @@ struct ReaderProcessTests {
         config.readOnly = true
         let reader = try DiskStorage(config: config, transformer: TransformerFactory.forData())
         for index in 0..<20 { #expect(first.ask("set k\(index) 100") == "wrote k\(index) \(index + 1)") }
-        #expect(try StoredValue(parsing: reader.object(forKey: "k19"), key: "k19")?.sequence == 20)
+        #expect(try WrittenValue(parsing: reader.object(forKey: "k19"), key: "k19")?.sequence == 20)
         first.send("set k0 100000\n") // killed during or after it: k0 is then #1 or #21
         first.kill()
         for index in 1..<20 {
-            #expect(try StoredValue(parsing: reader.object(forKey: "k\(index)"), key: "k\(index)")?.sequence == UInt64(index + 1))
+            #expect(try WrittenValue(parsing: reader.object(forKey: "k\(index)"), key: "k\(index)")?.sequence == UInt64(index + 1))
         }
-        let k0 = try StoredValue(parsing: reader.object(forKey: "k0"), key: "k0")?.sequence
+        let k0 = try WrittenValue(parsing: reader.object(forKey: "k0"), key: "k0")?.sequence
         #expect(k0 == 1 || k0 == 21, "k0 read #\(k0 ?? 0)")
 
         let second = try ChildProcess(torture, ["step", folder.storePath()], input: .held)
@@ -145,7 +145,7 @@ struct ReaderProcessTests {
         defer { secondWatchdog.cancel() }
         #expect(second.readLine() == "ready", "a new writer could not open after the kill: \(second.errors)")
         #expect(second.ask("set k5 10") == "wrote k5 1")
-        #expect(try StoredValue(parsing: reader.object(forKey: "k5"), key: "k5")?.sequence == 1, "the reader missed the new writer's write")
+        #expect(try WrittenValue(parsing: reader.object(forKey: "k5"), key: "k5")?.sequence == 1, "the reader missed the new writer's write")
         #expect(second.ask("clear") == "cleared")
         #expect(reader.allKeys.isEmpty)
         second.closeInput()
@@ -173,42 +173,5 @@ struct ReaderProcessTests {
 
     private func executable(_ name: String) throws -> URL {
         try #require(builtExecutable(named: name), "\(name) was not built next to the tests")
-    }
-}
-
-/// A value `StashTorture` wrote: `STV1`, key length u16, key, sequence u64, payload length u32,
-/// payload, checksum u64 (the checksum is not verified here: the engine verified the record).
-private struct StoredValue {
-    var sequence: UInt64
-
-    init?(parsing data: Data, key: String) {
-        let keyBytes = Array(key.utf8)
-        let bytes = [UInt8](data)
-        let header = 4 + 2 + keyBytes.count + 8 + 4
-        guard bytes.count >= header + 8, bytes.prefix(4).elementsEqual("STV1".utf8),
-              Int(bytes[4]) | Int(bytes[5]) << 8 == keyBytes.count, bytes[6..<(6 + keyBytes.count)].elementsEqual(keyBytes) else { return nil }
-        func word(at offset: Int, count: Int) -> UInt64 {
-            (0..<count).reduce(0) { $0 | UInt64(bytes[offset + $1]) << (8 * UInt64($1)) }
-        }
-        let count = Int(word(at: 14 + keyBytes.count, count: 4))
-        guard bytes.count == header + count + 8 else { return nil }
-        sequence = word(at: 6 + keyBytes.count, count: 8)
-    }
-}
-
-/// Kills a child that has not finished after `seconds`, so that a hung child fails its test instead of hanging it.
-private final class Watchdog: @unchecked Sendable {
-    // @unchecked Sendable: `isCancelled` is only touched under `lock`.
-    private let lock = NSLock()
-    private var isCancelled = false
-
-    init(_ child: ChildProcess, seconds: Double) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
-            if !lock.withLock({ isCancelled }) { child.kill() }
-        }
-    }
-
-    func cancel() {
-        lock.withLock { isCancelled = true }
     }
 }

@@ -49,6 +49,20 @@ public struct DiskConfig: Sendable {
     /// whose path ``Entry/filePath`` gives. Off by default: values under 256 KiB are then packed into
     /// the store's segment files (much less disk space and time per value) and have no path.
     public var storesValuesAsFiles: Bool
+    /// Whether processes other than this one may write to the store at the same time (an app and
+    /// its extensions in an App Group container, several server processes). Off by default: one
+    /// process writes (others may still read, with ``readOnly``), and holds the store's lock for as
+    /// long as it has it open.
+    ///
+    /// On, each operation holds the store's lock only while it runs, and first catches up with what
+    /// the other processes changed, so every process sees every write that returned before its call
+    /// began. Every writer of the store must turn it on: a process that opens the store without it
+    /// keeps it to itself while it has it open, and the others' calls throw
+    /// ``StorageError/inUse(directory:)`` meanwhile. Costs two system calls per operation (the lock),
+    /// values of 256 KiB and more are written while the lock is held, and compaction runs inside
+    /// the operation that starts it. Observers are told of this process's changes only; the memory
+    /// layer drops its copies whenever another process changed the store.
+    public var allowsWritersInOtherProcesses: Bool
 
     /// Creates a disk configuration.
     /// - Parameters:
@@ -60,9 +74,11 @@ public struct DiskConfig: Sendable {
     ///   - durable: Whether each write is `fsync`ed before it returns.
     ///   - readOnly: Whether the store is opened for reading only.
     ///   - storesValuesAsFiles: Whether every value gets a file of its own (see ``storesValuesAsFiles``).
+    ///   - allowsWritersInOtherProcesses: Whether other processes may write to the store at the same
+    ///     time (see ``allowsWritersInOtherProcesses``).
     public init(name: String, expiry: Expiry = .never, maxSize: Int = 0, directory: URL? = nil,
                 protectionType: FileProtection? = nil, durable: Bool = false, readOnly: Bool = false,
-                storesValuesAsFiles: Bool = false) {
+                storesValuesAsFiles: Bool = false, allowsWritersInOtherProcesses: Bool = false) {
         self.name = name
         self.expiry = expiry
         self.maxSize = maxSize
@@ -71,6 +87,7 @@ public struct DiskConfig: Sendable {
         self.durable = durable
         self.readOnly = readOnly
         self.storesValuesAsFiles = storesValuesAsFiles
+        self.allowsWritersInOtherProcesses = allowsWritersInOtherProcesses
     }
 
     /// The folder the store lives in: ``directory`` (or the caches folder) joined with ``name``.

@@ -34,7 +34,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     public convenience init(config: DiskConfig, transformer: Transformer<T>, now: @escaping @Sendable () -> Date = { Date() }) throws {
         try config.validate()
         let engine = try DiskEngine.open(config.checkedStoreURL(), readOnly: config.readOnly, maxSize: config.maxSize,
-                                         durable: config.durable)
+                                         durable: config.durable, sharedWriters: config.allowsWritersInOtherProcesses)
         // Once the folder is this store's (created, locked): its class, then its files' (Apple's mobile platforms only).
         if !config.readOnly { try StoreProtection.apply(config.protectionType, toFolder: engine.directory) }
         self.init(config: config, transformer: transformer, engine: engine, now: now)

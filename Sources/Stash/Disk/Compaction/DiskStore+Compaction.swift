@@ -27,6 +27,12 @@ extension DiskStore {
             total += segment.recordBytes
         }
         guard dead >= thresholds.compactionMinimum, dead * 2 > total else { return }
+        if sharedWriters {
+            // Other processes write between this store's operations: the copy is made now, holding
+            // the lock, rather than beside later writes it would not see.
+            try? compactNow()
+            return
+        }
         guard let plan = try? beginCompaction(liveBytes: total - dead) else { return }
         isCompacting = true
         let epoch = epoch

@@ -18,6 +18,8 @@ final class DiskEngine: @unchecked Sendable {
     /// this folder must share (``open(_:maxSize:durable:)``).
     let maxSize: Int
     let durable: Bool
+    /// Whether writers in other processes share the store (``DiskConfig/allowsWritersInOtherProcesses``).
+    let sharedWriters: Bool
     private let store: DiskStore
     /// The store's index (``DiskStore/sharedIndex``), which has a lock of its own.
     private let index: Locked<KeyDirectory>
@@ -39,13 +41,14 @@ final class DiskEngine: @unchecked Sendable {
     /// The store's folder now (it changes when the store opens its path anew).
     private let folder: Locked<FolderHandle>
 
-    private init(directory: String, identity: FolderIdentity, readOnly: Bool, maxSize: Int, durable: Bool) throws {
+    private init(directory: String, identity: FolderIdentity, readOnly: Bool, maxSize: Int, durable: Bool, sharedWriters: Bool) throws {
         self.directory = directory
         registeredIdentity = Locked(identity)
         self.readOnly = readOnly
         self.maxSize = maxSize
         self.durable = durable
-        store = try DiskStore(directory: directory, readOnly: readOnly, durable: durable)
+        self.sharedWriters = sharedWriters && !readOnly
+        store = try DiskStore(directory: directory, readOnly: readOnly, durable: durable, sharedWriters: sharedWriters)
         index = store.sharedIndex
         folder = Locked(store.folder.handle)
         values = store.values
@@ -93,16 +96,18 @@ final class DiskEngine: @unchecked Sendable {
     /// A reader may share a writer's engine; a writer cannot use a read-only one.
     /// - Throws: ``StorageError/configurationConflict(directory:setting:inForce:requested:)``,
     ///   ``StorageError/readOnly(directory:)``.
-    static func open(_ url: URL, readOnly: Bool = false, maxSize: Int = 0, durable: Bool = false) throws -> DiskEngine {
+    static func open(_ url: URL, readOnly: Bool = false, maxSize: Int = 0, durable: Bool = false,
+                     sharedWriters: Bool = false) throws -> DiskEngine {
         let path = url.standardizedFileURL.path
         if !readOnly { try FileIO.createDirectory(path) }
         let canonical = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         guard let identity = FolderIdentity(path: canonical) else { throw FileIO.error("open", canonical, code: ENOENT) }
         let engine = try registry.engine(for: identity, directory: canonical, readOnly: readOnly) {
-            try DiskEngine(directory: canonical, identity: identity, readOnly: readOnly, maxSize: maxSize, durable: durable)
+            try DiskEngine(directory: canonical, identity: identity, readOnly: readOnly, maxSize: maxSize, durable: durable,
+                           sharedWriters: sharedWriters)
         }
         if engine.readOnly, !readOnly { throw StorageError.readOnly(directory: engine.directory) }
-        if !readOnly { try engine.checkSettings(maxSize: maxSize, durable: durable) }
+        if !readOnly { try engine.checkSettings(maxSize: maxSize, durable: durable, sharedWriters: sharedWriters) }
         if !readOnly, !engine.isRegistered(as: identity) {
             // The engine's folder was removed and this open made the path anew: it takes the new folder now.
             _ = try engine.sync { try $0.ensureActive(checkingNow: true) }
@@ -121,7 +126,11 @@ final class DiskEngine: @unchecked Sendable {
     }
 
     /// Throws when a second opener asks for other settings than this engine's.
-    private func checkSettings(maxSize: Int, durable: Bool) throws {
+    private func checkSettings(maxSize: Int, durable: Bool, sharedWriters: Bool) throws {
+        if sharedWriters != self.sharedWriters {
+            throw StorageError.configurationConflict(directory: directory, setting: "allowsWritersInOtherProcesses",
+                                                     inForce: String(self.sharedWriters), requested: String(sharedWriters))
+        }
         if maxSize != self.maxSize {
             throw StorageError.configurationConflict(directory: directory, setting: "maxSize",
                                                      inForce: String(self.maxSize), requested: String(maxSize))
@@ -147,7 +156,7 @@ final class DiskEngine: @unchecked Sendable {
     /// paths that answer without the queue (the index, memory hits); the queue's hop does it itself.
     @inline(__always)
     func followOtherProcesses() {
-        guard readOnly, !followWatch.isCurrent else { return }
+        guard readOnly || sharedWriters, !followWatch.isCurrent else { return }
         run { _ in }
     }
 
@@ -205,7 +214,9 @@ final class DiskEngine: @unchecked Sendable {
     /// when the value is kept in a file of its own; nil otherwise (it is packed into a record on the
     /// queue), or when the write will fail anyway (the queue then writes it, or reports why).
     private func stage(_ key: String, _ data: Data, config: DiskConfig) -> StagedValue? {
-        guard !readOnly, DiskStore.needsFile(size: data.count, storesValuesAsFiles: config.storesValuesAsFiles),
+        // Not with writers in other processes: one of them opening the store anew meanwhile would take
+        // the file for a crash's leftover (no record names it yet) and remove it.
+        guard !readOnly, !sharedWriters, DiskStore.needsFile(size: data.count, storesValuesAsFiles: config.storesValuesAsFiles),
               (try? DiskStore.validate(key: key, size: data.count, maxSize: config.maxSize)) != nil else { return nil }
         let folder = values.handle
         guard let file = try? values.write(data, durable: config.durable) else { return nil }
@@ -259,9 +270,12 @@ final class DiskEngine: @unchecked Sendable {
         var after: UInt64 = 0
         queue.sync { // the non-generic overload: `() -> Void`
             before = observers.lastPublished
-            // A reader sees every write another process made before this call (Contract item 11).
+            // A reader sees every write another process made before this call (Contract item 11);
+            // with writers in other processes, the call holds the store's lock and catches up first.
             if readOnly { store.catchUp() }
+            if sharedWriters { store.beginSharedOperation() }
             body(store)
+            if sharedWriters { store.endSharedOperation() }
             after = observers.lastPublished
         }
         if after > before { observers.deliver(through: after) }
@@ -270,8 +284,11 @@ final class DiskEngine: @unchecked Sendable {
     /// Runs `body` on the serial queue, after every operation submitted before it.
     func async(_ body: @escaping @Sendable (DiskStore) -> Void) {
         queue.async {
-            if self.readOnly { self.store.catchUp() } // as in ``run(_:)``
+            // As in ``run(_:)``.
+            if self.readOnly { self.store.catchUp() }
+            if self.sharedWriters { self.store.beginSharedOperation() }
             body(self.store)
+            if self.sharedWriters { self.store.endSharedOperation() }
         }
     }
 }

@@ -12,7 +12,9 @@ extension DiskStore {
     /// the records after it; without one, every record of every segment. Damaged records are skipped and
     /// reported (``recoveryIssues``); a writer then cuts a torn tail off, removes files no record
     /// names, and opens the last segment for appending.
-    func open() throws {
+    /// - Parameter publishing: Whether readers and writers in other processes are told to open the
+    ///   store anew (not when this store opens anew because they changed it).
+    func open(publishing: Bool = true) throws {
         if folder.kind == .v1 {
             if readOnly { throw StorageError.unsupportedFormat(directory: directory, format: 1) }
             try upgradeFromVersion1()
@@ -40,7 +42,7 @@ extension DiskStore {
         try finishOpening(valueFiles: files.values, directorySegment: directory?.segment)
         // Without a usable directory, a large store writes one when it closes, even if nothing changed.
         if directory == nil { changesSinceDirectory = 1 }
-        publishStructure() // a writer: readers in other processes open the store anew
+        if publishing { publishStructure() } // a writer: readers in other processes open the store anew
     }
 
     /// The segments that are this store's and current, oldest first, each opened (header read).
@@ -302,7 +304,12 @@ extension DiskStore {
     /// refused (``StorageError/notAStore(directory:)``, ``StorageError/inUse(directory:)``), and
     /// nothing is written to it.
     func reopen() throws {
-        let fresh = try StoreFolder(directory: directory, readOnly: false)
+        let fresh = try StoreFolder(directory: directory, readOnly: false, sharedWriters: sharedWriters)
+        if sharedWriters {
+            // The new folder's lock is held for the rest of this operation (``endSharedOperation()``).
+            folder.handle.unlock()
+            fresh.shared?.operationInProgress = true
+        }
         folder = fresh
         values.handle = fresh.handle
         epoch += 1 // a compaction under way is discarded

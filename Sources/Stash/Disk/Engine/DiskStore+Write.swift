@@ -22,6 +22,7 @@ extension DiskStore {
 
     func checkWritable() throws {
         if readOnly { throw StorageError.readOnly(directory: directory) }
+        try checkSharedOperation()
     }
 
     /// What a committed write leaves to its caller, off the queue (``DiskEngine/write(_:_:expiry:now:config:onCommit:)``).

@@ -95,6 +95,15 @@ final class DiskStore {
     var followed = FollowedState()
     /// The same, for checks outside the queue (``DiskEngine``'s memory-hit and index paths).
     let followWatch = FollowWatch()
+    /// Whether writers in other processes share the store (``DiskConfig/allowsWritersInOtherProcesses``):
+    /// each operation then holds the folder's lock and catches up first (``beginSharedOperation()``).
+    let sharedWriters: Bool
+    /// Whether this store holds the folder's lock for the operation under way (writers in several processes).
+    var holdsOperationLock = false
+    /// Why the operation under way could not take the lock or catch up; it throws this.
+    var sharedOperationError: (any Error)?
+    /// A catch-up failed half-way: the next operation opens the store anew from its files.
+    var needsSharedReopen = false
 
     struct WeakMemoryCache {
         weak var cache: MemoryCache?
@@ -135,17 +144,30 @@ final class DiskStore {
     /// The longest key, in UTF-8 bytes.
     static let maxKeyLength = 1 << 20
 
-    init(directory: String, readOnly: Bool, durable: Bool = false) throws {
+    init(directory: String, readOnly: Bool, durable: Bool = false, sharedWriters: Bool = false) throws {
         self.directory = directory
         self.readOnly = readOnly
         self.durable = durable
+        self.sharedWriters = sharedWriters && !readOnly
         thresholds = Self.thresholds(for: directory)
-        folder = try StoreFolder(directory: directory, readOnly: readOnly)
+        folder = try StoreFolder(directory: directory, readOnly: readOnly, sharedWriters: sharedWriters)
         values = ValueFiles(folder: folder.handle)
         recoveryIssues += folder.issues
         if readOnly {
             defer { folder.endOpening() }
             try followOpening { try open() }
+        } else if self.sharedWriters {
+            // Opened holding the folder's lock, as one operation: from the files, whatever the
+            // shared file says (a process killed inside an operation included).
+            holdsOperationLock = true
+            folder.shared?.operationInProgress = true
+            defer { endSharedOperation() }
+            do {
+                try open()
+            } catch {
+                needsSharedReopen = true // the flag stays set: the next process opens the store from its files
+                throw error
+            }
         } else {
             try open()
         }
@@ -153,6 +175,19 @@ final class DiskStore {
 
     /// Records pending accesses, writes the key directory of a large store and closes the files.
     func close() {
+        if sharedWriters {
+            // As one more operation: caught up, so that what it writes (access records, a key
+            // directory) follows what the other processes did.
+            beginSharedOperation()
+            defer { endSharedOperation() }
+            housekeeping.wait()
+            guard sharedOperationError == nil else { return }
+            try? flushAccesses()
+            let count = withIndex { $0.count }
+            if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, count >= thresholds.directoryMinimum { try? writeDirectory(thenMap: false) }
+            try? groupCommit.switchFile(to: nil)
+            return
+        }
         defer {
             folder.shared?.unlock()
             folder.handle.unlock()
@@ -190,6 +225,7 @@ final class DiskStore {
     ///   file is damaged or missing (the entry is dropped); an I/O error otherwise.
     func read(_ key: String, now: Date) throws -> (data: Data, record: DiskRecord, path: String?) {
         assertOnQueue()
+        try checkSharedOperation()
         // Marked used first: one lookup (a read that then fails has its entry dropped, or is an I/O error).
         let time = now.timeIntervalSince1970
         guard let record = withIndex({ $0.touch(key, time: time) }) else { throw StorageError.notFound }

@@ -25,7 +25,7 @@ import Synchronization
 /// | 32 | the active segment's number |
 /// | 40 | the active segment's salt |
 /// | 48 | the published length of the active segment: every record before it was written (its `pwrite` returned) |
-/// | 56 | reserved (0) |
+/// | 56 | operation in progress: 1 while a writer of a store shared by several writer processes holds the store's lock (0 otherwise) |
 ///
 /// It is a hint, never the truth: a reader that finds it missing, torn, of another store or of an
 /// older writer opens the store anew from its files (which are crash-consistent on their own). The
@@ -51,7 +51,7 @@ final class SharedState: @unchecked Sendable {
     static let version: UInt64 = 1
 
     private enum Field: Int {
-        case magic = 0, version = 8, store = 16, structure = 24, segment = 32, salt = 40, length = 48
+        case magic = 0, version = 8, store = 16, structure = 24, segment = 32, salt = 40, length = 48, operation = 56
     }
 
     /// What the file said at one moment: the structure counter and the active segment.
@@ -79,9 +79,12 @@ final class SharedState: @unchecked Sendable {
     /// The writer's side: opens (creating) the shared file of `folder`, takes its lock and maps it.
     /// The counter goes on from the one a previous writer left, so that no reader mistakes this
     /// writer's state for one it has seen.
+    ///
+    /// A writer of a store shared by several writer processes (`holdingLock` false) takes no lock
+    /// on the file: it holds the folder's lock for each operation instead (``DiskStore/beginSharedOperation()``).
     /// - Throws: ``StorageError/inUse(directory:)`` when another process holds the file's lock (a
     ///   reader probing it holds it for a moment only: waited for).
-    static func openForWriting(in folder: FolderHandle, store: UInt64) throws -> SharedState {
+    static func openForWriting(in folder: FolderHandle, store: UInt64, holdingLock: Bool = true) throws -> SharedState {
         let fd: Int32
         do {
             fd = try folder.open(name, O_RDWR | O_CREAT | O_NONBLOCK, mode: 0o644)
@@ -95,7 +98,7 @@ final class SharedState: @unchecked Sendable {
             guard info.st_mode & S_IFMT == S_IFREG else {
                 throw StorageError.corrupted("\(folder.filePath(name)) is not a regular file; remove it to open the store for writing")
             }
-            try lock(fd, exclusive: true, path: folder.path)
+            if holdingLock { try lock(fd, exclusive: true, path: folder.path) }
             // Grown, never shrunk: a reader's mapping of a shorter file would fault past its end.
             if info.st_size < length, ftruncate(fd, off_t(length)) != 0 { throw FileIO.error("ftruncate", folder.filePath(name)) }
             guard let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), address != MAP_FAILED else {
@@ -136,6 +139,18 @@ final class SharedState: @unchecked Sendable {
         store(UInt64(length), .length)
         releaseFence()
         store(load(.structure) &+ 1, .structure)
+    }
+
+    /// Whether a writer of a store shared by several writer processes was inside an operation (it
+    /// held the store's lock); one that finds this set when it takes the lock finds a process that
+    /// was killed inside one, and opens the store anew from its files.
+    var operationInProgress: Bool {
+        get { load(.operation) != 0 }
+        set {
+            if !newValue { releaseFence() }
+            store(newValue ? 1 : 0, .operation)
+            if newValue { releaseFence() }
+        }
     }
 
     // MARK: Reader

@@ -48,6 +48,9 @@ final class StoreFolder {
 
     let directory: String
     let readOnly: Bool
+    /// Whether writers in several processes share the store (``DiskConfig/allowsWritersInOtherProcesses``):
+    /// the folder's lock is then held for each operation, not for the writer's life.
+    let sharedWriters: Bool
     let kind: Kind
     /// The open folder: files are created, renamed and removed through it, and it holds the lock.
     let handle: FolderHandle
@@ -82,13 +85,19 @@ final class StoreFolder {
     /// - Throws: ``StorageError/notAStore(directory:)`` for a non-empty folder Stash did not mark,
     ///   ``StorageError/inUse(directory:)``, ``StorageError/io(operation:path:underlying:)`` (a missing
     ///   folder opened read-only is `ENOENT`).
-    init(directory: String, readOnly: Bool) throws {
+    ///
+    /// With `sharedWriters` the exclusive lock is taken as for one operation
+    /// (``lockForOperation()``) and stays held until the caller releases it, once the store is open.
+    init(directory: String, readOnly: Bool, sharedWriters: Bool = false) throws {
         self.directory = directory
         self.readOnly = readOnly
+        self.sharedWriters = sharedWriters && !readOnly
         if !readOnly { try FileIO.createDirectory(directory) }
         handle = try FolderHandle(path: directory)
         if readOnly {
             writerIsActive = try !handle.tryLock(exclusive: false)
+        } else if self.sharedWriters {
+            try Self.lockForOperation(handle, shared: SharedState.openForReading(in: handle))
         } else {
             try Self.lock(handle, exclusive: true)
         }
@@ -109,7 +118,27 @@ final class StoreFolder {
         if readOnly {
             if writerIsActive { try waitForSharingWriter() } else { shared = SharedState.openForReading(in: handle) }
         } else {
-            shared = try SharedState.openForWriting(in: handle, store: storeID)
+            shared = try SharedState.openForWriting(in: handle, store: storeID, holdingLock: !self.sharedWriters)
+        }
+    }
+
+    /// Takes the folder's exclusive lock for one operation of a store shared by several writer
+    /// processes, waiting while another of them (or a reader opening the store) holds it.
+    /// - Throws: ``StorageError/inUse(directory:)`` when a writer that keeps the store to itself (opened
+    ///   without ``DiskConfig/allowsWritersInOtherProcesses``) holds it: that one holds it for its life.
+    func lockForOperation() throws {
+        try Self.lockForOperation(handle, shared: shared)
+    }
+
+    /// See ``lockForOperation()``. A killed holder's lock goes with its process, so the wait ends. The
+    /// first attempts yield the processor (another writer holds the lock for microseconds); then the
+    /// waits grow to a millisecond (a compaction or a reader's open may hold it for longer).
+    private static func lockForOperation(_ handle: FolderHandle, shared: SharedState?) throws {
+        var attempt = 0
+        while try !handle.tryLock(exclusive: true) {
+            if let shared, shared.isHeldByWriter { throw StorageError.inUse(directory: handle.path) }
+            attempt += 1
+            if attempt < 64 { sched_yield() } else { usleep(UInt32(min(1_000, 10 * (attempt - 63)))) }
         }
     }
 

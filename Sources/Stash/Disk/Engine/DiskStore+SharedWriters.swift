@@ -1,0 +1,130 @@
+import Foundation
+
+/// Writers in several processes (``DiskConfig/allowsWritersInOtherProcesses``).
+///
+/// Each operation of such a store runs holding the folder's exclusive lock, taken when it starts and
+/// released when it ends (never between operations, so an app suspended between them holds no lock).
+/// Holding it, the store first catches up with what other processes did since its last operation,
+/// through the shared file (``SharedState``), as a reader does: nothing changed is two loads; records
+/// appended to the active segment are replayed; a change to the store's files (a new segment, a
+/// compaction, a key directory, `removeAll`, another writer's open) opens the store anew from its
+/// files. A process killed inside an operation leaves the shared file's "operation in progress" word
+/// set: the next process to take the lock finds it and opens the store anew from its files (cutting
+/// off a torn record, removing a value file no record names), then tells the others.
+extension DiskStore {
+    /// Takes the folder's lock for one operation and catches up (see above). Called by the engine's
+    /// queue hop before the operation; ``endSharedOperation()`` after it, whatever happened.
+    func beginSharedOperation() {
+        sharedOperationError = nil
+        do {
+            try folder.lockForOperation()
+        } catch {
+            sharedOperationError = error
+            return
+        }
+        holdsOperationLock = true
+        guard let shared = folder.shared else { return }
+        let interrupted = shared.operationInProgress
+        shared.operationInProgress = true
+        do {
+            if interrupted || shared.counter != followed.counter || needsSharedReopen {
+                try openAgainAsSharedWriter(announcing: interrupted)
+            } else if shared.publishedLength != followed.length {
+                shared.acquire()
+                if !replayAppended(upTo: shared.publishedLength) { try openAgainAsSharedWriter(announcing: false) }
+            }
+        } catch {
+            needsSharedReopen = true
+            sharedOperationError = error
+        }
+    }
+
+    /// Ends an operation begun by ``beginSharedOperation()``: records what the store is caught up to
+    /// (its own changes included) and releases the lock.
+    func endSharedOperation() {
+        guard holdsOperationLock else { return }
+        holdsOperationLock = false
+        if let shared = folder.shared {
+            if needsSharedReopen {
+                // Left half-way: the next process to take the lock opens the store from its files too.
+                followed.counter = 0
+            } else {
+                noteCaughtUp(shared)
+                shared.operationInProgress = false
+            }
+        }
+        folder.handle.unlock()
+    }
+
+    /// The failure of the lock or the catch-up that began this operation: the operation throws it.
+    func checkSharedOperation() throws {
+        if let sharedOperationError { throw sharedOperationError }
+    }
+
+    /// Records the shared file's counter and published length as this store's own state.
+    func noteCaughtUp(_ shared: SharedState) {
+        followed.counter = shared.counter
+        followed.length = shared.publishedLength
+        followed.segment = active?.id
+        followWatch.note(counter: followed.counter, length: followed.length, shared: shared)
+    }
+
+    /// Opens the store anew from its files, holding the lock: another process changed them, or was
+    /// killed inside an operation (`announcing`: this open may then have changed the files, so the
+    /// other processes open the store anew too).
+    private func openAgainAsSharedWriter(announcing: Bool) throws {
+        epoch += 1
+        invalidateMemory(nil) // before the index: see `sharedIndex`
+        withIndex { $0 = KeyDirectory(seed: folder.storeID) }
+        totalSize = 0
+        earliestExpiry = .infinity
+        segments = [:]
+        pendingAccesses.removeAll()
+        active = nil
+        nextSegmentID = 1
+        floor = 0
+        hasUnreadSegments = false
+        followed = FollowedState()
+        try open(publishing: announcing)
+        needsSharedReopen = false
+        if let shared = folder.shared { noteCaughtUp(shared) }
+    }
+
+    /// Replays the records other processes appended to the active segment since this store's last
+    /// operation, up to `length`; false if it cannot (the active segment is not the one it had).
+    private func replayAppended(upTo length: Int) -> Bool {
+        guard let file = active, followed.segment == file.id, length >= file.length else { return false }
+        guard length > file.length else { return true }
+        let start = file.length
+        guard let bytes = try? FileIO.read(file.fd, at: start, count: length - start, path: file.path),
+              bytes.count == length - start else { return false }
+        var appended: [(record: SegmentRecord, offset: Int, length: Int)] = []
+        let scan = bytes.withUnsafeBytes { raw in
+            SegmentFormat.scan(raw, salt: file.salt, from: 0) { record, offset, length in appended.append((record, start + offset, length)) }
+        }
+        // Written whole by a process holding the lock: anything else is not what it published.
+        guard scan.validEnd == bytes.count, scan.damaged.isEmpty else { return false }
+        invalidateMemory(nil) // before the index: see `sharedIndex`
+        var replayer = Replayer()
+        withIndex { index in
+            for (record, offset, length) in appended {
+                // The bytes a record makes dead, as this store counts its own (compaction's trigger).
+                switch record {
+                case .set(let key, let info):
+                    earliestExpiry = min(earliestExpiry, info.expiry)
+                    if case .file(let id, _, _) = info.value { values.raise(above: id) }
+                    if let old = index.peek(key) { segments[old.segment]?.deadBytes += Int(old.length) }
+                case .remove(let key):
+                    if let old = index.peek(key) { segments[old.segment]?.deadBytes += Int(old.length) }
+                    file.deadBytes += length
+                case .access, .clear, .batch:
+                    file.deadBytes += length
+                }
+                replayer.visit(record, segment: file.id, offset: offset, length: length, store: self, index: &index)
+            }
+        }
+        file.length = length
+        changesSinceDirectory += appended.count
+        return true
+    }
+}
