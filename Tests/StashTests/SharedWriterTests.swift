@@ -139,6 +139,55 @@ struct SharedWriterTests {
         #expect(run.status == 0, "\(run.stderr)")
     }
 
+    @Test("stash get, ls, stats and check, and a read-only storage, on a store two writer processes are writing: every value was written, no damage")
+    func readersBesideSharedWriters() throws {
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        let torture = try executable("StashTorture")
+        let writers = try (1...2).map { tag in
+            try ChildProcess(torture, ["share", store, "--seed", "\(tag)", "--tag", "\(tag)", "--private", tag == 1 ? "a" : "b"], input: .held)
+        }
+        let watchdogs = writers.map { Watchdog($0, seconds: 180) }
+        defer { watchdogs.forEach { $0.cancel() } }
+        for writer in writers { try #require(writer.waitForOutput(), "a writer did not start: \(writer.errors)") }
+        var config = folder.diskConfig()
+        config.readOnly = true
+        let reader = try DiskStorage(config: config, transformer: TransformerFactory.forData())
+        let stash = try executable("stash")
+        var read: [(key: String, sequence: UInt64)] = []
+        for round in 0..<8 {
+            let key = "k\(round % 16)"
+            let get = try ChildProcess.run(stash, ["--dir", store, "get", key])
+            #expect(get.status == 0 || get.status == 3, "get \(key): \(get.status) \(get.stderr)")
+            if get.status == 0 {
+                let value = WrittenValue(parsing: get.stdout, key: key)
+                #expect(value != nil, "get \(key) printed \(get.stdout.count) bytes that are no value written for it")
+                if let value { read.append((key, value.sequence)) }
+            }
+            for command in [["ls"], ["stats"], ["check"]] {
+                let run = try ChildProcess.run(stash, ["--dir", store] + command)
+                #expect(run.status == 0, "\(command): \(run.status) \(String(decoding: run.stdout, as: UTF8.self)) \(run.stderr)")
+                if command == ["check"] { #expect(String(decoding: run.stdout, as: UTF8.self).contains("no damage found")) }
+            }
+            for _ in 0..<200 {
+                let key = ["k", "a", "b"][round % 3] + "\(round % 8)"
+                guard let data = try? reader.object(forKey: key) else { continue }
+                let value = WrittenValue(parsing: data, key: key)
+                #expect(value != nil, "the reader read \(data.count) bytes for \(key) that are no value written for it")
+                if let value { read.append((key, value.sequence)) }
+            }
+        }
+        #expect(reader.recoveryIssues.isEmpty, "a reader reported writes in progress as damage: \(reader.recoveryIssues)")
+        var written = Set<UInt64>()
+        for writer in writers {
+            writer.closeInput()
+            #expect(writer.wait(upTo: 60) && writer.status == 0, "\(writer.errors)")
+            for line in writer.lines() { if let operation = LoggedOperation(line), operation.kind == .set { written.insert(operation.sequence) } }
+        }
+        for (key, sequence) in read { #expect(written.contains(sequence), "\(key) #\(sequence) was never written") }
+        #expect(!read.isEmpty, "no value was read")
+    }
+
     // MARK: Helpers
 
     private func executable(_ name: String) throws -> URL {

@@ -26,7 +26,10 @@ import Synchronization
 /// | 40 | the active segment's salt |
 /// | 48 | the published length of the active segment: every record before it was written (its `pwrite` returned) |
 /// | 56 | operation in progress: 1 while a writer of a store shared by several writer processes holds the store's lock (0 otherwise) |
+/// | 64 | writers: 1 when the last writer to open the store shares it with writers in other processes, 0 when it keeps it to itself |
 ///
+/// A writer grows the file to 128 bytes (the rest is reserved, 0); a reader maps the first 64 and reads
+/// the writers word when it opens.
 /// It is a hint, never the truth: a reader that finds it missing, torn, of another store or of an
 /// older writer opens the store anew from its files (which are crash-consistent on their own). The
 /// writer rewrites it in place when it opens (never replaces the file: readers keep their mapping of
@@ -47,11 +50,13 @@ final class SharedState: @unchecked Sendable {
     // with single aligned loads (see above).
     static let name = "stash-shared"
     static let length = 64
+    /// What a writer grows the file to (the reader's 64 bytes, the writers word, room to grow).
+    static let writerLength = 128
     static let magic = UInt64(littleEndian: Array("Stash sh".utf8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) })
     static let version: UInt64 = 1
 
     private enum Field: Int {
-        case magic = 0, version = 8, store = 16, structure = 24, segment = 32, salt = 40, length = 48, operation = 56
+        case magic = 0, version = 8, store = 16, structure = 24, segment = 32, salt = 40, length = 48, operation = 56, writers = 64
     }
 
     /// What the file said at one moment: the structure counter and the active segment.
@@ -70,7 +75,7 @@ final class SharedState: @unchecked Sendable {
     }
 
     deinit {
-        munmap(bytes, Self.length)
+        munmap(bytes, isWritable ? Self.writerLength : Self.length)
         close(fd) // releases the writer's lock
     }
 
@@ -100,11 +105,12 @@ final class SharedState: @unchecked Sendable {
             }
             if holdingLock { try lock(fd, exclusive: true, path: folder.path) }
             // Grown, never shrunk: a reader's mapping of a shorter file would fault past its end.
-            if info.st_size < length, ftruncate(fd, off_t(length)) != 0 { throw FileIO.error("ftruncate", folder.filePath(name)) }
-            guard let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), address != MAP_FAILED else {
+            if info.st_size < writerLength, ftruncate(fd, off_t(writerLength)) != 0 { throw FileIO.error("ftruncate", folder.filePath(name)) }
+            guard let address = mmap(nil, writerLength, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), address != MAP_FAILED else {
                 throw FileIO.error("mmap", folder.filePath(name))
             }
             let state = SharedState(fd: fd, bytes: address, isWritable: true)
+            state.store(holdingLock ? 0 : 1, .writers)
             let previous = state.load(.magic) == magic && state.load(.version) == version ? state.load(.structure) : 0
             state.store(magic, .magic)
             state.store(version, .version)
@@ -173,6 +179,15 @@ final class SharedState: @unchecked Sendable {
     /// Whether the file describes store `store` (a writer of this version wrote it).
     func describes(store: UInt64) -> Bool {
         load(.magic) == Self.magic && load(.version) == Self.version && load(.store) == store
+    }
+
+    /// Whether the last writer to open the store shares it with writers in other processes: they
+    /// hold the folder's lock only while an operation runs, so a reader reads beside them without it.
+    /// Read from the file (a reader maps only the first 64 bytes); false for a file shorter than that.
+    var hasSharedWriters: Bool {
+        var word: UInt64 = 0
+        let count = withUnsafeMutableBytes(of: &word) { pread(fd, $0.baseAddress, 8, off_t(Field.writers.rawValue)) }
+        return count == 8 && UInt64(littleEndian: word) == 1
     }
 
     /// Whether a writer that speaks this protocol holds the file's lock now.

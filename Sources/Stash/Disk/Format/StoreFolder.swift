@@ -146,7 +146,7 @@ final class StoreFolder {
     /// (holds the shared file's lock), or once it has gone; else, after 100 ms, ``StorageError/inUse(directory:)``.
     private func waitForSharingWriter() throws {
         for attempt in 0..<50 {
-            if let state = SharedState.openForReading(in: handle), state.isHeldByWriter {
+            if let state = SharedState.openForReading(in: handle), state.isHeldByWriter || state.hasSharedWriters {
                 shared = state
                 return
             }
@@ -168,7 +168,7 @@ final class StoreFolder {
     /// Whether a writer holds the store now (a reader asks when it opens the store anew).
     func refreshWriterIsActive() {
         guard readOnly else { return }
-        if let shared, shared.isHeldByWriter {
+        if let shared, shared.isHeldByWriter || shared.hasSharedWriters {
             writerIsActive = true
         } else if (try? handle.tryLock(exclusive: false)) == true {
             handle.unlock()
