@@ -60,8 +60,8 @@ public struct DiskConfig: Sendable {
     /// keeps it to itself while it has it open, and the others' calls throw
     /// ``StorageError/inUse(directory:)`` meanwhile. Costs two system calls per operation (the lock),
     /// values of 256 KiB and more are written while the lock is held, and compaction runs inside
-    /// the operation that starts it. Observers are told of this process's changes only; the memory
-    /// layer drops its copies whenever another process changed the store.
+    /// the operation that starts it. Another process's changes reach observers when this process next
+    /// calls the store, and the memory layer drops its copies whenever another process changed it.
     public var allowsWritersInOtherProcesses: Bool
 
     /// Creates a disk configuration.

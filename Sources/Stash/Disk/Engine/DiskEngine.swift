@@ -284,9 +284,12 @@ final class DiskEngine: @unchecked Sendable {
     /// Runs `body` on the serial queue, after every operation submitted before it.
     func async(_ body: @escaping @Sendable (DiskStore) -> Void) {
         queue.async {
-            // As in ``run(_:)``.
+            // As in ``run(_:)``; what other processes changed reaches observers off the queue.
+            let before = self.observers.lastPublished
             if self.readOnly { self.store.catchUp() }
             if self.sharedWriters { self.store.beginSharedOperation() }
+            let caughtUp = self.observers.lastPublished
+            if caughtUp > before { DispatchQueue.global().async { self.observers.deliver(through: caughtUp) } }
             body(self.store)
             if self.sharedWriters { self.store.endSharedOperation() }
         }

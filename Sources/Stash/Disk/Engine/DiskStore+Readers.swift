@@ -74,7 +74,10 @@ extension DiskStore {
             return true
         }
         if shared.counter != followed.counter {
+            let changes = unseenChanges(after: followed.segment, from: followed.segment.flatMap { segments[$0]?.length } ?? 0)
+            let keys = keysBefore(changes)
             openAgainForReading()
+            publishForeign(changes, keysBefore: keys)
             return true
         }
         let length = shared.publishedLength
@@ -150,6 +153,10 @@ extension DiskStore {
             SegmentFormat.scan(raw, salt: file.salt, from: 0) { record, offset, length in pending.append((record, start + offset, length)) }
         }
         if !pending.isEmpty { invalidateMemory(nil) } // before the index: see `sharedIndex`
+        let changes = isObserved ? bytes.withUnsafeBytes { raw in
+            Self.foreignChanges(in: raw, pending.map { ($0.record, $0.offset - start, $0.length) })
+        } : []
+        let keys = keysBefore(changes)
         var replayer = followed.replayer
         followed.replayer = Replayer() // `replayer` the only reference: its map is changed in place
         withIndex { index in
@@ -162,6 +169,7 @@ extension DiskStore {
         }
         followed.replayer = replayer
         file.length = start + scan.validEnd
+        publishForeign(changes, keysBefore: keys)
         return true
     }
 }

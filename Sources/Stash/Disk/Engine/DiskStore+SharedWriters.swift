@@ -28,7 +28,10 @@ extension DiskStore {
         shared.operationInProgress = true
         do {
             if interrupted || shared.counter != followed.counter || needsSharedReopen {
+                let changes = needsSharedReopen ? [] : unseenChanges(after: active?.id, from: active?.length ?? 0)
+                let keys = keysBefore(changes)
                 try openAgainAsSharedWriter(announcing: interrupted)
+                publishForeign(changes, keysBefore: keys)
             } else if shared.publishedLength != followed.length {
                 shared.acquire()
                 if !replayAppended(upTo: shared.publishedLength) { try openAgainAsSharedWriter(announcing: false) }
@@ -105,6 +108,10 @@ extension DiskStore {
         // Written whole by a process holding the lock: anything else is not what it published.
         guard scan.validEnd == bytes.count, scan.damaged.isEmpty else { return false }
         invalidateMemory(nil) // before the index: see `sharedIndex`
+        let changes = isObserved ? bytes.withUnsafeBytes { raw in
+            Self.foreignChanges(in: raw, appended.map { ($0.record, $0.offset - start, $0.length) })
+        } : []
+        let keys = keysBefore(changes)
         var replayer = Replayer()
         withIndex { index in
             for (record, offset, length) in appended {
@@ -125,6 +132,7 @@ extension DiskStore {
         }
         file.length = length
         changesSinceDirectory += appended.count
+        publishForeign(changes, keysBefore: keys)
         return true
     }
 }
