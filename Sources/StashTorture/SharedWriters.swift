@@ -1,7 +1,14 @@
 import Foundation
 import Stash
 import StashTestSupport
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
+// `StashTorture lock-folder DIR` (below) holds the store's lock without letting go.
+//
 // `StashTorture share DIR --seed N --tag T --private P [--ops COUNT]`: one of several processes writing
 // one store at once (`DiskConfig.allowsWritersInOtherProcesses`), for Tests/StashTests/SharedWriterTests.swift.
 //
@@ -56,6 +63,17 @@ func runShare(_ path: String, seed: UInt64, tag: UInt64, privatePrefix: String, 
             emit("get \(key) \(sequence) \(found)")
         }
     }
+    exit(0)
+}
+
+/// `StashTorture lock-folder DIR`: takes the store folder's lock (`flock`, exclusive) as a writer in
+/// several processes does for one operation, prints `locked`, and keeps it until the end of stdin: a
+/// holder that does not let go (a stopped process).
+func lockFolder(_ path: String) -> Never {
+    let fd = open(path, O_RDONLY | O_DIRECTORY)
+    guard fd >= 0, flock(fd, LOCK_EX) == 0 else { fail("cannot lock \(path): errno \(errno)", status: 1) }
+    emit("locked")
+    _ = try? FileHandle.standardInput.readToEnd()
     exit(0)
 }
 

@@ -25,6 +25,8 @@ import Darwin
 //       `set KEY SEQ SIZE` per write, like `write`.
 //   share DIR --seed N --tag T --private P [--ops COUNT]
 //       One of several writer processes of one store (SharedWriters.swift says what it does).
+//   lock-folder DIR
+//       Holds the store folder's lock until the end of stdin (SharedWriters.swift).
 //   hold DIR
 //       Opens the store, prints `ready`, waits for the end of stdin, exits 0.
 //   step DIR [--shared]
@@ -273,7 +275,7 @@ func main(_ arguments: [String]) -> Never {
         arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     }
     let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N"
-        + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture hold DIR | StashTorture step DIR [--shared] | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
+        + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture lock-folder DIR | StashTorture hold DIR | StashTorture step DIR [--shared] | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
     guard arguments.count >= 2 else { fail(usage, status: 2) }
     do {
         switch arguments[0] {
@@ -294,6 +296,8 @@ func main(_ arguments: [String]) -> Never {
             try runBatches(arguments[1], seed: seed)
         case "share":
             try share(arguments, option: option)
+        case "lock-folder":
+            lockFolder(arguments[1])
         case "overwrite":
             guard let count = option("--count").flatMap(Int.init), count > 0 else { fail(usage, status: 2) }
             try runOverwrite(arguments[1], count: count)

@@ -309,6 +309,7 @@ extension DiskStore {
             // The new folder's lock is held for the rest of this operation (``endSharedOperation()``).
             folder.handle.unlock()
             fresh.shared?.operationInProgress = true
+            if let old = folder.shared { retire(old) }
         }
         folder = fresh
         values.handle = fresh.handle

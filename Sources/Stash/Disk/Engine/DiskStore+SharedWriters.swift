@@ -23,8 +23,22 @@ extension DiskStore {
             return
         }
         holdsOperationLock = true
+        var replaced = false
+        if let old = folder.shared, old.isUnlinked, !folder.handle.isRemoved {
+            // Deleted or replaced under its name: the processes that open the store from now on use the
+            // file at the name, so this one does too, and opens the store anew (what they did is unknown).
+            do {
+                folder.shared = try SharedState.openForWriting(in: folder.handle, store: folder.storeID, holdingLock: false)
+            } catch {
+                sharedOperationError = error
+                return
+            }
+            old.retire()
+            retire(old)
+            replaced = true
+        }
         guard let shared = folder.shared else { return }
-        let interrupted = shared.operationInProgress
+        let interrupted = shared.operationInProgress || replaced
         shared.operationInProgress = true
         do {
             if interrupted || shared.counter != followed.counter || needsSharedReopen {
@@ -40,6 +54,12 @@ extension DiskStore {
             needsSharedReopen = true
             sharedOperationError = error
         }
+    }
+
+    /// Keeps a shared file's mapping that the store no longer uses: ``FollowWatch`` may still read
+    /// its address on another thread until the operation ends (a few bytes each, and rare).
+    func retire(_ shared: SharedState) {
+        retiredSharedStates.append(shared)
     }
 
     /// Ends an operation begun by ``beginSharedOperation()``: records what the store is caught up to

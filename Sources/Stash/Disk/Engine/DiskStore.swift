@@ -104,6 +104,8 @@ final class DiskStore {
     var sharedOperationError: (any Error)?
     /// A catch-up failed half-way: the next operation opens the store anew from its files.
     var needsSharedReopen = false
+    /// Shared files this store used before (``retire(_:)``).
+    var retiredSharedStates: [SharedState] = []
 
     struct WeakMemoryCache {
         weak var cache: MemoryCache?

@@ -190,6 +190,20 @@ final class SharedState: @unchecked Sendable {
         return count == 8 && UInt64(littleEndian: word) == 1
     }
 
+    /// Tells the processes that still map this file (deleted or replaced under its name) that it is
+    /// no longer the store's: its counter moves, so they take the store's lock and find it unlinked.
+    func retire() {
+        guard isWritable else { return }
+        store(load(.structure) &+ 1, .structure)
+    }
+
+    /// Whether the file was deleted, or replaced by another under its name (one `fstat`): processes that
+    /// open the store from now on use another file.
+    var isUnlinked: Bool {
+        var info = stat()
+        return fstat(fd, &info) == 0 && info.st_nlink == 0
+    }
+
     /// Whether a writer that speaks this protocol holds the file's lock now.
     var isHeldByWriter: Bool {
         while true {

@@ -126,19 +126,32 @@ final class StoreFolder {
     /// processes, waiting while another of them (or a reader opening the store) holds it.
     /// - Throws: ``StorageError/inUse(directory:)`` when a writer that keeps the store to itself (opened
     ///   without ``DiskConfig/allowsWritersInOtherProcesses``) holds it: that one holds it for its life.
+    /// How long a writer in several processes waits for another process's operation (10 s).
+    static let operationLockTimeout = DispatchTimeInterval.seconds(10)
+
     func lockForOperation() throws {
         try Self.lockForOperation(handle, shared: shared)
     }
 
     /// See ``lockForOperation()``. A killed holder's lock goes with its process, so the wait ends. The
     /// first attempts yield the processor (another writer holds the lock for microseconds); then the
-    /// waits grow to a millisecond (a compaction or a reader's open may hold it for longer).
+    /// waits grow to a millisecond (a compaction or a reader's open may hold it for longer). A holder
+    /// that keeps it for ``operationLockTimeout`` (a stopped process, a writer of a Stash from before
+    /// the shared file) gets the caller ``StorageError/inUse(directory:)`` instead of a wait without end.
     private static func lockForOperation(_ handle: FolderHandle, shared: SharedState?) throws {
         var attempt = 0
+        var deadline: DispatchTime?
         while try !handle.tryLock(exclusive: true) {
             if let shared, shared.isHeldByWriter { throw StorageError.inUse(directory: handle.path) }
             attempt += 1
-            if attempt < 64 { sched_yield() } else { usleep(UInt32(min(1_000, 10 * (attempt - 63)))) }
+            if attempt < 64 {
+                sched_yield()
+                continue
+            }
+            let now = DispatchTime.now()
+            if let deadline, now > deadline { throw StorageError.inUse(directory: handle.path) }
+            if deadline == nil { deadline = now + operationLockTimeout }
+            usleep(UInt32(min(1_000, 10 * (attempt - 63))))
         }
     }
 

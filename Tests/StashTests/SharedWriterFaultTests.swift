@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+import Stash
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// Writers in several processes when something goes wrong around them: the shared file deleted or
+// replaced while they run, a process stopped while it holds the store's lock.
+
+@Suite("Writers in several processes: faults", .serialized)
+struct SharedWriterFaultTests {
+    @Test("the shared file deleted or replaced while two writer processes run: each goes on seeing the other's writes", arguments: [false, true])
+    func sharedFileDeletedOrReplaced(replaced: Bool) throws {
+        let folder = TemporaryDirectory()
+        var config = folder.diskConfig()
+        config.allowsWritersInOtherProcesses = true
+        let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
+        let other = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath(), "--shared"], input: .held)
+        let watchdog = Watchdog(other, seconds: 120)
+        defer { watchdog.cancel() }
+        #expect(other.readLine() == "ready", "\(other.errors)")
+        let shared = folder.storePath() + "/stash-shared"
+        for round in 1...6 {
+            #expect(other.ask("set k 100") == "wrote k \(2 * round - 1)")
+            #expect(WrittenValue(parsing: try storage.object(forKey: "k"), key: "k")?.sequence == UInt64(2 * round - 1))
+            if replaced {
+                let copy = shared + ".copy"
+                try FileManager.default.copyItem(atPath: shared, toPath: copy)
+                #expect(rename(copy, shared) == 0)
+            } else {
+                try FileManager.default.removeItem(atPath: shared)
+            }
+            // Alternately the other process and this one is first to find the file gone.
+            if round % 2 == 0 { try storage.setObject(Data("mine \(round)".utf8), forKey: "m") }
+            #expect(other.ask("set k 100") == "wrote k \(2 * round)")
+            #expect(WrittenValue(parsing: try storage.object(forKey: "k"), key: "k")?.sequence == UInt64(2 * round),
+                    "round \(round): this process did not see the other's write after the shared file was \(replaced ? "replaced" : "deleted")")
+            try storage.setObject(Data("mine \(round)".utf8), forKey: "m")
+            #expect(other.ask("remove m") == "removed m")
+            #expect(throws: StorageError.notFound) { try storage.object(forKey: "m") }
+        }
+        other.closeInput()
+        #expect(other.wait(upTo: 30) && other.status == 0, "\(other.errors)")
+        #expect(FileManager.default.fileExists(atPath: shared))
+    }
+
+    @Test("a process that holds the store's lock and does not let go: a writer's call throws inUse after the wait, and works once that process is gone")
+    func stuckHolderTimesOut() throws {
+        let folder = TemporaryDirectory()
+        var config = folder.diskConfig()
+        config.allowsWritersInOtherProcesses = true
+        let storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
+        try storage.setObject(Data("before".utf8), forKey: "k")
+        // Holds the folder's lock as a stopped writer would (StashTorture lock-folder takes it with flock).
+        let holder = try ChildProcess(try executable("StashTorture"), ["lock-folder", folder.storePath()], input: .held)
+        let watchdog = Watchdog(holder, seconds: 120)
+        defer { watchdog.cancel() }
+        #expect(holder.readLine() == "locked", "\(holder.errors)")
+        let started = DispatchTime.now()
+        #expect(throws: StorageError.inUse(directory: storage.path)) { try storage.setObject(Data("during".utf8), forKey: "k") }
+        #expect(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds >= 9_000_000_000, "inUse before the wait was over")
+        holder.kill()
+        try storage.setObject(Data("after".utf8), forKey: "k")
+        #expect(try storage.object(forKey: "k") == Data("after".utf8))
+    }
+
+    private func executable(_ name: String) throws -> URL {
+        try #require(builtExecutable(named: name), "\(name) was not built next to the tests")
+    }
+}
