@@ -36,6 +36,10 @@ struct StoreCommands {
         // Commands that only read open the store read-only: they create and change nothing (a
         // mistyped --dir is an error, not a new folder), and work on a store this user cannot write.
         config.readOnly = invocation.opensReadOnly
+        // Commands that write take the store's lock for each change only, so they run beside the
+        // processes of an app that share the store with writers in other processes (and still get
+        // inUse beside one that keeps it to itself).
+        config.allowsWritersInOtherProcesses = !config.readOnly
         storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
     }
 

@@ -31,7 +31,9 @@ struct URLProtocolSessionSettingsTests {
         let elapsed = Date().timeIntervalSince(started)
         #expect(offline.body == "stored")
         #expect(offline.response.cacheStatus?.source == .stale)
-        #expect(elapsed < 8, "took \(elapsed) s: the cache's own 60 s timeout applied, not the session's 1 s")
+        // Tells the session's 1 s from the cache's own 60 s; the margin is for a loaded machine (a CI run
+        // beside other builds took 14 s).
+        #expect(elapsed < 30, "took \(elapsed) s: the cache's own 60 s timeout applied, not the session's 1 s")
     }
 
     @Test("a request's own timeout wins over the session's")

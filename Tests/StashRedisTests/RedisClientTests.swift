@@ -93,7 +93,7 @@ struct RedisClientTests {
         let start = ContinuousClock.now
         // The server answers BLPOP only after 5 s: the client must give up at 0.2 s.
         #expect(throws: RedisError.timeout(operation: "BLPOP", seconds: 0.2)) { try client.send(["BLPOP", "empty", "5"]) }
-        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(ContinuousClock.now - start < .seconds(4), "waited for the reply (5 s) instead of the timeout") // margin for a loaded machine
         #expect(try client.send(["PING"]) == .simpleString("PONG"), "the timed-out connection was replaced")
     }
 

@@ -107,6 +107,33 @@ struct CrashTests {
         print("crash: killed inside a key directory write at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), \(checked) values checked")
     }
 
+    @Test("a kill inside the rebuild of a damaged key directory (before its fsync, before its rename) loses nothing",
+          .enabled(if: Strace.isAvailable), arguments: [("fsync", 2), ("?rename,renameat,renameat2", 1)])
+    func killInsideDirectoryRebuild(syscall: String, occurrence: Int) throws {
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        // A store with a key directory (written when the child first closes it), then the directory damaged.
+        let first = try ChildProcess(try torture(), ["snapshot", store, "--seed", "1"])
+        #expect(first.waitForOutput(containing: "closed\nset", upTo: 300), "the child never wrote a key directory: \(first.errors)")
+        first.kill()
+        let directory = store + "/key-directory"
+        let handle = try #require(FileHandle(forUpdatingAtPath: directory))
+        try handle.seek(toOffset: 4_000)
+        try handle.write(contentsOf: Data([0xA5]))
+        try handle.close()
+        // The next child opens it, finds the directory damaged (removed, flushed: the first fsync), replays
+        // the segments whole, and writes a new directory when it closes: the kill lands in that write.
+        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
+            [try torture().path, "snapshot", store, "--seed", "2"]))
+        try #require(child.wait(upTo: 300), "the child never rebuilt the key directory")
+        #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
+        #expect(FileManager.default.fileExists(atPath: store + "/key-directory.tmp"), "the kill was not inside a key directory write")
+        let lines = child.lines()
+        #expect(!lines.contains("closed"))
+        let checked = try checkSnapshotStore(store, after: lines)
+        print("crash: killed inside a key directory rebuild at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), \(checked) values checked")
+    }
+
     @Test("16 kills inside trimming, between a write's record and its evictions' tombstones", .enabled(if: Strace.isAvailable))
     func killsInsideTrimming() throws {
         let folder = TemporaryDirectory()

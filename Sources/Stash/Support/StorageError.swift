@@ -29,7 +29,9 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     case keyTooLong(byteCount: Int, limit: Int)
     /// A single value is larger than the disk store's `maxSize`, so it is not stored.
     case valueTooLarge(size: Int, maxSize: Int)
-    /// Another process holds the store's directory open.
+    /// Another process has the store open for writing and keeps it to itself (it was opened without
+    /// ``DiskConfig/allowsWritersInOtherProcesses``), or, between writers in several processes, one
+    /// held the store's lock for 10 seconds without letting go.
     case inUse(directory: String)
     /// ``DiskConfig/name`` does not name a folder inside ``DiskConfig/directory``: it is empty, absolute,
     /// has a `..` component or a NUL byte. Nothing is opened or created.
