@@ -294,6 +294,8 @@ func main(_ arguments: [String]) -> Never {
             try runBatches(arguments[1], seed: seed)
         case "share":
             try share(arguments, option: option)
+        case "attack":
+            try runAttack(arguments, option: option)
         case "overwrite":
             guard let count = option("--count").flatMap(Int.init), count > 0 else { fail(usage, status: 2) }
             try runOverwrite(arguments[1], count: count)
