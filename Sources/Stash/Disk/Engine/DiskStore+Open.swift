@@ -310,6 +310,7 @@ extension DiskStore {
             folder.handle.unlock()
             fresh.shared?.operationInProgress = true
         }
+        retiredSharedStates.append(folder.shared) // mapped still: read off the queue (``FollowWatch``)
         folder = fresh
         values.handle = fresh.handle
         epoch += 1 // a compaction under way is discarded

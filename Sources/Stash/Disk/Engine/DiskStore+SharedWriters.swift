@@ -23,8 +23,24 @@ extension DiskStore {
             return
         }
         holdsOperationLock = true
-        guard let shared = folder.shared else { return }
-        let interrupted = shared.operationInProgress
+        guard var shared = folder.shared else { return }
+        // The shared file deleted or replaced: a writer that opens now uses the file at the path, so
+        // every writer moves to it (made anew if missing), and opens the store from its files, since
+        // what happened on the other file is not known. Not in a removed folder: the operation opens
+        // the path anew (``ensureActive(checkingNow:)``).
+        var moved = false
+        if !shared.isAtPath(in: folder.handle), !folder.handle.isRemoved {
+            do {
+                shared = try SharedState.openForWriting(in: folder.handle, store: folder.storeID, holdingLock: false)
+            } catch {
+                sharedOperationError = error // a FIFO or a link in its place: nothing is written unpublished
+                return
+            }
+            retiredSharedStates.append(folder.shared) // mapped still: read off the queue (``FollowWatch``)
+            folder.shared = shared
+            moved = true
+        }
+        let interrupted = moved || shared.operationInProgress
         shared.operationInProgress = true
         do {
             if interrupted || shared.counter != followed.counter || needsSharedReopen {

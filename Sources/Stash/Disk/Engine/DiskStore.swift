@@ -104,6 +104,10 @@ final class DiskStore {
     var sharedOperationError: (any Error)?
     /// A catch-up failed half-way: the next operation opens the store anew from its files.
     var needsSharedReopen = false
+    /// Shared files this store moved away from (``beginSharedOperation()``), or whose folder it opened
+    /// anew (``reopen()``): kept mapped while the store lives, since ``followWatch`` reads their words
+    /// from any thread.
+    var retiredSharedStates: [SharedState?] = []
 
     struct WeakMemoryCache {
         weak var cache: MemoryCache?

@@ -125,6 +125,17 @@ final class SharedState: @unchecked Sendable {
         }
     }
 
+    /// Whether the folder's `stash-shared` is still this file: not deleted, nor replaced by another
+    /// file. A writer of a store shared by several writer processes checks before each operation: one
+    /// that opens after the file was deleted creates another, and writers on two files would not see
+    /// each other's changes (one `fstatat`).
+    func isAtPath(in folder: FolderHandle) -> Bool {
+        var mapped = stat()
+        var named = stat()
+        guard fstat(fd, &mapped) == 0, fstatat(folder.fd, Self.name, &named, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+        return mapped.st_dev == named.st_dev && mapped.st_ino == named.st_ino
+    }
+
     /// Releases the writer's lock (the store is closed; the mapping goes with this object).
     func unlock() {
         flock(fd, LOCK_UN)
