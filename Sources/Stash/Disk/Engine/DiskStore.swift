@@ -155,7 +155,7 @@ final class DiskStore {
         self.sharedWriters = sharedWriters && !readOnly
         thresholds = Self.thresholds(for: directory)
         folder = try StoreFolder(directory: directory, readOnly: readOnly, sharedWriters: sharedWriters)
-        values = ValueFiles(folder: folder.handle)
+        values = ValueFiles(folder: folder.handle, randomIDs: self.sharedWriters)
         recoveryIssues += folder.issues
         if readOnly {
             defer { folder.endOpening() }
