@@ -86,6 +86,26 @@ struct SharedWriterAttackTests {
         withExtendedLifetime(storage) {}
     }
 
+    @Test("stash check and a read-only storage opened while a writer process deletes what its removeAll emptied, after the call returned: no damage reported",
+          .enabled(if: Strace.isAvailable))
+    func readerDuringRemoveAllDeletions() throws {
+        let folder = TemporaryDirectory()
+        let clearer = try attacker(folder, tag: 1, strace: ["-f", "-qq", "-o", "/dev/null", "-e", "trace=unlink,unlinkat",
+                                                            "-e", "inject=unlink,unlinkat:delay_enter=700000"])
+        defer { clearer.end() }
+        #expect(clearer.ask("fill k 50 100").hasPrefix("filled"))
+        #expect(clearer.ask("clear") == "cleared") // its old segment is deleted after this, slowly
+        #expect(clearer.ask("set \(hexKey("new")) 10") == "wrote \(hexKey("new")) 1000000051")
+        #expect(FileManager.default.fileExists(atPath: folder.storePath() + "/00000001.segment"), "the old segment went before the reader opened")
+        let check = try ChildProcess.run(try executable("stash"), ["--dir", folder.storePath(), "check"])
+        #expect(check.status == 0 && check.output.contains("no damage found"), "\(check.status) \(check.output) \(check.stderr)")
+        var config = folder.diskConfig()
+        config.readOnly = true
+        let reader = try DiskStorage(config: config, transformer: TransformerFactory.forData())
+        #expect(reader.recoveryIssues.isEmpty, "\(reader.recoveryIssues)")
+        #expect(reader.allKeys == ["new"])
+    }
+
     // MARK: Kills at exact system calls
 
     @Test("held: a writer process killed inside a compaction (its output's fsync, the folder's, the removal of an input): the other process reopens the store from its files, nothing acknowledged is lost",
