@@ -103,7 +103,10 @@ extension DiskStore {
         followed = FollowedState()
         try open(publishing: announcing)
         needsSharedReopen = false
-        if let shared = folder.shared { noteCaughtUp(shared) }
+        if let shared = folder.shared {
+            shared.markSharedWriters() // a writer that kept the store to itself (its open moved the counter) cleared it
+            noteCaughtUp(shared)
+        }
     }
 
     /// Replays the records other processes appended to the active segment since this store's last

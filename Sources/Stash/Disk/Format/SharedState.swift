@@ -136,6 +136,12 @@ final class SharedState: @unchecked Sendable {
         return mapped.st_dev == named.st_dev && mapped.st_ino == named.st_ino
     }
 
+    /// Says again that the store has writers in several processes (``hasSharedWriters``): a writer that
+    /// kept the store to itself meanwhile cleared it when it opened.
+    func markSharedWriters() {
+        if isWritable, load(.writers) != 1 { store(1, .writers) }
+    }
+
     /// Releases the writer's lock (the store is closed; the mapping goes with this object).
     func unlock() {
         flock(fd, LOCK_UN)
