@@ -298,6 +298,8 @@ func main(_ arguments: [String]) -> Never {
             try share(arguments, option: option)
         case "lock-folder":
             lockFolder(arguments[1])
+        case "attack":
+            try runAttack(arguments, option: option)
         case "overwrite":
             guard let count = option("--count").flatMap(Int.init), count > 0 else { fail(usage, status: 2) }
             try runOverwrite(arguments[1], count: count)

@@ -309,8 +309,8 @@ extension DiskStore {
             // The new folder's lock is held for the rest of this operation (``endSharedOperation()``).
             folder.handle.unlock()
             fresh.shared?.operationInProgress = true
-            if let old = folder.shared { retire(old) }
         }
+        retiredSharedStates.append(folder.shared) // mapped still: read off the queue (``FollowWatch``)
         folder = fresh
         values.handle = fresh.handle
         epoch += 1 // a compaction under way is discarded

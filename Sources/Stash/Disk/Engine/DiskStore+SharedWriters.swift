@@ -23,22 +23,26 @@ extension DiskStore {
             return
         }
         holdsOperationLock = true
-        var replaced = false
-        if let old = folder.shared, old.isUnlinked, !folder.handle.isRemoved {
-            // Deleted or replaced under its name: the processes that open the store from now on use the
-            // file at the name, so this one does too, and opens the store anew (what they did is unknown).
+        guard var shared = folder.shared else { return }
+        // The shared file deleted or replaced: a writer that opens now uses the file at the path, so
+        // every writer moves to it (made anew if missing), and opens the store from its files, since
+        // what happened on the other file is not known. The old file's counter moves, so that the
+        // processes still mapping it come to look at their next call (memory hits included). Not in a
+        // removed folder: the operation opens the path anew (``ensureActive(checkingNow:)``).
+        var moved = false
+        if !shared.isAtPath(in: folder.handle), !folder.handle.isRemoved {
             do {
-                folder.shared = try SharedState.openForWriting(in: folder.handle, store: folder.storeID, holdingLock: false)
+                shared = try SharedState.openForWriting(in: folder.handle, store: folder.storeID, holdingLock: false)
             } catch {
-                sharedOperationError = error
+                sharedOperationError = error // a FIFO or a link in its place: nothing is written unpublished
                 return
             }
-            old.retire()
-            retire(old)
-            replaced = true
+            folder.shared?.retire()
+            retiredSharedStates.append(folder.shared) // mapped still: read off the queue (``FollowWatch``)
+            folder.shared = shared
+            moved = true
         }
-        guard let shared = folder.shared else { return }
-        let interrupted = shared.operationInProgress || replaced
+        let interrupted = moved || shared.operationInProgress
         shared.operationInProgress = true
         do {
             if interrupted || shared.counter != followed.counter || needsSharedReopen {
@@ -54,12 +58,6 @@ extension DiskStore {
             needsSharedReopen = true
             sharedOperationError = error
         }
-    }
-
-    /// Keeps a shared file's mapping that the store no longer uses: ``FollowWatch`` may still read
-    /// its address on another thread until the operation ends (a few bytes each, and rare).
-    func retire(_ shared: SharedState) {
-        retiredSharedStates.append(shared)
     }
 
     /// Ends an operation begun by ``beginSharedOperation()``: records what the store is caught up to
@@ -110,7 +108,10 @@ extension DiskStore {
         followed = FollowedState()
         try open(publishing: announcing)
         needsSharedReopen = false
-        if let shared = folder.shared { noteCaughtUp(shared) }
+        if let shared = folder.shared {
+            shared.markSharedWriters() // a writer that kept the store to itself (its open moved the counter) cleared it
+            noteCaughtUp(shared)
+        }
     }
 
     /// Replays the records other processes appended to the active segment since this store's last

@@ -104,8 +104,10 @@ final class DiskStore {
     var sharedOperationError: (any Error)?
     /// A catch-up failed half-way: the next operation opens the store anew from its files.
     var needsSharedReopen = false
-    /// Shared files this store used before (``retire(_:)``).
-    var retiredSharedStates: [SharedState] = []
+    /// Shared files this store moved away from (``beginSharedOperation()``), or whose folder it opened
+    /// anew (``reopen()``): kept mapped while the store lives, since ``followWatch`` reads their words
+    /// from any thread.
+    var retiredSharedStates: [SharedState?] = []
 
     struct WeakMemoryCache {
         weak var cache: MemoryCache?
@@ -153,7 +155,7 @@ final class DiskStore {
         self.sharedWriters = sharedWriters && !readOnly
         thresholds = Self.thresholds(for: directory)
         folder = try StoreFolder(directory: directory, readOnly: readOnly, sharedWriters: sharedWriters)
-        values = ValueFiles(folder: folder.handle)
+        values = ValueFiles(folder: folder.handle, randomIDs: self.sharedWriters)
         recoveryIssues += folder.issues
         if readOnly {
             defer { folder.endOpening() }

@@ -125,6 +125,23 @@ final class SharedState: @unchecked Sendable {
         }
     }
 
+    /// Whether the folder's `stash-shared` is still this file: not deleted, nor replaced by another
+    /// file. A writer of a store shared by several writer processes checks before each operation: one
+    /// that opens after the file was deleted creates another, and writers on two files would not see
+    /// each other's changes (one `fstatat`).
+    func isAtPath(in folder: FolderHandle) -> Bool {
+        var mapped = stat()
+        var named = stat()
+        guard fstat(fd, &mapped) == 0, fstatat(folder.fd, Self.name, &named, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+        return mapped.st_dev == named.st_dev && mapped.st_ino == named.st_ino
+    }
+
+    /// Says again that the store has writers in several processes (``hasSharedWriters``): a writer that
+    /// kept the store to itself meanwhile cleared it when it opened.
+    func markSharedWriters() {
+        if isWritable, load(.writers) != 1 { store(1, .writers) }
+    }
+
     /// Releases the writer's lock (the store is closed; the mapping goes with this object).
     func unlock() {
         flock(fd, LOCK_UN)
@@ -191,17 +208,10 @@ final class SharedState: @unchecked Sendable {
     }
 
     /// Tells the processes that still map this file (deleted or replaced under its name) that it is
-    /// no longer the store's: its counter moves, so they take the store's lock and find it unlinked.
+    /// no longer the store's: its counter moves, so they take the store's lock and find it gone from its name.
     func retire() {
         guard isWritable else { return }
         store(load(.structure) &+ 1, .structure)
-    }
-
-    /// Whether the file was deleted, or replaced by another under its name (one `fstat`): processes that
-    /// open the store from now on use another file.
-    var isUnlinked: Bool {
-        var info = stat()
-        return fstat(fd, &info) == 0 && info.st_nlink == 0
     }
 
     /// Whether a writer that speaks this protocol holds the file's lock now.

@@ -96,6 +96,9 @@ final class StoreFolder {
         handle = try FolderHandle(path: directory)
         if readOnly {
             writerIsActive = try !handle.tryLock(exclusive: false)
+            // Writers in several processes hold the lock only while an operation runs: between two, a
+            // superseded segment may still be due to go (a removeAll deletes after its call returned).
+            if !writerIsActive, let state = SharedState.openForReading(in: handle), state.hasSharedWriters { writerIsActive = true }
         } else if self.sharedWriters {
             try Self.lockForOperation(handle, shared: SharedState.openForReading(in: handle))
         } else {

@@ -26,9 +26,17 @@ final class ValueFiles: Sendable {
     /// The store's folder; replaced when the store opens its folder anew (``DiskStore/reopen()``).
     private let folder: Locked<FolderHandle>
     private let nextID = Locked<UInt64>(1)
+    /// Whether numbers are drawn at random rather than counted up: writers in several processes
+    /// (``DiskConfig/allowsWritersInOtherProcesses``). There a file no record names any more is
+    /// deleted by whichever process comes to it, at times the others do not know (the files a
+    /// `removeAll` emptied go after its call returned, a replaced file once its write is durable), and
+    /// a process that opened since, counting up from the files it found, would reuse a freed number
+    /// still due to be deleted: its new file would go with the old one.
+    private let randomIDs: Bool
 
-    init(folder: FolderHandle) {
+    init(folder: FolderHandle, randomIDs: Bool = false) {
         self.folder = Locked(folder)
+        self.randomIDs = randomIDs
     }
 
     /// The folder files are written to now.
@@ -60,7 +68,9 @@ final class ValueFiles: Sendable {
     }
 
     func allocate() -> UInt64 {
-        nextID.withLock { id in
+        // Below 2^62: a store opened later without the setting counts up from the highest without overflowing.
+        if randomIDs { return UInt64.random(in: 1...(1 << 62)) }
+        return nextID.withLock { id in
             defer { id += 1 }
             return id
         }
