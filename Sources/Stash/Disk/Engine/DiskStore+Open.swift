@@ -313,9 +313,18 @@ extension DiskStore {
         retiredSharedStates.append(folder.shared) // mapped still: read off the queue (``FollowWatch``)
         folder = fresh
         values.handle = fresh.handle
-        epoch += 1 // a compaction under way is discarded
+        forgetIndex(seed: 0)
+        recoveryIssues += fresh.issues
+        try open()
+        didReopen(fresh.handle)
+    }
+
+    /// Drops what the store knows of its files before it opens them anew (``open(publishing:)``): the
+    /// index, the memory layers' copies, the segments, and a compaction under way (discarded).
+    func forgetIndex(seed: UInt64) {
+        epoch += 1
         invalidateMemory(nil) // before the index: see `sharedIndex`
-        withIndex { $0 = KeyDirectory(seed: 0) }
+        withIndex { $0 = KeyDirectory(seed: seed) }
         totalSize = 0
         earliestExpiry = .infinity
         segments = [:]
@@ -324,9 +333,6 @@ extension DiskStore {
         nextSegmentID = 1
         floor = 0
         hasUnreadSegments = false
-        recoveryIssues += fresh.issues
-        try open()
-        didReopen(fresh.handle)
     }
 
     /// Writes the key directory as of now, so that the next open maps it instead of replaying every

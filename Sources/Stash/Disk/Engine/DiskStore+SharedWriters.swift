@@ -94,17 +94,7 @@ extension DiskStore {
     /// killed inside an operation (`announcing`: this open may then have changed the files, so the
     /// other processes open the store anew too).
     private func openAgainAsSharedWriter(announcing: Bool) throws {
-        epoch += 1
-        invalidateMemory(nil) // before the index: see `sharedIndex`
-        withIndex { $0 = KeyDirectory(seed: folder.storeID) }
-        totalSize = 0
-        earliestExpiry = .infinity
-        segments = [:]
-        pendingAccesses.removeAll()
-        active = nil
-        nextSegmentID = 1
-        floor = 0
-        hasUnreadSegments = false
+        forgetIndex(seed: folder.storeID)
         followed = FollowedState()
         try open(publishing: announcing)
         needsSharedReopen = false

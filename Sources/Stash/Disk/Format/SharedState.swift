@@ -69,9 +69,13 @@ final class SharedState: @unchecked Sendable {
     let fd: Int32
     private let bytes: UnsafeMutableRawPointer
     let isWritable: Bool
+    /// The file's device and inode, to tell whether the name still names it (``isAtPath(in:)``).
+    private let identity: (device: UInt64, inode: UInt64)
 
     private init(fd: Int32, bytes: UnsafeMutableRawPointer, isWritable: Bool) {
         (self.fd, self.bytes, self.isWritable) = (fd, bytes, isWritable)
+        var info = stat()
+        identity = fstat(fd, &info) == 0 ? (UInt64(info.st_dev), UInt64(info.st_ino)) : (0, 0)
     }
 
     deinit {
@@ -130,10 +134,9 @@ final class SharedState: @unchecked Sendable {
     /// that opens after the file was deleted creates another, and writers on two files would not see
     /// each other's changes (one `fstatat`).
     func isAtPath(in folder: FolderHandle) -> Bool {
-        var mapped = stat()
         var named = stat()
-        guard fstat(fd, &mapped) == 0, fstatat(folder.fd, Self.name, &named, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
-        return mapped.st_dev == named.st_dev && mapped.st_ino == named.st_ino
+        guard fstatat(folder.fd, Self.name, &named, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+        return identity == (UInt64(named.st_dev), UInt64(named.st_ino))
     }
 
     /// Says again that the store has writers in several processes (``hasSharedWriters``): a writer that
