@@ -14,7 +14,8 @@ import Foundation
 /// - `writer Stash|SQLite FOLDER FIRST COUNT`: opens the store in FOLDER — Stash's with
 ///   `allowsWritersInOtherProcesses: true`, or SQLite's WAL database with a busy timeout — says
 ///   `ready`, waits for `go`, writes keys FIRST..<FIRST+COUNT (new keys, in a seeded random order),
-///   one write (one transaction) each, and answers `done <ns/op>`.
+///   one write (one transaction) each, answers `done <ns/op>`, and keeps the store open until its
+///   input ends.
 ///
 /// The end of its standard input ends it.
 enum StoreProcess {
@@ -73,6 +74,9 @@ enum StoreProcess {
         guard command == ["go"] else { return ChildIO.fail("writer: not a command: \(command.joined(separator: " "))") }
         let ns = try order.withUnsafeBufferPointer { try side.batch(.set(revision: 0), $0) }
         ChildIO.say("done \(ns)")
+        // Open until the parent has every process's answer: a store closed while the other process
+        // still writes (Stash writes its key directory then, holding the lock) is not part of the round.
+        while ChildIO.command() != nil {}
         return 0
     }
 }
