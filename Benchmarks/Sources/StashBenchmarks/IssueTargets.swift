@@ -42,7 +42,7 @@ struct IssueTarget {
     /// The "Other processes welcome" issue's targets (writers in several processes, readers beside a writer).
     static let otherProcesses: [IssueTarget] = [
         IssueTarget(row: "single-process rows unchanged by the multi-process work", target: "≤ 1.05×", scenarios: [],
-                    elsewhere: "the engine rows against the run before it (Docs/Benchmarks.md)"),
+                    elsewhere: "the library before and after it, instructions and alternating runs (Docs/Benchmarks.md)"),
         IssueTarget(row: "a read in a reader process beside an idle writer (nothing changed) vs a single-process read",
                     target: "≤ 1.1×", scenarios: ["disk hit, warm, 200 B data, in a reader process beside a writer vs single-process read"]),
         IssueTarget(row: "a write with writers in other processes allowed (set new, overwrite) vs LevelDB's single-process write",
