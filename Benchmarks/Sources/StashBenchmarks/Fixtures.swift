@@ -157,6 +157,9 @@ struct Settings {
     /// the single writes cost 100 `fsync`s a round).
     var batchRounds: Int { quick ? 8 : 40 }
     var durableBatchRounds: Int { quick ? 3 : 7 }
+    /// Writes per process and rounds of the two-writing-processes row (new processes every round).
+    var twoWriterWrites: Int { quick ? 100 : 2_000 }
+    var twoWriterRounds: Int { quick ? 2 : 9 }
     /// Entries of the engine-at-scale rows (disk per entry, open, index memory, trim, removeAll).
     var engineCounts: [Int] { quick ? [2_000] : scale ? [10_000, 100_000, 1_000_000] : [10_000, 100_000] }
 

@@ -1,9 +1,9 @@
 import Foundation
 
-/// The targets table of the disk-engine-v3 issue, computed from a run's rows: for each target, the
-/// rows that carry it (by scenario name, `*` standing for an entry count), their figures on every
-/// file system, and a status. `run` prints it and `--markdown` writes it, so Docs/Benchmarks.md's
-/// targets table is regenerated from a run rather than copied by hand.
+/// The targets tables of the disk-engine-v3 and "Other processes welcome" issues, computed from a
+/// run's rows: for each target, the rows that carry it (by scenario name, `*` standing for an entry
+/// count), their figures on every file system, and a status. `run` prints them and `--markdown` writes
+/// them, so Docs/Benchmarks.md's targets tables are regenerated from a run rather than copied by hand.
 struct IssueTarget {
     var row: String
     var target: String
@@ -39,6 +39,24 @@ struct IssueTarget {
                     elsewhere: "`Benchmarks/cli-scale` (its table's target column)"),
     ]
 
+    /// The "Other processes welcome" issue's targets (writers in several processes, readers beside a writer).
+    static let otherProcesses: [IssueTarget] = [
+        IssueTarget(row: "single-process rows unchanged by the multi-process work", target: "≤ 1.05×", scenarios: [],
+                    elsewhere: "the library before and after it, instructions and alternating runs (Docs/Benchmarks.md)"),
+        IssueTarget(row: "a read in a reader process beside an idle writer (nothing changed) vs a single-process read",
+                    target: "≤ 1.1×", scenarios: ["disk hit, warm, 200 B data, in a reader process beside a writer vs single-process read"]),
+        IssueTarget(row: "a write with writers in other processes allowed (set new, overwrite) vs LevelDB's single-process write",
+                    target: "≤ 2.0×", scenarios: ["set new key, 200 B data, writers in other processes allowed vs LevelDB",
+                                                 "overwrite, 200 B data, writers in other processes allowed vs LevelDB"]),
+        IssueTarget(row: "two processes writing one store vs SQLite, two processes writing one WAL database", target: "≤ 0.5×",
+                    scenarios: ["two processes writing, 200 B data vs SQLite two processes"]),
+    ]
+
+    /// The targets tables `run` prints and `--markdown` writes, in this order.
+    static let groups: [(title: String, targets: [IssueTarget])] = [
+        ("disk engine v3 targets", v3), ("other processes welcome targets", otherProcesses),
+    ]
+
     /// Which of this target's scenarios `scenario` (without its tag) is — its index in `scenarios`,
     /// so cells come in the target's order — and the count `*` matched; nil when none.
     func match(_ scenario: String) -> (index: Int, count: String?)? {
@@ -65,15 +83,15 @@ extension Report {
 
     static let issueHeaders = ["row", "target"]
 
-    /// The v3 targets table: row, target, one column per file system (the figure each target is on:
+    /// One targets table (v3's unless told): row, target, one column per file system (the figure each target is on:
     /// the ratio, or Stash's own figure for an absolute bound; the entry count in parentheses), status.
-    static func issueTargets(_ rows: [Row]) -> [[String]] {
+    static func issueTargets(_ rows: [Row], _ targets: [IssueTarget] = IssueTarget.v3) -> [[String]] {
         let tagged = rows.filter { $0.met != nil }.map { (row: $0, parts: splitTag($0.scenario)) }
         var systems: [String] = []
         for item in tagged where !systems.contains(item.parts.1) { systems.append(item.parts.1) }
         let header = issueHeaders + systems.map { $0.isEmpty ? "run" : $0 } + ["status"]
         var lines = [header]
-        for target in IssueTarget.v3 {
+        for target in targets {
             var cells = [target.row, target.target]
             var met = 0, missed = 0
             for system in systems {
@@ -98,15 +116,20 @@ extension Report {
         return lines
     }
 
+    /// Every group's table (``IssueTarget/groups``), one after the other.
     static func issueTargetsMarkdown(_ rows: [Row]) -> String {
-        let lines = issueTargets(rows)
-        let rule = lines[0].map { _ in "---" }
-        return ([lines[0], rule] + lines.dropFirst()).map { "| " + $0.joined(separator: " | ") + " |" }
-            .joined(separator: "\n") + "\n"
+        IssueTarget.groups.map { group in
+            let lines = issueTargets(rows, group.targets)
+            let rule = lines[0].map { _ in "---" }
+            return ([lines[0], rule] + lines.dropFirst()).map { "| " + $0.joined(separator: " | ") + " |" }
+                .joined(separator: "\n") + "\n"
+        }.joined(separator: "\n")
     }
 
     static func issueTargetsText(_ rows: [Row]) -> String {
-        "disk engine v3 targets:\n" + issueTargets(rows).map { $0.joined(separator: "  |  ") }.joined(separator: "\n")
+        IssueTarget.groups.map { group in
+            "\(group.title):\n" + issueTargets(rows, group.targets).map { $0.joined(separator: "  |  ") }.joined(separator: "\n")
+        }.joined(separator: "\n\n")
     }
 
     // MARK: The wrapper-overhead table

@@ -7,6 +7,7 @@ import Stash
 //                        [--filter TEXT] [--work-dir DIR] [--tmpfs-dir DIR]
 //        StashBenchmarks --fill DIR COUNT   (a store for `Benchmarks/cli-scale`, through the library)
 //        StashBenchmarks --read-all ENGINE FOLDER COUNT   (the engine-at-scale rows' reading process)
+//        StashBenchmarks --store-process reader|writer …  (the multi-process rows' other processes)
 // (`Benchmarks/run` builds it in release mode and passes its arguments on).
 
 func parseSettings(_ arguments: [String]) throws -> Settings {
@@ -106,6 +107,9 @@ func main() -> Int32 {
     if CommandLine.arguments.dropFirst().first == "--fill" { return CLIFill.main(Array(CommandLine.arguments.dropFirst(2))) }
     if CommandLine.arguments.dropFirst().first == "--read-all" {
         return ReadAllProcess.main(Array(CommandLine.arguments.dropFirst(2)))
+    }
+    if CommandLine.arguments.dropFirst().first == "--store-process" {
+        return StoreProcess.main(Array(CommandLine.arguments.dropFirst(2)))
     }
     let settings: Settings
     do {

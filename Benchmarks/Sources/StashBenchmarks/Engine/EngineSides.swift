@@ -56,8 +56,8 @@ final class StashEngineSide: EngineSide {
     let storage: DiskStorage<Data>
     private let fixture: EngineFixture
 
-    init(in folder: URL, _ fixture: EngineFixture) throws {
-        storage = try StashDiskSide(in: folder).storage
+    init(in folder: URL, _ fixture: EngineFixture, readOnly: Bool = false, allowsWritersInOtherProcesses: Bool = false) throws {
+        storage = try StashDiskSide(in: folder, readOnly: readOnly, allowsWritersInOtherProcesses: allowsWritersInOtherProcesses).storage
         self.fixture = fixture
     }
 
@@ -119,13 +119,14 @@ final class LMDBEngineSide: EngineSide {
     func remove(_ index: Int) throws { try store.rawRemove(key: fixture.key(index), count: EngineFixture.keySize) }
 }
 
-/// SQLite from Swift with the least wrapper (``SQLiteRaw``).
+/// SQLite from Swift with the least wrapper (``SQLiteRaw``); `busyTimeout` (milliseconds): how long a
+/// statement waits for another process's lock (the two-process rows).
 final class SQLiteEngineSide: EngineSide {
     let store: SQLiteRaw
     private let fixture: EngineFixture
 
-    init(in folder: URL, _ fixture: EngineFixture) throws {
-        store = try SQLiteRaw(folder: folder)
+    init(in folder: URL, _ fixture: EngineFixture, busyTimeout: Int32 = 0) throws {
+        store = try SQLiteRaw(folder: folder, busyTimeout: busyTimeout)
         self.fixture = fixture
     }
 

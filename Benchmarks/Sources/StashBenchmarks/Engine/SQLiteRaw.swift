@@ -4,7 +4,8 @@ import Foundation
 /// SQLite for the engine rows, reached with the least wrapper: the same table and settings as
 /// ``SQLiteStore`` (WAL, `synchronous=NORMAL`, statements prepared once, one implicit transaction
 /// per statement) but keys and values bound straight from C buffers (`SQLITE_STATIC`: no copy) and
-/// no lock (one thread at a time uses it, as the C driver's).
+/// no lock (one thread at a time uses it, as the C driver's). `busyTimeout` > 0: `sqlite3_busy_timeout`,
+/// set before anything else, for a database other processes write too (0: none, one connection).
 final class SQLiteRaw {
     private var db: OpaquePointer?
     private var upsert: OpaquePointer?
@@ -13,13 +14,14 @@ final class SQLiteRaw {
     /// Where `get` copies a value out.
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
-    init(folder: URL) throws {
+    init(folder: URL, busyTimeout: Int32 = 0) throws {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let path = folder.appendingPathComponent("sqlite.db").path
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK else {
             defer { close() }
             throw failure("open \(path)")
         }
+        if busyTimeout > 0 { sqlite3_busy_timeout(db, busyTimeout) }
         do {
             for sql in ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
                         "CREATE TABLE IF NOT EXISTS kv(key TEXT PRIMARY KEY, value BLOB NOT NULL, expiry REAL)"] {

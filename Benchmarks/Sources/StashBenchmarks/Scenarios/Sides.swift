@@ -37,11 +37,13 @@ final class StashStorageSide<T: Sendable>: Side {
 }
 
 /// Stash's disk engine alone, `DiskStorage<Data>`: no memory layer, no JSON — the engine rows.
+/// `readOnly` and `allowsWritersInOtherProcesses`: the `DiskConfig` settings of the multi-process rows.
 final class StashDiskSide: Side {
     let storage: DiskStorage<Data>
 
-    init(in directory: URL, durable: Bool = false) throws {
-        storage = try DiskStorage(config: DiskConfig(name: "stash", directory: directory, durable: durable),
+    init(in directory: URL, durable: Bool = false, readOnly: Bool = false, allowsWritersInOtherProcesses: Bool = false) throws {
+        storage = try DiskStorage(config: DiskConfig(name: "stash", directory: directory, durable: durable, readOnly: readOnly,
+                                                     allowsWritersInOtherProcesses: allowsWritersInOtherProcesses),
                                   transformer: TransformerFactory.forData())
     }
 
