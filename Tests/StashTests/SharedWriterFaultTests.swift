@@ -47,6 +47,28 @@ struct SharedWriterFaultTests {
         #expect(FileManager.default.fileExists(atPath: shared))
     }
 
+    @Test("the shared file deleted, then a writer process opens (a new one) and writes: this process's memory hits and existsObject see it at once")
+    func memoryHitAfterSharedFileDeleted() throws {
+        let folder = TemporaryDirectory()
+        var config = folder.diskConfig()
+        config.allowsWritersInOtherProcesses = true
+        let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
+        try storage.setObject(Data("mine".utf8), forKey: "k")
+        #expect(try storage.object(forKey: "k") == Data("mine".utf8)) // a copy in memory
+        #expect(try !storage.existsObject(forKey: "new"))
+        try FileManager.default.removeItem(atPath: folder.storePath() + "/stash-shared")
+        let other = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath(), "--shared"], input: .held)
+        let watchdog = Watchdog(other, seconds: 120)
+        defer { watchdog.cancel() }
+        #expect(other.readLine() == "ready", "\(other.errors)")
+        #expect(other.ask("set k 10") == "wrote k 1")
+        #expect(other.ask("set new 10") == "wrote new 2")
+        #expect(WrittenValue(parsing: try storage.object(forKey: "k"), key: "k")?.sequence == 1, "a stale memory copy")
+        #expect(try storage.existsObject(forKey: "new"))
+        other.closeInput()
+        #expect(other.wait(upTo: 30) && other.status == 0, "\(other.errors)")
+    }
+
     @Test("a process that holds the store's lock and does not let go: a writer's call throws inUse after the wait, and works once that process is gone")
     func stuckHolderTimesOut() throws {
         let folder = TemporaryDirectory()

@@ -76,7 +76,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     @inline(never)
     private func objectFromEntry(forKey key: String) throws -> T {
         let now = now
-        let (box, expiry) = try engine.sync { store throws -> (AnyValueBox, Date) in
+        let (box, expiry) = try engine.sync(readsWithoutLock: true) { store throws -> (AnyValueBox, Date) in
             if let item = cache.item(forKey: key, now: now) {
                 if ObjectIdentifier(type(of: item.object)) == boxType { return (item.object, item.expiry) }
                 // Another view's copy is a miss, unless its value is a `T` all the same.

@@ -151,19 +151,23 @@ final class DiskEngine: @unchecked Sendable {
         return index.withLock { $0.peek(key) }
     }
 
-    /// A read-only engine: catches up with a writer in another process first if the shared file
-    /// says it changed the store (two loads when it did not; see ``DiskStore/catchUp()``). For the
-    /// paths that answer without the queue (the index, memory hits); the queue's hop does it itself.
+    /// A read-only engine, or one of writers in several processes: catches up with what another process
+    /// did first if the shared file says it changed the store (two loads when it did not, and for a
+    /// writer one `fstatat`; see ``DiskStore/catchUp()`` and ``DiskStore/beginSharedOperation()``).
+    /// For the paths that answer without the queue (the index, memory hits); the queue's hop does it itself.
     @inline(__always)
     func followOtherProcesses() {
-        guard readOnly || sharedWriters, !followWatch.isCurrent else { return }
+        guard readOnly || sharedWriters else { return }
+        // Writers in several processes: the file must also still be the one at its name (a process
+        // that opened the store after it was deleted publishes to another).
+        guard !followWatch.isCurrent || (sharedWriters && !followWatch.isInPlace) else { return }
         run { _ in }
     }
 
     /// The bytes stored for `key`, read on the queue and counted as use (``DiskStore/read(_:now:)``):
     /// the non-generic core of ``DiskStorage``'s reads, which decode off the queue.
     func read(_ key: String, now: Date) throws -> (data: Data, expiry: Double, path: String?) {
-        try sync { store in
+        try sync(readsWithoutLock: true) { store in
             let (data, record, path) = try store.read(key, now: now)
             return (data, record.expiry, path)
         }
@@ -245,11 +249,17 @@ final class DiskEngine: @unchecked Sendable {
     /// `DispatchQueue.sync<T>` of swift-corelibs-libdispatch is not specialised for the caller's type
     /// (it lives in another module) and cost ~1,300 instructions more per call than the
     /// `sync(execute: () -> Void)` that ``run(_:)`` uses (see Docs/Architecture.md, "The hot path").
+    ///
+    /// `readsWithoutLock`: a read (``DiskStore/read(_:now:)``) of a store shared with writers in other
+    /// processes runs without the store's lock when the shared file says nothing changed since this
+    /// process's last call, and again holding it if the read finds it needs it (``run(readsWithoutLock:_:)``).
     @inline(__always)
-    func sync<Result, Failure: Error>(_ body: (DiskStore) throws(Failure) -> Result) throws(Failure) -> Result {
+    func sync<Result, Failure: Error>(readsWithoutLock: Bool = false,
+                                      _ body: (DiskStore) throws(Failure) -> Result) throws(Failure) -> Result {
         var result: Result?
         var failure: Failure?
-        run { store in
+        run(readsWithoutLock: readsWithoutLock) { store in
+            (result, failure) = (nil, nil) // run again after a read without the lock that needed it
             do throws(Failure) {
                 result = try body(store)
             } catch {
@@ -263,19 +273,30 @@ final class DiskEngine: @unchecked Sendable {
     /// The non-generic queue hop under ``sync(_:)``: runs `body` on the queue (inline when already
     /// on it, so a call from inside a transformer or another operation never deadlocks) and delivers
     /// what it committed to observers once off the queue.
+    ///
+    /// With writers in other processes the call holds the store's lock and catches up first; a read
+    /// (`readsWithoutLock`) skips both when the shared file says nothing changed since this process's
+    /// last call (two loads), as a reader in another process does: the records it reads never change,
+    /// and a file another process removed meanwhile makes the read run again, holding the lock
+    /// (``DiskStore/readNeededLock``).
     @inline(never)
-    private func run(_ body: (DiskStore) -> Void) {
+    private func run(readsWithoutLock: Bool = false, _ body: (DiskStore) -> Void) {
         if isOnQueue { return body(store) }
         var before: UInt64 = 0
         var after: UInt64 = 0
         queue.sync { // the non-generic overload: `() -> Void`
             before = observers.lastPublished
-            // A reader sees every write another process made before this call (Contract item 11);
-            // with writers in other processes, the call holds the store's lock and catches up first.
+            // A reader sees every write another process made before this call (Contract item 11).
             if readOnly { store.catchUp() }
-            if sharedWriters { store.beginSharedOperation() }
-            body(store)
-            if sharedWriters { store.endSharedOperation() }
+            if sharedWriters {
+                if !(readsWithoutLock && store.readWithoutLock(body)) {
+                    store.beginSharedOperation()
+                    body(store)
+                    store.endSharedOperation()
+                }
+            } else {
+                body(store)
+            }
             after = observers.lastPublished
         }
         if after > before { observers.deliver(through: after) }

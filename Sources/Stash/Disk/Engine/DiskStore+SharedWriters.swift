@@ -60,6 +60,24 @@ extension DiskStore {
         }
     }
 
+    /// Runs the read `body` without the lock if the shared file says nothing changed since this store's
+    /// last operation; false if it did not, or the read found it needs the lock (a file another process
+    /// removed since, access records to write): the caller then runs it holding the lock.
+    ///
+    /// The shared file must still be the one at its name (one `fstatat`, as under the lock): a process
+    /// that opened the store after it was deleted publishes to another, which this store's mapping
+    /// would never show.
+    func readWithoutLock(_ body: (DiskStore) -> Void) -> Bool {
+        guard followWatch.isCurrent, pendingAccesses.count < 255, !needsSharedReopen,
+              folder.shared?.isAtPath(in: folder.handle) == true else { return false }
+        readingWithoutLock = true
+        readNeededLock = false
+        sharedOperationError = nil
+        body(self)
+        readingWithoutLock = false
+        return !readNeededLock
+    }
+
     /// Ends an operation begun by ``beginSharedOperation()``: records what the store is caught up to
     /// (its own changes included) and releases the lock.
     func endSharedOperation() {
@@ -88,6 +106,7 @@ extension DiskStore {
         followed.length = shared.publishedLength
         followed.segment = active?.id
         followWatch.note(counter: followed.counter, length: followed.length, shared: shared)
+        followWatch.note(folder: folder.handle, shared: shared)
     }
 
     /// Opens the store anew from its files, holding the lock: another process changed them, or was

@@ -165,7 +165,7 @@ extension DiskStore {
         guard !readOnly else { return }
         pendingAccesses.append((record.segment, record.offset, time, record.keyHash))
         accessesSinceDirectory += 1
-        if pendingAccesses.count >= 256 { try? flushAccesses() }
+        if pendingAccesses.count >= 256, !readingWithoutLock { try? flushAccesses() }
     }
 
     /// A record that no longer holds a live value: its bytes become dead, its value file goes later.

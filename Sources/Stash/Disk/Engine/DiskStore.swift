@@ -104,6 +104,10 @@ final class DiskStore {
     var sharedOperationError: (any Error)?
     /// A catch-up failed half-way: the next operation opens the store anew from its files.
     var needsSharedReopen = false
+    /// A read runs without the lock (``readWithoutLock(_:)``): it writes nothing, and a failure it meets
+    /// sets ``readNeededLock`` instead of dropping the entry, so that the read runs again holding it.
+    var readingWithoutLock = false
+    var readNeededLock = false
     /// Shared files this store moved away from (``beginSharedOperation()``), or whose folder it opened
     /// anew (``reopen()``): kept mapped while the store lives, since ``followWatch`` reads their words
     /// from any thread.
@@ -236,7 +240,12 @@ final class DiskStore {
         let data: Data
         do {
             data = try load(key, record)
-        } catch let error as StorageError {
+        } catch {
+            if readingWithoutLock {
+                readNeededLock = true // another process may have changed the file since: again, holding the lock
+                throw error
+            }
+            guard let error = error as? StorageError else { throw error }
             // A reader beside a writer in another process: the value file may have been replaced
             // since the catch-up before this read. Caught up again, the key is read as it is now.
             if readOnly, catchUp() { return try read(key, now: now) }

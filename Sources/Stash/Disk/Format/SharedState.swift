@@ -70,7 +70,7 @@ final class SharedState: @unchecked Sendable {
     private let bytes: UnsafeMutableRawPointer
     let isWritable: Bool
     /// The file's device and inode, to tell whether the name still names it (``isAtPath(in:)``).
-    private let identity: (device: UInt64, inode: UInt64)
+    let identity: (device: UInt64, inode: UInt64)
 
     private init(fd: Int32, bytes: UnsafeMutableRawPointer, isWritable: Bool) {
         (self.fd, self.bytes, self.isWritable) = (fd, bytes, isWritable)
