@@ -149,7 +149,6 @@ extension DiskStore {
                 switch record {
                 case .set(let key, let info):
                     earliestExpiry = min(earliestExpiry, info.expiry)
-                    if case .file(let id, _, _) = info.value { values.raise(above: id) }
                     if let old = index.peek(key) { segments[old.segment]?.deadBytes += Int(old.length) }
                 case .remove(let key):
                     if let old = index.peek(key) { segments[old.segment]?.deadBytes += Int(old.length) }
