@@ -190,6 +190,7 @@ final class DiskStore {
             defer { endSharedOperation() }
             housekeeping.wait()
             guard sharedOperationError == nil else { return }
+            folder.shared?.removeSharedWriter()
             try? flushAccesses()
             let count = withIndex { $0.count }
             if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, count >= thresholds.directoryMinimum { try? writeDirectory(thenMap: false) }

@@ -26,7 +26,7 @@ import Synchronization
 /// | 40 | the active segment's salt |
 /// | 48 | the published length of the active segment: every record before it was written (its `pwrite` returned) |
 /// | 56 | operation in progress: 1 while a writer of a store shared by several writer processes holds the store's lock (0 otherwise) |
-/// | 64 | writers: 1 when the last writer to open the store shares it with writers in other processes, 0 when it keeps it to itself |
+/// | 64 | writers: how many writers that share the store with writers in other processes have it open (0 while a writer keeps it to itself) |
 ///
 /// A writer grows the file to 128 bytes (the rest is reserved, 0); a reader maps the first 64 and reads
 /// the writers word when it opens.
@@ -114,8 +114,10 @@ final class SharedState: @unchecked Sendable {
                 throw FileIO.error("mmap", folder.filePath(name))
             }
             let state = SharedState(fd: fd, bytes: address, isWritable: true)
-            state.store(holdingLock ? 0 : 1, .writers)
             let previous = state.load(.magic) == magic && state.load(.version) == version ? state.load(.structure) : 0
+            // A sole writer: no writer in several processes can have the store open. Otherwise one more
+            // (opened holding the folder's lock, as its closing one fewer is).
+            state.store(holdingLock ? 0 : (previous != 0 ? state.load(.writers) : 0) &+ 1, .writers)
             state.store(magic, .magic)
             state.store(version, .version)
             state.store(store, .store)
@@ -140,9 +142,17 @@ final class SharedState: @unchecked Sendable {
     }
 
     /// Says again that the store has writers in several processes (``hasSharedWriters``): a writer that
-    /// kept the store to itself meanwhile cleared it when it opened.
+    /// kept the store to itself meanwhile cleared the count when it opened. Holding the folder's lock.
     func markSharedWriters() {
-        if isWritable, load(.writers) != 1 { store(1, .writers) }
+        if isWritable, load(.writers) == 0 { store(1, .writers) }
+    }
+
+    /// A writer in several processes closes (holding the folder's lock): one fewer. A killed one never
+    /// says so: the count then stays above 0 until a writer that keeps the store to itself opens it,
+    /// and readers take a partial record at the tail for a write in progress meanwhile.
+    func removeSharedWriter() {
+        let count = load(.writers)
+        if isWritable, count > 0 { store(count - 1, .writers) }
     }
 
     /// Releases the writer's lock (the store is closed; the mapping goes with this object).
@@ -201,13 +211,13 @@ final class SharedState: @unchecked Sendable {
         load(.magic) == Self.magic && load(.version) == Self.version && load(.store) == store
     }
 
-    /// Whether the last writer to open the store shares it with writers in other processes: they
-    /// hold the folder's lock only while an operation runs, so a reader reads beside them without it.
-    /// Read from the file (a reader maps only the first 64 bytes); false for a file shorter than that.
+    /// Whether writers that share the store with writers in other processes have it open (or one was
+    /// killed): they hold the folder's lock only while an operation runs, so a reader reads beside them
+    /// without it. Read from the file (a reader maps only the first 64 bytes); false for a file shorter than that.
     var hasSharedWriters: Bool {
         var word: UInt64 = 0
         let count = withUnsafeMutableBytes(of: &word) { pread(fd, $0.baseAddress, 8, off_t(Field.writers.rawValue)) }
-        return count == 8 && UInt64(littleEndian: word) == 1
+        return count == 8 && word != 0
     }
 
     /// Tells the processes that still map this file (deleted or replaced under its name) that it is
