@@ -59,8 +59,8 @@ public struct DiskConfig: Sendable {
     /// began. Every writer of the store must turn it on: a process that opens the store without it
     /// keeps it to itself while it has it open, and the others' calls throw
     /// ``StorageError/inUse(directory:)`` meanwhile. Costs three system calls per change (the
-    /// lock, and an `fstatat` that finds the shared file `stash-shared` still in place) and one per
-    /// read or memory hit when nothing changed (the `fstatat`; reads take no lock then), values of
+    /// lock, and an `fstat` that finds the shared file `stash-shared` still in place) and one per
+    /// read or memory hit when nothing changed (the `fstat`; reads take no lock then), values of
     /// 256 KiB and more are written while the lock is held, and compaction runs inside the operation
     /// that starts it. Another process's changes reach observers when this process next calls the
     /// store, and the memory layer drops its copies whenever another process changed it.

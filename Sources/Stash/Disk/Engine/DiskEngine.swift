@@ -153,7 +153,7 @@ final class DiskEngine: @unchecked Sendable {
 
     /// A read-only engine, or one of writers in several processes: catches up with what another process
     /// did first if the shared file says it changed the store (two loads when it did not, and for a
-    /// writer one `fstatat`; see ``DiskStore/catchUp()`` and ``DiskStore/beginSharedOperation()``).
+    /// writer one `fstat`; see ``DiskStore/catchUp()`` and ``DiskStore/beginSharedOperation()``).
     /// For the paths that answer without the queue (the index, memory hits); the queue's hop does it itself.
     @inline(__always)
     func followOtherProcesses() {

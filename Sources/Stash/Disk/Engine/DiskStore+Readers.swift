@@ -47,20 +47,17 @@ final class FollowWatch: @unchecked Sendable {
         words[2] = UInt64(UInt(bitPattern: shared?.address))
     }
 
-    /// For writers in several processes: the shared file's device and inode and the folder it is in,
-    /// so that ``isInPlace`` tells whether the file is still the one at its name.
-    func note(folder: FolderHandle, shared: SharedState) {
-        words[3] = UInt64(UInt32(bitPattern: folder.fd))
-        (words[4], words[5]) = shared.identity
+    /// For writers in several processes: the shared file's descriptor, so that ``isInPlace`` tells
+    /// whether it still has a name (the store keeps every shared file it used open while it lives).
+    func note(sharedFile shared: SharedState) {
+        words[3] = UInt64(UInt32(bitPattern: shared.fd))
     }
 
-    /// Whether the shared file noted is still the one at its name in its folder (one `fstatat`): a
-    /// process that opened the store after it was deleted publishes to another file. An old value
-    /// (the store moved to another file meanwhile) gives false, which costs a hop to the queue.
+    /// Whether the shared file noted still has a name (one `fstat`): a process that opened the store
+    /// after it was deleted publishes to another file. An old value (the store moved to another file
+    /// meanwhile) gives false, which costs a hop to the queue.
     var isInPlace: Bool {
-        var named = stat()
-        return fstatat(Int32(bitPattern: UInt32(truncatingIfNeeded: words[3])), SharedState.name, &named, AT_SYMLINK_NOFOLLOW) == 0
-            && UInt64(named.st_dev) == words[4] && UInt64(named.st_ino) == words[5]
+        SharedState.isLinked(Int32(bitPattern: UInt32(truncatingIfNeeded: words[3])))
     }
 
     /// Whether the shared file says nothing changed since the last catch-up; false without one (the

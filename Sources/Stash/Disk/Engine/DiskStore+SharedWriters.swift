@@ -30,7 +30,7 @@ extension DiskStore {
         // processes still mapping it come to look at their next call (memory hits included). Not in a
         // removed folder: the operation opens the path anew (``ensureActive(checkingNow:)``).
         var moved = false
-        if !shared.isAtPath(in: folder.handle), !folder.handle.isRemoved {
+        if !shared.isAtPath, !folder.handle.isRemoved {
             do {
                 shared = try SharedState.openForWriting(in: folder.handle, store: folder.storeID, holdingLock: false)
             } catch {
@@ -64,12 +64,12 @@ extension DiskStore {
     /// last operation; false if it did not, or the read found it needs the lock (a file another process
     /// removed since, access records to write): the caller then runs it holding the lock.
     ///
-    /// The shared file must still be the one at its name (one `fstatat`, as under the lock): a process
+    /// The shared file must still be the one at its name (one `fstat`, as under the lock): a process
     /// that opened the store after it was deleted publishes to another, which this store's mapping
     /// would never show.
     func readWithoutLock(_ body: (DiskStore) -> Void) -> Bool {
         guard followWatch.isCurrent, pendingAccesses.count < 255, !needsSharedReopen,
-              folder.shared?.isAtPath(in: folder.handle) == true else { return false }
+              folder.shared?.isAtPath == true else { return false }
         readingWithoutLock = true
         readNeededLock = false
         sharedOperationError = nil
@@ -106,7 +106,7 @@ extension DiskStore {
         followed.length = shared.publishedLength
         followed.segment = active?.id
         followWatch.note(counter: followed.counter, length: followed.length, shared: shared)
-        followWatch.note(folder: folder.handle, shared: shared)
+        followWatch.note(sharedFile: shared)
     }
 
     /// Opens the store anew from its files, holding the lock: another process changed them, or was

@@ -69,13 +69,8 @@ final class SharedState: @unchecked Sendable {
     let fd: Int32
     private let bytes: UnsafeMutableRawPointer
     let isWritable: Bool
-    /// The file's device and inode, to tell whether the name still names it (``isAtPath(in:)``).
-    let identity: (device: UInt64, inode: UInt64)
-
     private init(fd: Int32, bytes: UnsafeMutableRawPointer, isWritable: Bool) {
         (self.fd, self.bytes, self.isWritable) = (fd, bytes, isWritable)
-        var info = stat()
-        identity = fstat(fd, &info) == 0 ? (UInt64(info.st_dev), UInt64(info.st_ino)) : (0, 0)
     }
 
     deinit {
@@ -134,11 +129,14 @@ final class SharedState: @unchecked Sendable {
     /// Whether the folder's `stash-shared` is still this file: not deleted, nor replaced by another
     /// file. A writer of a store shared by several writer processes checks before each operation: one
     /// that opens after the file was deleted creates another, and writers on two files would not see
-    /// each other's changes (one `fstatat`).
-    func isAtPath(in folder: FolderHandle) -> Bool {
-        var named = stat()
-        guard fstatat(folder.fd, Self.name, &named, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
-        return identity == (UInt64(named.st_dev), UInt64(named.st_ino))
+    /// each other's changes. One `fstat` of the open file (deleting it or renaming another over it
+    /// leaves it without a link), cheaper than looking the name up (`fstatat`).
+    var isAtPath: Bool { Self.isLinked(fd) }
+
+    /// Whether the open file `fd` still has a name (see ``isAtPath``).
+    static func isLinked(_ fd: Int32) -> Bool {
+        var info = stat()
+        return fstat(fd, &info) == 0 && info.st_nlink > 0
     }
 
     /// Says again that the store has writers in several processes (``hasSharedWriters``): a writer that
