@@ -4,8 +4,10 @@ import Foundation
 /// its disk index and its observers.
 ///
 /// Opening the same directory twice returns the same engine, so two `Storage`s (or a `Storage`
-/// and a `DiskStorage`) on one folder see each other's writes, in one order. Another process is
-/// kept out with an exclusive lock on the folder (``StorageError/inUse(directory:)``).
+/// and a `DiskStorage`) on one folder see each other's writes, in one order. Another process that
+/// would write is kept out with an exclusive lock on the folder (``StorageError/inUse(directory:)``),
+/// unless writers in several processes are allowed: each call then holds that lock while it runs
+/// (``DiskStore/beginSharedOperation()``).
 final class DiskEngine: @unchecked Sendable {
     // @unchecked Sendable: `store` is only touched on `queue` (through `sync`/`async`);
     // everything else is immutable or Sendable.
@@ -29,7 +31,8 @@ final class DiskEngine: @unchecked Sendable {
     /// Whether the store was opened read-only.
     let readOnly: Bool
     private let queueID: Int
-    /// A read-only engine: what its store has caught up to, checked outside the queue.
+    /// A read-only engine, or one of writers in several processes: what its store has caught up to,
+    /// checked outside the queue.
     private let followWatch: FollowWatch
 
     private static let queueKey = DispatchSpecificKey<Int>()
