@@ -62,7 +62,8 @@ extension DiskStore {
 
     /// Runs the read `body` without the lock if the shared file says nothing changed since this store's
     /// last operation; false if it did not, or the read found it needs the lock (a file another process
-    /// removed since, access records to write): the caller then runs it holding the lock.
+    /// removed since, access records to write, a call back into the store from inside it): the caller
+    /// then runs it holding the lock.
     ///
     /// The shared file must still be the one at its name (one `fstatat`, as under the lock): a process
     /// that opened the store after it was deleted publishes to another, which this store's mapping
@@ -75,6 +76,14 @@ extension DiskStore {
         sharedOperationError = nil
         body(self)
         readingWithoutLock = false
+        if holdsOperationLock {
+            // A call back into the store from inside the read took the lock (``DiskEngine``'s `run`):
+            // its catch-up may have replaced what the read found and kept in memory, so memory goes
+            // and the read runs again, holding the lock from the start.
+            invalidateMemory(nil)
+            endSharedOperation()
+            return false
+        }
         return !readNeededLock
     }
 
