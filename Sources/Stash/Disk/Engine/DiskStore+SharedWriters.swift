@@ -122,6 +122,7 @@ extension DiskStore {
     /// killed inside an operation (`announcing`: this open may then have changed the files, so the
     /// other processes open the store anew too).
     private func openAgainAsSharedWriter(announcing: Bool) throws {
+        let used = pendingUses()
         forgetIndex(seed: folder.storeID)
         followed = FollowedState()
         try open(publishing: announcing)
@@ -129,6 +130,33 @@ extension DiskStore {
         if let shared = folder.shared {
             shared.markSharedWriters() // a writer that kept the store to itself (its open moved the counter) cleared it
             noteCaughtUp(shared)
+        }
+        // Reads not yet written as access records count as use in the store opened anew too (its
+        // records may have moved: found again by key), so maxSize evicts by every read.
+        for (key, time) in used {
+            // Not when another process used it later (its access record was replayed).
+            guard let record = withIndex({ index in index.peek(key).map { $0.lastAccess <= time } == true ? index.touch(key, time: time) : nil })
+            else { continue }
+            noteAccess(record, time: time)
+        }
+    }
+
+    /// The keys and times of the reads this store has not written as access records yet, oldest first.
+    private func pendingUses() -> [(key: String, time: Double)] {
+        guard !pendingAccesses.isEmpty else { return [] }
+        struct Position: Hashable {
+            var segment: UInt32
+            var offset: UInt32
+        }
+        var keys: [Position: String] = [:]
+        let wanted = Set(pendingAccesses.map { Position(segment: $0.segment, offset: $0.offset) })
+        withIndex { index in
+            for (key, record) in index.entries where wanted.contains(Position(segment: record.segment, offset: record.offset)) {
+                keys[Position(segment: record.segment, offset: record.offset)] = key
+            }
+        }
+        return pendingAccesses.compactMap { access in
+            keys[Position(segment: access.segment, offset: access.offset)].map { ($0, access.time) }
         }
     }
 
