@@ -47,9 +47,9 @@ extension DiskStore {
         do {
             if interrupted || shared.counter != followed.counter || needsSharedReopen {
                 let changes = needsSharedReopen ? [] : unseenChanges(after: active?.id, from: active?.length ?? 0)
-                let keys = keysBefore(changes)
+                let before = foreignBefore(changes)
                 try openAgainAsSharedWriter(announcing: interrupted)
-                publishForeign(changes, keysBefore: keys)
+                publishForeign(changes, before: before)
             } else if shared.publishedLength != followed.length {
                 shared.acquire()
                 if !replayAppended(upTo: shared.publishedLength) { try openAgainAsSharedWriter(announcing: false) }
@@ -178,7 +178,7 @@ extension DiskStore {
         let changes = isObserved ? bytes.withUnsafeBytes { raw in
             Self.foreignChanges(in: raw, appended.map { ($0.record, $0.offset - start, $0.length) })
         } : []
-        let keys = keysBefore(changes)
+        let before = foreignBefore(changes)
         var replayer = Replayer()
         withIndex { index in
             for (record, offset, length) in appended {
@@ -198,7 +198,7 @@ extension DiskStore {
         }
         file.length = length
         changesSinceDirectory += appended.count
-        publishForeign(changes, keysBefore: keys)
+        publishForeign(changes, before: before)
         return true
     }
 }
