@@ -284,7 +284,13 @@ final class DiskEngine: @unchecked Sendable {
     /// (``DiskStore/readNeededLock``).
     @inline(never)
     private func run(readsWithoutLock: Bool = false, _ body: (DiskStore) -> Void) {
-        if isOnQueue { return body(store) }
+        if isOnQueue {
+            // A call from inside a read that runs without the lock (a transformer that calls back into
+            // the store): it must not write beside another process, so the lock is taken (and the store
+            // caught up) here; the read runs again once it ends (``DiskStore/readWithoutLock(_:)``).
+            if store.readingWithoutLock, !store.holdsOperationLock { store.beginSharedOperation() }
+            return body(store)
+        }
         var before: UInt64 = 0
         var after: UInt64 = 0
         queue.sync { // the non-generic overload: `() -> Void`

@@ -66,34 +66,51 @@ extension DiskStore {
         }
     }
 
-    /// Tells this process's observers of `changes`, in order, once the index holds them; `keysBefore`
-    /// are the keys the store had before them (what a `clear` among them removed).
-    func publishForeign(_ changes: [ForeignChange], keysBefore: Set<String>) {
+    /// Tells this process's observers of `changes`, in order, once the index holds them; `before` is
+    /// what the store had before them (the keys a `clear` among them removed, the values sets replaced).
+    func publishForeign(_ changes: [ForeignChange], before: ForeignBefore) {
         guard let observers, !changes.isEmpty else { return }
-        var keys = keysBefore
+        var (keys, replaced) = (before.keys, before.values)
         for change in changes {
             switch change {
             case .set(let key, let inline, let file):
                 // A file an overwrite after it replaced may be gone: that overwrite is told instead.
                 guard let value = inline ?? file.flatMap({ try? values.read($0.id, size: $0.size, hash: $0.hash) }) else { continue }
                 keys.insert(key)
-                observers.publish(.set(key: key, value: value, previous: nil))
+                let previous = replaced.updateValue(value, forKey: key)
+                observers.publish(.set(key: key, value: value, previous: previous))
             case .remove(let key):
+                replaced[key] = nil
                 // A tombstone of a key that was not there removed nothing.
                 if keys.remove(key) != nil { observers.publish(.remove(keys: [key], reason: .removed)) }
             case .clear:
                 observers.publish(.removeAll(keys: keys.sorted()))
                 keys = []
+                replaced = [:]
             }
         }
     }
 
-    /// The keys before `changes` apply that ``publishForeign(_:keysBefore:)`` needs: every key if they
-    /// hold a `clear`, else those of theirs the store has.
-    func keysBefore(_ changes: [ForeignChange]) -> Set<String> {
-        if changes.contains(where: { if case .clear = $0 { true } else { false } }) { return Set(keys) }
-        var present = Set<String>()
-        for case .remove(let key) in changes where record(forKey: key) != nil { present.insert(key) }
-        return present
+    /// What ``publishForeign(_:before:)`` needs of the store before `changes` apply: every key if they
+    /// hold a `clear`, else those of their removals the store has; and for the keys their sets change
+    /// that key observers watch, the value the store has (`KeyChange.edit(before:after:)`, as for this
+    /// process's own writes). Read before the index takes the changes.
+    func foreignBefore(_ changes: [ForeignChange]) -> ForeignBefore {
+        var before = ForeignBefore()
+        if changes.contains(where: { if case .clear = $0 { true } else { false } }) {
+            before.keys = Set(keys)
+        } else {
+            for case .remove(let key) in changes where record(forKey: key) != nil { before.keys.insert(key) }
+        }
+        for case .set(let key, _, _) in changes where before.values[key] == nil && observers?.hasKeyObservers(key) == true {
+            if let record = record(forKey: key), let data = try? load(key, record) { before.values[key] = data }
+        }
+        return before
     }
+}
+
+/// The store's keys and values before another process's changes (``DiskStore/foreignBefore(_:)``).
+struct ForeignBefore {
+    var keys = Set<String>()
+    var values: [String: Data] = [:]
 }

@@ -88,9 +88,9 @@ extension DiskStore {
         }
         if shared.counter != followed.counter {
             let changes = unseenChanges(after: followed.segment, from: followed.segment.flatMap { segments[$0]?.length } ?? 0)
-            let keys = keysBefore(changes)
+            let before = foreignBefore(changes)
             openAgainForReading()
-            publishForeign(changes, keysBefore: keys)
+            publishForeign(changes, before: before)
             return true
         }
         let length = shared.publishedLength
@@ -169,7 +169,7 @@ extension DiskStore {
         let changes = isObserved ? bytes.withUnsafeBytes { raw in
             Self.foreignChanges(in: raw, pending.map { ($0.record, $0.offset - start, $0.length) })
         } : []
-        let keys = keysBefore(changes)
+        let before = foreignBefore(changes)
         var replayer = followed.replayer
         followed.replayer = Replayer() // `replayer` the only reference: its map is changed in place
         withIndex { index in
@@ -182,7 +182,7 @@ extension DiskStore {
         }
         followed.replayer = replayer
         file.length = start + scan.validEnd
-        publishForeign(changes, keysBefore: keys)
+        publishForeign(changes, before: before)
         return true
     }
 }

@@ -47,9 +47,9 @@ extension DiskStore {
         do {
             if interrupted || shared.counter != followed.counter || needsSharedReopen {
                 let changes = needsSharedReopen ? [] : unseenChanges(after: active?.id, from: active?.length ?? 0)
-                let keys = keysBefore(changes)
+                let before = foreignBefore(changes)
                 try openAgainAsSharedWriter(announcing: interrupted)
-                publishForeign(changes, keysBefore: keys)
+                publishForeign(changes, before: before)
             } else if shared.publishedLength != followed.length {
                 shared.acquire()
                 if !replayAppended(upTo: shared.publishedLength) { try openAgainAsSharedWriter(announcing: false) }
@@ -62,7 +62,8 @@ extension DiskStore {
 
     /// Runs the read `body` without the lock if the shared file says nothing changed since this store's
     /// last operation; false if it did not, or the read found it needs the lock (a file another process
-    /// removed since, access records to write): the caller then runs it holding the lock.
+    /// removed since, access records to write, a call back into the store from inside it): the caller
+    /// then runs it holding the lock.
     ///
     /// The shared file must still be the one at its name (one `fstat`, as under the lock): a process
     /// that opened the store after it was deleted publishes to another, which this store's mapping
@@ -75,6 +76,14 @@ extension DiskStore {
         sharedOperationError = nil
         body(self)
         readingWithoutLock = false
+        if holdsOperationLock {
+            // A call back into the store from inside the read took the lock (``DiskEngine``'s `run`):
+            // its catch-up may have replaced what the read found and kept in memory, so memory goes
+            // and the read runs again, holding the lock from the start.
+            invalidateMemory(nil)
+            endSharedOperation()
+            return false
+        }
         return !readNeededLock
     }
 
@@ -113,6 +122,7 @@ extension DiskStore {
     /// killed inside an operation (`announcing`: this open may then have changed the files, so the
     /// other processes open the store anew too).
     private func openAgainAsSharedWriter(announcing: Bool) throws {
+        let used = pendingUses()
         forgetIndex(seed: folder.storeID)
         followed = FollowedState()
         try open(publishing: announcing)
@@ -120,6 +130,33 @@ extension DiskStore {
         if let shared = folder.shared {
             shared.markSharedWriters() // a writer that kept the store to itself (its open moved the counter) cleared it
             noteCaughtUp(shared)
+        }
+        // Reads not yet written as access records count as use in the store opened anew too (its
+        // records may have moved: found again by key), so maxSize evicts by every read.
+        for (key, time) in used {
+            // Not when another process used it later (its access record was replayed).
+            guard let record = withIndex({ index in index.peek(key).map { $0.lastAccess <= time } == true ? index.touch(key, time: time) : nil })
+            else { continue }
+            noteAccess(record, time: time)
+        }
+    }
+
+    /// The keys and times of the reads this store has not written as access records yet, oldest first.
+    private func pendingUses() -> [(key: String, time: Double)] {
+        guard !pendingAccesses.isEmpty else { return [] }
+        struct Position: Hashable {
+            var segment: UInt32
+            var offset: UInt32
+        }
+        var keys: [Position: String] = [:]
+        let wanted = Set(pendingAccesses.map { Position(segment: $0.segment, offset: $0.offset) })
+        withIndex { index in
+            for (key, record) in index.entries where wanted.contains(Position(segment: record.segment, offset: record.offset)) {
+                keys[Position(segment: record.segment, offset: record.offset)] = key
+            }
+        }
+        return pendingAccesses.compactMap { access in
+            keys[Position(segment: access.segment, offset: access.offset)].map { ($0, access.time) }
         }
     }
 
@@ -141,7 +178,7 @@ extension DiskStore {
         let changes = isObserved ? bytes.withUnsafeBytes { raw in
             Self.foreignChanges(in: raw, appended.map { ($0.record, $0.offset - start, $0.length) })
         } : []
-        let keys = keysBefore(changes)
+        let before = foreignBefore(changes)
         var replayer = Replayer()
         withIndex { index in
             for (record, offset, length) in appended {
@@ -161,7 +198,7 @@ extension DiskStore {
         }
         file.length = length
         changesSinceDirectory += appended.count
-        publishForeign(changes, keysBefore: keys)
+        publishForeign(changes, before: before)
         return true
     }
 }
