@@ -232,6 +232,25 @@ struct KeyDirectory {
         }
     }
 
+    /// The keys of the live entries whose records are at `positions` (segment, offset), found in the base by
+    /// their hashes (`positions`' values) and among the entries written since it: without a pass over the base.
+    func keys(at positions: [UInt64: UInt64]) -> [UInt64: String] {
+        var found: [UInt64: String] = [:]
+        for (key, entry) in overlay {
+            let position = UInt64(entry.record.segment) << 32 | UInt64(entry.record.offset)
+            if positions[position] != nil { found[position] = key }
+        }
+        if let base {
+            for (position, hash) in positions where found[position] == nil {
+                if let slot = base.find(hash: hash, segment: UInt32(position >> 32), offset: UInt32(truncatingIfNeeded: position)),
+                   !isShadowed(slot), let key = base.key(at: slot) {
+                    found[position] = key
+                }
+            }
+        }
+        return found
+    }
+
     /// The entries written or changed since the base, in no particular order (replay maps their positions).
     var overlayEntries: [(key: String, value: DiskRecord)] {
         overlay.map { ($0.key, $0.value.record) }

@@ -141,23 +141,15 @@ extension DiskStore {
         }
     }
 
-    /// The keys and times of the reads this store has not written as access records yet, oldest first.
+    /// The keys and times of the reads this store has not written as access records yet, oldest first
+    /// (found by the position and hash each one names: no pass over the whole index).
     private func pendingUses() -> [(key: String, time: Double)] {
         guard !pendingAccesses.isEmpty else { return [] }
-        struct Position: Hashable {
-            var segment: UInt32
-            var offset: UInt32
-        }
-        var keys: [Position: String] = [:]
-        let wanted = Set(pendingAccesses.map { Position(segment: $0.segment, offset: $0.offset) })
-        withIndex { index in
-            for (key, record) in index.entries where wanted.contains(Position(segment: record.segment, offset: record.offset)) {
-                keys[Position(segment: record.segment, offset: record.offset)] = key
-            }
-        }
-        return pendingAccesses.compactMap { access in
-            keys[Position(segment: access.segment, offset: access.offset)].map { ($0, access.time) }
-        }
+        func position(_ segment: UInt32, _ offset: UInt32) -> UInt64 { UInt64(segment) << 32 | UInt64(offset) }
+        var hashes: [UInt64: UInt64] = [:]
+        for access in pendingAccesses { hashes[position(access.segment, access.offset)] = access.keyHash }
+        let keys = withIndex { $0.keys(at: hashes) }
+        return pendingAccesses.compactMap { access in keys[position(access.segment, access.offset)].map { ($0, access.time) } }
     }
 
     /// Replays the records other processes appended to the active segment since this store's last
