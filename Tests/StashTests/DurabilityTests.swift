@@ -67,6 +67,20 @@ struct DurabilityTests {
                 "the record was appended before the value file's name was durable: \(calls)")
     }
 
+    @Test("a durable write into a segment a write without durable started flushes the folder before its record counts",
+          .enabled(if: Strace.isAvailable))
+    func durableWriteIntoSegmentStartedWithoutDurable() throws {
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        try #require(try traceStash(["set", "key", "value"], store: store, in: folder).status == 0) // its segment's name never flushed
+        let run = try traceStash(["set", "--durable", "key", "newer value"], store: store, in: folder)
+        #expect(run.status == 0)
+        let resolved = Self.resolved(store)
+        let append = try #require(run.calls.firstIndex { $0.isWrite && Self.isSegment($0.path, in: resolved) }, "\(run.calls)")
+        #expect(run.calls[..<append].contains { $0.isSync && $0.path == resolved },
+                "the folder (and so the segment's name) was not flushed before the durable record: \(run.calls)")
+    }
+
     @Test("a default write appends to the segment and calls no fsync", .enabled(if: Strace.isAvailable))
     func defaultWriteDoesNotSync() throws {
         let folder = TemporaryDirectory()

@@ -40,6 +40,10 @@ extension DiskStore {
             try replay(own, from: nil)
         }
         try finishOpening(valueFiles: files.values, directorySegment: directory?.segment)
+        // A durable store appends to a segment that a process without `durable` may have started (this
+        // store's past, or another writer's): a durable record in it counts as written only once the
+        // segment's name is on stable storage, as for the segments it starts itself.
+        if durable, !readOnly { try? folder.handle.sync() } // best effort: a folder that cannot be flushed (read-only) takes no writes anyway
         // Without a usable directory, a large store writes one when it closes, even if nothing changed.
         if directory == nil { changesSinceDirectory = 1 }
         if publishing { publishStructure() } // a writer: readers in other processes open the store anew
