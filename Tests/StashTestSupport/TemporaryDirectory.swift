@@ -19,12 +19,13 @@ public final class TemporaryDirectory: Sendable {
 
     public var path: String { url.path }
 
-    /// A disk configuration for a store named `name` inside this directory.
-    public func diskConfig(_ name: String = "store", expiry: Expiry = .never, maxSize: Int = 0) -> DiskConfig {
-        DiskConfig(name: name, expiry: expiry, maxSize: maxSize, directory: url)
+    /// A disk configuration for a store named `name` inside this directory (shared with writers in
+    /// other processes with `sharedWriters`).
+    public func diskConfig(_ name: String = "store", expiry: Expiry = .never, maxSize: Int = 0, sharedWriters: Bool = false) -> DiskConfig {
+        DiskConfig(name: name, expiry: expiry, maxSize: maxSize, directory: url, allowsWritersInOtherProcesses: sharedWriters)
     }
 
-    /// The store folder of ``diskConfig(_:expiry:maxSize:)``.
+    /// The store folder of ``diskConfig(_:expiry:maxSize:sharedWriters:)``.
     public func storePath(_ name: String = "store") -> String {
         url.appendingPathComponent(name).path
     }

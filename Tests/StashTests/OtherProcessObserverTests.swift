@@ -14,8 +14,7 @@ struct OtherProcessObserverTests {
     func observersHearOtherProcess(sharedWriters: Bool) throws {
         let folder = TemporaryDirectory()
         do { _ = try DiskStorage(config: folder.diskConfig(), transformer: TransformerFactory.forData()) } // creates the store
-        var config = folder.diskConfig()
-        config.allowsWritersInOtherProcesses = sharedWriters
+        var config = folder.diskConfig(sharedWriters: sharedWriters)
         config.readOnly = !sharedWriters
         let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
         let changes = Recorder<StorageChange>()

@@ -29,11 +29,11 @@ struct SharedWriterAttack2Tests {
             }
             return data
         })
-        let hybrid = try Storage(diskConfig: sharedConfig(folder), memoryConfig: MemoryConfig(countLimit: 10), transformer: transformer)
+        let hybrid = try Storage(diskConfig: folder.diskConfig(sharedWriters: true), memoryConfig: MemoryConfig(countLimit: 10), transformer: transformer)
         storage.withLock { $0 = hybrid }
         defer { storage.withLock { $0 = nil } }
         // Written through a DiskStorage of the same engine: not in the memory layer, so the read goes to disk.
-        let disk = try DiskStorage(config: sharedConfig(folder), transformer: TransformerFactory.forData())
+        let disk = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
         try disk.setObject(Data("trigger".utf8), forKey: "t")
 
         let holder = try ChildProcess(try executable("StashTorture"), ["lock-folder", folder.storePath()], input: .held)
@@ -57,7 +57,7 @@ struct SharedWriterAttack2Tests {
     @Test("a read's use survives another process opening the store before this process's next call: maxSize evicts the value not read, not the one read")
     func readSurvivesAnotherProcessesOpen() throws {
         let folder = TemporaryDirectory()
-        var config = sharedConfig(folder)
+        var config = folder.diskConfig(sharedWriters: true)
         config.maxSize = 5_500
         let storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
         for index in 0..<5 { try storage.setObject(value("k\(index)", UInt64(index + 1)), forKey: "k\(index)") }
@@ -76,7 +76,7 @@ struct SharedWriterAttack2Tests {
     @Test("a key observer hears another process's overwrite as an edit from the value it replaced")
     func foreignOverwriteHasBefore() throws {
         let folder = TemporaryDirectory()
-        let storage = try Storage(diskConfig: sharedConfig(folder), memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
+        let storage = try Storage(diskConfig: folder.diskConfig(sharedWriters: true), memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
         let edits = Recorder<String>()
         storage.addObserver(edits, forKey: "k") { recorder, _, change in
             switch change {
@@ -109,7 +109,7 @@ struct SharedWriterAttack2Tests {
     func writersCountAfterAllClosed() throws {
         let folder = TemporaryDirectory()
         do {
-            let storage = try DiskStorage(config: sharedConfig(folder), transformer: TransformerFactory.forData())
+            let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
             try storage.setObject(value("a", 1), forKey: "a")
             // `attack` closes its storage at the end of its input (`step` exits without closing: a killed writer).
             let other = try ChildProcess(try executable("StashTorture"), ["attack", folder.storePath(), "--tag", "1"], input: .held)
@@ -145,12 +145,6 @@ struct SharedWriterAttack2Tests {
 
     private func executable(_ name: String) throws -> URL {
         try #require(builtExecutable(named: name), "\(name) was not built next to the tests")
-    }
-
-    private func sharedConfig(_ folder: TemporaryDirectory) -> DiskConfig {
-        var config = folder.diskConfig()
-        config.allowsWritersInOtherProcesses = true
-        return config
     }
 
     /// A self-verifying value of `key` with sequence number `sequence` (as `StashTorture` writes them).

@@ -21,7 +21,7 @@ struct SharedWriterAttackTests {
     @Test("stash-shared deleted while a writer process has the store open: a writer that opens after it and the one open before see each other's writes")
     func sharedFileDeleted() throws {
         let folder = TemporaryDirectory()
-        let storage = try DiskStorage(config: sharedConfig(folder), transformer: TransformerFactory.forData())
+        let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
         try storage.setObject(value("a", 1), forKey: "a")
         try FileManager.default.removeItem(atPath: folder.storePath() + "/stash-shared")
         let other = try attacker(folder, tag: 1)
@@ -42,7 +42,7 @@ struct SharedWriterAttackTests {
     @Test("stash-shared replaced by a FIFO while a writer process has the store open: a new writer is refused, the open one refuses writes it could not publish, and both go on once it is removed")
     func sharedFileReplacedByFIFO() throws {
         let folder = TemporaryDirectory()
-        let storage = try DiskStorage(config: sharedConfig(folder), transformer: TransformerFactory.forData())
+        let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
         try storage.setObject(value("a", 1), forKey: "a")
         let sharedPath = folder.storePath() + "/stash-shared"
         try FileManager.default.removeItem(atPath: sharedPath)
@@ -78,7 +78,7 @@ struct SharedWriterAttackTests {
         opener.closeInput()
         #expect(opener.wait(upTo: 30) && opener.status == 0, "\(opener.errors)")
         // This process opens after that: no value file is left, and it writes one.
-        let storage = try DiskStorage(config: sharedConfig(folder), transformer: TransformerFactory.forData())
+        let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
         try storage.setObject(value("mine", 7, size: 300_000), forKey: "mine")
         clearer.closeInput() // its close waits for its deletions
         #expect(clearer.wait(upTo: 60), "\(clearer.errors)")
@@ -115,7 +115,7 @@ struct SharedWriterAttackTests {
           .enabled(if: Strace.isAvailable), arguments: [("fsync", 1), ("fsync", 2), ("?unlink,unlinkat", 2)])
     func killInsideCompaction(syscall: String, occurrence: Int) throws {
         let folder = TemporaryDirectory()
-        let storage = try DiskStorage(config: sharedConfig(folder), transformer: TransformerFactory.forData())
+        let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
         for index in 0..<50 { try storage.setObject(value("m\(index)", UInt64(index + 1)), forKey: "m\(index)") }
         // No fsync before a compaction: the store exists (no marker written), writes are not durable.
         let child = try attacker(folder, tag: 1, strace: Array(Strace.arguments(killAt: syscall, occurrence: occurrence, command: []).dropLast()))
@@ -141,7 +141,7 @@ struct SharedWriterAttackTests {
           .enabled(if: Strace.isAvailable), arguments: [("fsync", 1), ("?rename,renameat,renameat2", 1), ("", 0)])
     func killInsideDirectoryWriteAtClose(syscall: String, occurrence: Int) throws {
         let folder = TemporaryDirectory()
-        let storage = try DiskStorage(config: sharedConfig(folder), transformer: TransformerFactory.forData())
+        let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
         try storage.setObject(value("mine", 1), forKey: "mine")
         let command = occurrence == 0 ? [] : Array(Strace.arguments(killAt: syscall, occurrence: occurrence, command: []).dropLast())
         let child = try attacker(folder, tag: 1, strace: command.isEmpty ? nil : command)
@@ -182,7 +182,7 @@ struct SharedWriterAttackTests {
     @Test("held: 15 kills of a process writing batches at random moments, beside another writer: every key of a batch reads the same batch, the last acknowledged or a later one")
     func killsWhileWritingBatches() throws {
         let folder = TemporaryDirectory()
-        let storage = try DiskStorage(config: sharedConfig(folder), transformer: TransformerFactory.forData())
+        let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
         let keys = (0..<6).map { "b\($0)" }
         var random = SeededGenerator(seed: 99)
         var acknowledged: UInt64 = 0
@@ -210,7 +210,7 @@ struct SharedWriterAttackTests {
     @Test("held: canonically equivalent keys across processes: a key written in NFC by one process is read, overwritten and removed in NFD by the other, through replay, reopen and a large value")
     func canonicallyEquivalentKeys() throws {
         let folder = TemporaryDirectory()
-        let storage = try DiskStorage(config: sharedConfig(folder), transformer: TransformerFactory.forData())
+        let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
         let other = try attacker(folder, tag: 1)
         defer { other.end() }
         let pairs = [("caf\u{E9}", "cafe\u{301}"), ("\u{D55C}", "\u{1112}\u{1161}\u{11AB}"), ("\u{C5}ngstr\u{F6}m", "A\u{30A}ngstro\u{308}m")]
@@ -236,7 +236,7 @@ struct SharedWriterAttackTests {
     @Test("held: a process with maxSize trims values another process without one wrote; both then agree on what is left")
     func trimmingBesideAnotherWriter() throws {
         let folder = TemporaryDirectory()
-        var config = sharedConfig(folder)
+        var config = folder.diskConfig(sharedWriters: true)
         config.maxSize = 200_000
         let storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
         let other = try attacker(folder, tag: 1)
@@ -258,7 +258,7 @@ struct SharedWriterAttackTests {
     func expiryAcrossProcesses() throws {
         let folder = TemporaryDirectory()
         let later = Date().addingTimeInterval(7_200)
-        let storage = try DiskStorage(config: sharedConfig(folder), transformer: TransformerFactory.forData(), now: { later })
+        let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData(), now: { later })
         let other = try attacker(folder, tag: 1)
         defer { other.end() }
         #expect(other.ask("expiring \(hexKey("soon")) 10 3600").hasPrefix("wrote"))
@@ -277,7 +277,7 @@ struct SharedWriterAttackTests {
     @Test("held: the async API and the memory layer of a Storage see another process's overwrites, large values and removals")
     func asyncAndMemoryAcrossProcesses() async throws {
         let folder = TemporaryDirectory()
-        let storage = try Storage(diskConfig: sharedConfig(folder), memoryConfig: MemoryConfig(countLimit: 100), transformer: TransformerFactory.forData())
+        let storage = try Storage(diskConfig: folder.diskConfig(sharedWriters: true), memoryConfig: MemoryConfig(countLimit: 100), transformer: TransformerFactory.forData())
         let other = try attacker(folder, tag: 1, extra: ["--memory"])
         defer { other.end() }
         for step in 1...60 {
@@ -306,7 +306,7 @@ struct SharedWriterAttackTests {
         defer { watchdog.cancel() }
         try #require(writer.waitForOutput(), "\(writer.errors)")
         for round in 1...40 {
-            let storage = try DiskStorage(config: sharedConfig(folder), transformer: TransformerFactory.forData())
+            let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
             try storage.setObject(value("mine\(round % 4)", UInt64(round), size: round % 10 == 0 ? 300_000 : 200), forKey: "mine\(round % 4)")
             #expect(sequence(try? storage.object(forKey: "mine\(round % 4)"), "mine\(round % 4)") == UInt64(round))
             _ = storage.allKeys
@@ -322,12 +322,6 @@ struct SharedWriterAttackTests {
 
     private func executable(_ name: String) throws -> URL {
         try #require(builtExecutable(named: name), "\(name) was not built next to the tests")
-    }
-
-    private func sharedConfig(_ folder: TemporaryDirectory) -> DiskConfig {
-        var config = folder.diskConfig()
-        config.allowsWritersInOtherProcesses = true
-        return config
     }
 
     /// A self-verifying value of `key` with sequence number `sequence` (as `StashTorture` writes them).
@@ -375,7 +369,7 @@ struct SharedWriterAttackTests {
         var storage = storage
         storage = nil
         withExtendedLifetime(storage) {}
-        let disk = try DiskStorage(config: sharedConfig(folder), transformer: TransformerFactory.forData())
+        let disk = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
         var sequences: [String: UInt64] = [:]
         var wrong: [String] = []
         for key in disk.allKeys {

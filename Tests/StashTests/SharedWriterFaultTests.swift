@@ -15,8 +15,7 @@ struct SharedWriterFaultTests {
     @Test("the shared file deleted or replaced while two writer processes run: each goes on seeing the other's writes", arguments: [false, true])
     func sharedFileDeletedOrReplaced(replaced: Bool) throws {
         let folder = TemporaryDirectory()
-        var config = folder.diskConfig()
-        config.allowsWritersInOtherProcesses = true
+        let config = folder.diskConfig(sharedWriters: true)
         let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
         let other = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath(), "--shared"], input: .held)
         let watchdog = Watchdog(other, seconds: 120)
@@ -50,8 +49,7 @@ struct SharedWriterFaultTests {
     @Test("the shared file deleted, then a writer process opens (a new one) and writes: this process's memory hits and existsObject see it at once")
     func memoryHitAfterSharedFileDeleted() throws {
         let folder = TemporaryDirectory()
-        var config = folder.diskConfig()
-        config.allowsWritersInOtherProcesses = true
+        let config = folder.diskConfig(sharedWriters: true)
         let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
         try storage.setObject(Data("mine".utf8), forKey: "k")
         #expect(try storage.object(forKey: "k") == Data("mine".utf8)) // a copy in memory
@@ -72,8 +70,7 @@ struct SharedWriterFaultTests {
     @Test("a process that holds the store's lock and does not let go: a writer's call throws inUse after the wait, and works once that process is gone")
     func stuckHolderTimesOut() throws {
         let folder = TemporaryDirectory()
-        var config = folder.diskConfig()
-        config.allowsWritersInOtherProcesses = true
+        let config = folder.diskConfig(sharedWriters: true)
         let storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
         try storage.setObject(Data("before".utf8), forKey: "k")
         // Holds the folder's lock as a stopped writer would (StashTorture lock-folder takes it with flock).

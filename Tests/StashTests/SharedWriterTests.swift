@@ -89,8 +89,7 @@ struct SharedWriterTests {
     @Test("a writer process sees another writer process's write once it returned, its memory layer included")
     func writerSeesOtherWriter() throws {
         let folder = TemporaryDirectory()
-        var config = folder.diskConfig()
-        config.allowsWritersInOtherProcesses = true
+        let config = folder.diskConfig(sharedWriters: true)
         let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 100), transformer: TransformerFactory.forData())
         let other = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath(), "--shared"], input: .held)
         let watchdog = Watchdog(other, seconds: 120)
@@ -119,8 +118,7 @@ struct SharedWriterTests {
     @Test("a process that opens without the setting keeps the store to itself: the shared writers' calls throw inUse meanwhile, and go on after")
     func soleWriterExcludesSharedWriters() throws {
         let folder = TemporaryDirectory()
-        var config = folder.diskConfig()
-        config.allowsWritersInOtherProcesses = true
+        let config = folder.diskConfig(sharedWriters: true)
         let shared = try DiskStorage(config: config, transformer: TransformerFactory.forData())
         try shared.setObject(Data("before".utf8), forKey: "key")
         let sole = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath()], input: .held)
@@ -196,8 +194,7 @@ struct SharedWriterTests {
 
     /// Every key's sequence number in the store now, and the keys whose value is no complete value of theirs.
     private func finalState(of folder: TemporaryDirectory) throws -> (sequences: [String: UInt64], wrong: [String]) {
-        var config = folder.diskConfig()
-        config.allowsWritersInOtherProcesses = true
+        let config = folder.diskConfig(sharedWriters: true)
         let disk = try DiskStorage(config: config, transformer: TransformerFactory.forData())
         var sequences: [String: UInt64] = [:]
         var wrong: [String] = []

@@ -188,22 +188,22 @@ final class DiskStore {
             // directory) follows what the other processes did.
             beginSharedOperation()
             defer { endSharedOperation() }
-            housekeeping.wait()
-            guard sharedOperationError == nil else { return }
+            guard sharedOperationError == nil else { return housekeeping.wait() }
             folder.shared?.removeSharedWriter()
-            try? flushAccesses()
-            let count = withIndex { $0.count }
-            if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, count >= thresholds.directoryMinimum { try? writeDirectory(thenMap: false) }
-            try? groupCommit.switchFile(to: nil)
-            return
+            return finishWriting()
         }
         defer {
             folder.shared?.unlock()
             folder.handle.unlock()
         }
         guard !readOnly else { return }
-        // A removeAll's deletions finish first: the next opener (a `stash check` right after a
-        // `stash clear`, say) must not find the old segments still there.
+        finishWriting()
+    }
+
+    /// A writer's last work before its files close: a removeAll's deletions finish first (the next
+    /// opener, a `stash check` right after a `stash clear`, say, must not find the old segments still
+    /// there), then the pending access records, a key directory for a large store, the last flush.
+    private func finishWriting() {
         housekeeping.wait()
         try? flushAccesses()
         let count = withIndex { $0.count }

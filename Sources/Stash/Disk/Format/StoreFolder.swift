@@ -125,13 +125,14 @@ final class StoreFolder {
         }
     }
 
-    /// Takes the folder's exclusive lock for one operation of a store shared by several writer
-    /// processes, waiting while another of them (or a reader opening the store) holds it.
-    /// - Throws: ``StorageError/inUse(directory:)`` when a writer that keeps the store to itself (opened
-    ///   without ``DiskConfig/allowsWritersInOtherProcesses``) holds it: that one holds it for its life.
     /// How long a writer in several processes waits for another process's operation (10 s).
     static let operationLockTimeout = DispatchTimeInterval.seconds(10)
 
+    /// Takes the folder's exclusive lock for one operation of a store shared by several writer
+    /// processes, waiting while another of them (or a reader opening the store) holds it.
+    /// - Throws: ``StorageError/inUse(directory:)`` when a writer that keeps the store to itself (opened
+    ///   without ``DiskConfig/allowsWritersInOtherProcesses``) holds it: that one holds it for its life,
+    ///   or when a holder keeps it for ``operationLockTimeout``.
     func lockForOperation() throws {
         try Self.lockForOperation(handle, shared: shared)
     }
