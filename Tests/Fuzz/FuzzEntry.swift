@@ -59,7 +59,7 @@ private func fuzzDirectory(_ bytes: [UInt8]) {
     withUnsafeBytes(of: body.littleEndian) { sealed.replaceSubrange(80..<88, with: $0) }
     let header = sealed[0..<120].withUnsafeBytes { XXH64.hash($0) }
     withUnsafeBytes(of: header.littleEndian) { sealed.replaceSubrange(120..<128, with: $0) }
-    guard let mapped = sealed.withUnsafeBytes({ MappedDirectory(copying: $0) }) else { return }
+    guard let mapped = sealed.withUnsafeBytes({ LoadedDirectory(copying: $0) }) else { return }
     var directory = KeyDirectory(seed: 7, base: mapped)
     for key in directory.keys.prefix(64) {
         _ = directory.peek(key)

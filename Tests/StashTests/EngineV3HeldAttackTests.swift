@@ -137,7 +137,7 @@ struct EngineV3HeldAttackTests {
             }
         }
         defer { bytes.deallocate() }
-        let base = try #require(MappedDirectory(copying: UnsafeRawBufferPointer(bytes)))
+        let base = try #require(LoadedDirectory(copying: UnsafeRawBufferPointer(bytes)))
         var directory = KeyDirectory(seed: seed, base: base)
         var recency: [String: UInt64] = [:]
         for (number, entry) in entries.enumerated() { recency[entry.key] = UInt64(number) }
@@ -363,7 +363,7 @@ struct EngineV3HeldAttackTests {
             }
         }
         defer { bytes.deallocate() }
-        let base = try #require(MappedDirectory(copying: UnsafeRawBufferPointer(bytes)))
+        let base = try #require(LoadedDirectory(copying: UnsafeRawBufferPointer(bytes)))
         let slots = keys.map { base.find($0, hash: hash) }
         #expect(Set(slots.compactMap { $0 }).count == 3)
         #expect(base.find("cafe\u{301}", hash: hash) == slots[2])

@@ -37,7 +37,7 @@ struct KeyDirectoryTests {
     }
 
     private static func directory(_ bytes: [UInt8]) -> KeyDirectory? {
-        bytes.withUnsafeBytes { MappedDirectory(copying: $0) }.map { KeyDirectory(seed: seed, base: $0) }
+        bytes.withUnsafeBytes { LoadedDirectory(copying: $0) }.map { KeyDirectory(seed: seed, base: $0) }
     }
 
     @Test("a directory maps to exactly the entries, order, position and totals it was written with")

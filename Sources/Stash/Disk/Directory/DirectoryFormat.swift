@@ -11,8 +11,8 @@ struct DirectoryPosition: Equatable {
     var tailHash: UInt64 = 0
 }
 
-/// The key directory file (`key-directory`): a hash table of every key, mapped when a store opens
-/// instead of decoded, so opening allocates nothing per key and reads only what lookups touch.
+/// The key directory file (`key-directory`): a hash table of every key, read whole when a store opens
+/// (one `pread`, two hashes) instead of decoded, so opening builds nothing per key.
 ///
 /// Layout (little-endian), written whole under a temporary name and renamed, never changed in place:
 ///

@@ -1,7 +1,7 @@
 /// The store's index: every key, where its record is, and how recently it was used.
 ///
-/// Two parts. The **base** is the key directory file the store opened with (``MappedDirectory``):
-/// mapped, not decoded, so opening a store costs no allocation per key. The **overlay** holds what
+/// Two parts. The **base** is the key directory file the store opened with (``LoadedDirectory``):
+/// read whole into one buffer, not decoded, so opening a store builds nothing per key. The **overlay** holds what
 /// changed since: keys written after the directory was, and base keys written or removed since
 /// (their base slot is then *shadowed*, one bit each). Writing a new directory (at compaction, and
 /// when a large store closes) folds the overlay into a new base.
@@ -14,7 +14,7 @@
 struct KeyDirectory {
     /// The key hash's seed: the store's identity.
     let seed: UInt64
-    private(set) var base: MappedDirectory?
+    private(set) var base: LoadedDirectory?
     private var shadowed: [UInt64] = []
     private var overlay: [String: Entry] = [:]
     /// Live entries.
@@ -35,7 +35,7 @@ struct KeyDirectory {
         case key(String)
     }
 
-    init(seed: UInt64, base: MappedDirectory? = nil) {
+    init(seed: UInt64, base: LoadedDirectory? = nil) {
         self.seed = seed
         self.base = base
         if let base {

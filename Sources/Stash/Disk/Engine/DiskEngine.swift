@@ -155,15 +155,13 @@ final class DiskEngine: @unchecked Sendable {
     }
 
     /// A read-only engine, or one of writers in several processes: catches up with what another process
-    /// did first if the shared file says it changed the store (two loads when it did not, and for a
-    /// writer one `fstat`; see ``DiskStore/catchUp()`` and ``DiskStore/beginSharedOperation()``).
+    /// did first if the shared file says it changed the store (two loads and one `fstat` when it did not; see ``DiskStore/catchUp()`` and ``DiskStore/beginSharedOperation()``).
     /// For the paths that answer without the queue (the index, memory hits); the queue's hop does it itself.
     @inline(__always)
     func followOtherProcesses() {
         guard readOnly || sharedWriters else { return }
-        // Writers in several processes: the file must also still be the one at its name (a process
-        // that opened the store after it was deleted publishes to another).
-        guard !followWatch.isCurrent || (sharedWriters && !followWatch.isInPlace) else { return }
+        // The file must also still be the one at its name, unchanged in place (``FollowWatch/isCurrent``).
+        guard !followWatch.isCurrent else { return }
         run { _ in }
     }
 

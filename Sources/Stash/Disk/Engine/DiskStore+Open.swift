@@ -8,7 +8,7 @@ import Musl
 #endif
 
 extension DiskStore {
-    /// Builds the index: the key directory mapped, if it is intact and matches the segments, then
+    /// Builds the index: the key directory read, if it is intact and matches the segments, then
     /// the records after it; without one, every record of every segment. Damaged records are skipped and
     /// reported (``recoveryIssues``); a writer then cuts a torn tail off, removes files no record
     /// names, and opens the last segment for appending.
@@ -28,7 +28,7 @@ extension DiskStore {
             for name in files.temporary { try? folder.handle.remove(name) }
         }
         let own = try ownSegments(files.segments)
-        var directory = mapDirectory(segments: own)
+        var directory = loadDirectory(segments: own)
         if try !replay(own, from: directory) {
             // The directory did not match the segments: start again from the segments alone.
             recoveryIssues.append(.corrupted("the key directory did not match the segments; they were replayed whole"))
@@ -141,10 +141,10 @@ extension DiskStore {
         return Int(info.st_size)
     }
 
-    /// Maps the key directory as the index's base; returns its position, or nil (and an empty
+    /// Reads the key directory as the index's base (``LoadedDirectory``); returns its position, or nil (and an empty
     /// index) if there is none, or it is damaged, another store's, or names a segment the store does
     /// not have (one restored from a backup, or one that names segments since merged away).
-    private func mapDirectory(segments: [SegmentFile]) -> DirectoryPosition? {
+    private func loadDirectory(segments: [SegmentFile]) -> DirectoryPosition? {
         withIndex { $0 = KeyDirectory(seed: folder.storeID) }
         totalSize = 0
         earliestExpiry = .infinity
@@ -159,19 +159,27 @@ extension DiskStore {
         }
         defer { FileIO.closeDescriptor(fd) }
         let salts = Dictionary(segments.map { ($0.id, $0.salt) }, uniquingKeysWith: { first, _ in first })
-        guard let mapped = MappedDirectory(fd: fd), mapped.header.store == folder.storeID,
-              mapped.header.segments.allSatisfy({ salts[$0.id] == $0.salt }),
-              salts[mapped.header.position.segment] == mapped.header.position.salt else {
+        let loaded: LoadedDirectory?
+        do {
+            loaded = try LoadedDirectory(fd: fd, path: folder.handle.filePath(StoreFolder.directoryName))
+        } catch {
+            // Unreadable says nothing of its content (a device locked under data protection, say): kept.
+            recoveryIssues.append(.corrupted("the key directory could not be read (\(error)); the segments were replayed whole"))
+            return nil
+        }
+        guard let loaded, loaded.header.store == folder.storeID,
+              loaded.header.segments.allSatisfy({ salts[$0.id] == $0.salt }),
+              salts[loaded.header.position.segment] == loaded.header.position.salt else {
             recoveryIssues.append(.corrupted("the key directory was damaged or stale; the segments were replayed whole"))
             var info = stat()
             if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG { discardStaleDirectory() } // a folder or FIFO is left alone
             return nil
         }
-        withIndex { $0 = KeyDirectory(seed: folder.storeID, base: mapped) }
-        totalSize = mapped.header.totalSize
-        earliestExpiry = mapped.header.earliestExpiry
-        values.raise(above: mapped.header.maxFileID)
-        return mapped.header.position
+        withIndex { $0 = KeyDirectory(seed: folder.storeID, base: loaded) }
+        totalSize = loaded.header.totalSize
+        earliestExpiry = loaded.header.earliestExpiry
+        values.raise(above: loaded.header.maxFileID)
+        return loaded.header.position
     }
 
     /// Removes the key directory an open found stale or damaged (a writer only). Left in place, it
@@ -314,7 +322,6 @@ extension DiskStore {
             folder.handle.unlock()
             fresh.shared?.operationInProgress = true
         }
-        retiredSharedStates.append(folder.shared) // mapped still: read off the queue (``FollowWatch``)
         folder = fresh
         values.handle = fresh.handle
         forgetIndex(seed: 0)
@@ -339,11 +346,11 @@ extension DiskStore {
         hasUnreadSegments = false
     }
 
-    /// Writes the key directory as of now, so that the next open maps it instead of replaying every
-    /// record, and maps it as the index's new base (the overlay of changes is folded in). Durable
+    /// Writes the key directory as of now, so that the next open reads it instead of replaying every
+    /// record, and takes it as the index's new base (the overlay of changes is folded in). Durable
     /// (file and folder flushed): compaction removes the segments an older directory names.
-    /// - Parameter thenMap: Whether the store goes on with the new file as its base (not when it is closing).
-    func writeDirectory(thenMap: Bool = true) throws {
+    /// - Parameter thenLoad: Whether the store goes on with the new file as its base (not when it is closing).
+    func writeDirectory(thenLoad: Bool = true) throws {
         try flushAccesses()
         guard let active else { return }
         let start = max(0, active.length - DirectoryFormat.tailWindow)
@@ -357,15 +364,19 @@ extension DiskStore {
             return (DirectoryFormat.encode(count: order.count, position: position, store: folder.storeID, segmentSalts: salts,
                                            forEach: { index.forEach(order, writing: $0) }), order.count)
         }
-        defer { bytes.deallocate() }
-        try folder.handle.replaceFile(StoreFolder.directoryName, UnsafeRawBufferPointer(bytes), durable: true)
+        do {
+            try folder.handle.replaceFile(StoreFolder.directoryName, UnsafeRawBufferPointer(bytes), durable: true)
+        } catch {
+            bytes.deallocate()
+            throw error
+        }
         changesSinceDirectory = 0
         accessesSinceDirectory = 0
         publishStructure()
-        // The new file as the base: the index's heap part goes. If it cannot be mapped, the old index stays.
-        guard thenMap, let fd = try? folder.handle.open(StoreFolder.directoryName, O_RDONLY | O_NONBLOCK) else { return }
-        defer { FileIO.closeDescriptor(fd) }
-        guard let mapped = MappedDirectory(fd: fd), mapped.header.count == count else { return }
-        withIndex { $0 = KeyDirectory(seed: folder.storeID, base: mapped) }
+        // The bytes just written as the base (not read back: the file may have changed since): the
+        // index's heap part goes.
+        guard thenLoad else { return bytes.deallocate() }
+        guard let loaded = LoadedDirectory(adopting: bytes), loaded.header.count == count else { return }
+        withIndex { $0 = KeyDirectory(seed: folder.storeID, base: loaded) }
     }
 }

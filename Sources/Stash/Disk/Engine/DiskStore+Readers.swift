@@ -18,64 +18,51 @@ struct FollowedState {
     var segment: UInt32?
     /// Applies the records that follow; kept from one catch-up to the next (its map of positions).
     var replayer = Replayer()
+    /// The shared file's ``SharedState/Seal`` when the state above was read from it.
+    var seal: SharedState.Seal?
 }
 
-/// The counter and length a read-only store has caught up to, readable from any thread: the
-/// engine's checks outside its queue (memory hits, `existsObject`) compare them with the shared file
-/// and only then take the queue to catch up. Written on the queue only, after each catch-up.
+/// What a read-only store, or a writer in several processes, has caught up to, readable from any
+/// thread: the engine's checks outside its queue (memory hits, `existsObject`) compare it with the
+/// shared file and only then take the queue to catch up. Written on the queue only, after each catch-up.
 ///
-/// Each value is one aligned 8-byte word, the shared file's mapping included (its address, 0 until
-/// the store has one; a mapping lives as long as the store): a thread that reads one while the queue
-/// writes it sees the old or the new value, never a mix (as for the shared file itself). An old value
-/// costs one needless hop to the queue, which checks again there; a new one is stored only once the
-/// index holds what it stands for (the index's lock orders the rest).
-final class FollowWatch: @unchecked Sendable {
-    // @unchecked Sendable: see above.
-    private let words = UnsafeMutablePointer<UInt64>.allocate(capacity: 6)
-
-    init() {
-        words.initialize(repeating: 0, count: 6)
+/// It holds the shared file it noted (a reference, under a lock of its own): a file the store moved
+/// away from stays mapped only until no check uses it, so moving never keeps a descriptor or a
+/// mapping for the store's life. An old note costs one needless hop to the queue, which checks again
+/// there; a new one is stored only once the index holds what it stands for.
+final class FollowWatch: Sendable {
+    private struct Noted {
+        var counter: UInt64 = 0
+        var length = 0
+        var shared: SharedState?
+        var seal: SharedState.Seal?
     }
 
-    deinit {
-        words.deallocate()
+    private let noted = Locked(Noted())
+
+    func note(counter: UInt64, length: Int, shared: SharedState?, seal: SharedState.Seal?) {
+        noted.withLock { $0 = Noted(counter: counter, length: length, shared: shared, seal: seal) }
     }
 
-    func note(counter: UInt64, length: Int, shared: SharedState?) {
-        words[0] = counter
-        words[1] = UInt64(length)
-        words[2] = UInt64(UInt(bitPattern: shared?.address))
-    }
-
-    /// For writers in several processes: the shared file's descriptor, so that ``isInPlace`` tells
-    /// whether it still has a name (the store keeps every shared file it used open while it lives).
-    func note(sharedFile shared: SharedState) {
-        words[3] = UInt64(UInt32(bitPattern: shared.fd))
-    }
-
-    /// Whether the shared file noted still has a name (one `fstat`): a process that opened the store
-    /// after it was deleted publishes to another file. An old value (the store moved to another file
-    /// meanwhile) gives false, which costs a hop to the queue.
-    var isInPlace: Bool {
-        SharedState.isLinked(Int32(bitPattern: UInt32(truncatingIfNeeded: words[3])))
-    }
-
-    /// Whether the shared file says nothing changed since the last catch-up; false without one (the
+    /// Whether the shared file says nothing changed since the last catch-up, and is still the file at
+    /// its name, unchanged in place (its ``SharedState/Seal``: one `fstat`); false without one (the
     /// queue then looks for one).
-    @inline(__always)
     var isCurrent: Bool {
-        guard let address = UnsafeRawPointer(bitPattern: UInt(words[2])) else { return false }
-        return SharedState.counter(at: address) == words[0] && SharedState.length(at: address) == words[1]
+        let noted = noted.withLock { $0 }
+        guard let shared = noted.shared else { return false }
+        return shared.counter == noted.counter && shared.publishedLength == noted.length && shared.seal == noted.seal
     }
 }
 
 extension DiskStore {
     /// A read-only store: catches up with what a writer in another process did since the last call,
     /// so that every write that returned before this call is seen. When nothing changed this is two
-    /// loads from the shared file's mapping (no system call); when the active segment grew, its new
-    /// records are replayed; when the store's files changed (a segment started, a compaction, a
-    /// `removeAll`, a writer opened), the store is opened anew. Without a shared file (no writer of
-    /// this version ever opened the store) it looks for one, which costs a `fstatat`.
+    /// loads from the shared file's mapping and one `fstat` of it (its ``SharedState/Seal``); when the
+    /// active segment grew, its new records are replayed; when the store's files changed (a segment
+    /// started, a compaction, a `removeAll`, a writer opened), the store is opened anew, and so it is
+    /// when the shared file was deleted, replaced or written in place by another program (what it says
+    /// may then be old: the files decide). Without a shared file (no writer of this version ever
+    /// opened the store) it looks for one, which costs a `fstatat`.
     /// - Returns: Whether anything changed.
     @discardableResult
     func catchUp() -> Bool {
@@ -84,6 +71,16 @@ extension DiskStore {
             guard let found = SharedState.openForReading(in: folder.handle) else { return false }
             folder.shared = found
             openAgainForReading()
+            return true
+        }
+        let seal = shared.seal
+        if seal == nil || seal != followed.seal {
+            // No longer at its name: the writers publish to the file there now (if any yet).
+            if seal == nil { folder.shared = SharedState.openForReading(in: folder.handle) }
+            let changes = unseenChanges(after: followed.segment, from: followed.segment.flatMap { segments[$0]?.length } ?? 0)
+            let before = foreignBefore(changes)
+            openAgainForReading()
+            publishForeign(changes, before: before)
             return true
         }
         if shared.counter != followed.counter {
@@ -101,7 +98,7 @@ extension DiskStore {
             return true
         }
         followed.length = length
-        followWatch.note(counter: followed.counter, length: length, shared: folder.shared)
+        noteFollowed()
         return true
     }
 
@@ -116,15 +113,21 @@ extension DiskStore {
     /// caught by the next ``catchUp()``), runs `open`, and records it as caught up to.
     func followOpening(_ open: () throws -> Void) rethrows {
         let shared = folder.shared
+        let seal = shared?.seal
         let structure = shared?.structure
         let length = shared?.publishedLength ?? 0
         try open()
-        followed = FollowedState(counter: structure?.counter ?? 0, length: length)
+        followed = FollowedState(counter: structure?.counter ?? 0, length: length, seal: seal)
         if let shared, let structure, shared.describes(store: folder.storeID),
            let segment = segments[structure.segment], segment.salt == structure.salt, segments.keys.max() == segment.id {
             followed.segment = segment.id
         }
-        followWatch.note(counter: followed.counter, length: length, shared: folder.shared)
+        noteFollowed()
+    }
+
+    /// Tells ``followWatch`` what the store is caught up to (``followed``).
+    func noteFollowed() {
+        followWatch.note(counter: followed.counter, length: followed.length, shared: folder.shared, seal: followed.seal)
     }
 
     /// Opens the store anew (a reader), as when it was first opened: the writer changed its files.
@@ -146,8 +149,8 @@ extension DiskStore {
                 try followOpening { try open() }
             } catch {
                 recoveryIssues.append(.corrupted("the store could not be read again after another process changed it: \(error)"))
-                followed = FollowedState(counter: counter ?? 0, length: folder.shared?.publishedLength ?? 0)
-                followWatch.note(counter: followed.counter, length: followed.length, shared: folder.shared)
+                followed = FollowedState(counter: counter ?? 0, length: folder.shared?.publishedLength ?? 0, seal: folder.shared?.seal)
+                noteFollowed()
                 return
             }
             if folder.shared?.counter == counter || attempt == 7 { return }

@@ -30,7 +30,8 @@ extension DiskStore {
         // processes still mapping it come to look at their next call (memory hits included). Not in a
         // removed folder: the operation opens the path anew (``ensureActive(checkingNow:)``).
         var moved = false
-        if !shared.isAtPath, !folder.handle.isRemoved {
+        let seal = shared.seal
+        if seal == nil, !folder.handle.isRemoved {
             do {
                 shared = try SharedState.openForWriting(in: folder.handle, store: folder.storeID, holdingLock: false)
             } catch {
@@ -38,14 +39,16 @@ extension DiskStore {
                 return
             }
             folder.shared?.retire()
-            retiredSharedStates.append(folder.shared) // mapped still: read off the queue (``FollowWatch``)
             folder.shared = shared
             moved = true
         }
         let interrupted = moved || shared.operationInProgress
+        // Written in place by another program since this store's last operation (older bytes put back,
+        // say): its counter and length may be ones this store has seen, so the files decide.
+        let rewritten = !moved && seal != followed.seal
         shared.operationInProgress = true
         do {
-            if interrupted || shared.counter != followed.counter || needsSharedReopen {
+            if interrupted || rewritten || shared.counter != followed.counter || needsSharedReopen {
                 let changes = needsSharedReopen ? [] : unseenChanges(after: active?.id, from: active?.length ?? 0)
                 let before = foreignBefore(changes)
                 try openAgainAsSharedWriter(announcing: interrupted)
@@ -65,12 +68,11 @@ extension DiskStore {
     /// removed since, access records to write, a call back into the store from inside it): the caller
     /// then runs it holding the lock.
     ///
-    /// The shared file must still be the one at its name (one `fstat`, as under the lock): a process
-    /// that opened the store after it was deleted publishes to another, which this store's mapping
-    /// would never show.
+    /// The shared file must still be the one at its name, unchanged in place (its ``SharedState/Seal``,
+    /// one `fstat`, as under the lock): a process that opened the store after it was deleted publishes
+    /// to another, which this store's mapping would never show.
     func readWithoutLock(_ body: (DiskStore) -> Void) -> Bool {
-        guard followWatch.isCurrent, pendingAccesses.count < 255, !needsSharedReopen,
-              folder.shared?.isAtPath == true else { return false }
+        guard followWatch.isCurrent, pendingAccesses.count < 255, !needsSharedReopen else { return false }
         readingWithoutLock = true
         readNeededLock = false
         sharedOperationError = nil
@@ -109,13 +111,14 @@ extension DiskStore {
         if let sharedOperationError { throw sharedOperationError }
     }
 
-    /// Records the shared file's counter and published length as this store's own state.
+    /// Records the shared file's counter, published length and seal as this store's own state (the
+    /// seal taken now: this operation's own stores through the mapping may have moved its change time).
     func noteCaughtUp(_ shared: SharedState) {
         followed.counter = shared.counter
         followed.length = shared.publishedLength
         followed.segment = active?.id
-        followWatch.note(counter: followed.counter, length: followed.length, shared: shared)
-        followWatch.note(sharedFile: shared)
+        followed.seal = shared.seal
+        noteFollowed()
     }
 
     /// Opens the store anew from its files, holding the lock: another process changed them, or was

@@ -186,7 +186,13 @@ extension DiskStore {
     func ensureActive(checkingNow: Bool = false) throws -> Bool {
         try checkWritable()
         if checkingNow { folderLoss.expire() }
-        if let active, !folderLoss.isDue() || !active.isDetached { return false }
+        if let active {
+            guard folderLoss.isDue() else { return false }
+            if !active.isDetached {
+                if !sharedWriters { replaceSharedFileIfGone() } // writers in several processes check at every operation
+                return false
+            }
+        }
         guard !folder.handle.isRemoved, folder.handle.isAtPath else {
             try reopen()
             return true
@@ -194,6 +200,17 @@ extension DiskStore {
         if let active { segments[active.id] = nil }
         try roll()
         return false
+    }
+
+    /// A writer that keeps the store to itself: a shared file deleted (or renamed over) while the store
+    /// is open gets a successor at its name, so that readers follow this writer again (those on the old
+    /// file find it gone, and look at the name). Checked when the folder is (``FolderLossCheck``).
+    func replaceSharedFileIfGone() {
+        guard let old = folder.shared, !old.isAtPath, !folder.handle.isRemoved,
+              let fresh = try? SharedState.openForWriting(in: folder.handle, store: folder.storeID) else { return }
+        old.retire()
+        folder.shared = fresh
+        publishStructure()
     }
 
     /// Seals the active segment and starts a new one (carrying `newFloor`, which then becomes the

@@ -108,10 +108,6 @@ final class DiskStore {
     /// sets ``readNeededLock`` instead of dropping the entry, so that the read runs again holding it.
     var readingWithoutLock = false
     var readNeededLock = false
-    /// Shared files this store moved away from (``beginSharedOperation()``), or whose folder it opened
-    /// anew (``reopen()``): kept mapped while the store lives, since ``followWatch`` reads their words
-    /// from any thread.
-    var retiredSharedStates: [SharedState?] = []
 
     struct WeakMemoryCache {
         weak var cache: MemoryCache?
@@ -207,7 +203,7 @@ final class DiskStore {
         housekeeping.wait()
         try? flushAccesses()
         let count = withIndex { $0.count }
-        if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, count >= thresholds.directoryMinimum { try? writeDirectory(thenMap: false) }
+        if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, count >= thresholds.directoryMinimum { try? writeDirectory(thenLoad: false) }
         try? groupCommit.switchFile(to: nil)
     }
 

@@ -202,7 +202,7 @@ enum FileIO {
         return size
     }
 
-    private static func status(_ fd: Int32, _ path: String) throws -> stat {
+    static func status(_ fd: Int32, _ path: String) throws -> stat {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw error("fstat", path) }
         return info

@@ -126,17 +126,34 @@ final class SharedState: @unchecked Sendable {
         }
     }
 
-    /// Whether the folder's `stash-shared` is still this file: not deleted, nor replaced by another
-    /// file. A writer of a store shared by several writer processes checks before each operation: one
-    /// that opens after the file was deleted creates another, and writers on two files would not see
-    /// each other's changes. One `fstat` of the open file (deleting it or renaming another over it
-    /// leaves it without a link), cheaper than looking the name up (`fstatat`).
-    var isAtPath: Bool { Self.isLinked(fd) }
+    /// What a process checks before it believes the file again (Contract, "What a store trusts"):
+    /// that it still has a name, and its change time. A writer or a reader that opens after the file
+    /// was deleted (or another renamed over it) uses another file, and a process on the old one would
+    /// never see their changes; a program that writes the file in place (older bytes put back, say)
+    /// moves its change time, which nothing can set back. One `fstat` of the open file, cheaper than
+    /// looking the name up (`fstatat`). Stores through a mapping move the change time too (at most once
+    /// per page after the system wrote the page out): the process then opens the store anew, needlessly
+    /// but correctly.
+    struct Seal: Equatable {
+        var seconds: Int
+        var nanoseconds: Int
+    }
 
-    /// Whether the open file `fd` still has a name (see ``isAtPath``).
-    static func isLinked(_ fd: Int32) -> Bool {
+    /// The file's ``Seal`` now; nil once it has no name (or cannot be looked at).
+    var seal: Seal? { Self.seal(of: fd) }
+
+    /// Whether the folder's `stash-shared` is still this file: not deleted, nor replaced by another file.
+    var isAtPath: Bool { seal != nil }
+
+    /// The ``Seal`` of the open file `fd`; nil once it has no name.
+    static func seal(of fd: Int32) -> Seal? {
         var info = stat()
-        return fstat(fd, &info) == 0 && info.st_nlink > 0
+        guard fstat(fd, &info) == 0, info.st_nlink > 0 else { return nil }
+        #if canImport(Darwin)
+        return Seal(seconds: Int(info.st_ctimespec.tv_sec), nanoseconds: Int(info.st_ctimespec.tv_nsec))
+        #else
+        return Seal(seconds: Int(info.st_ctim.tv_sec), nanoseconds: Int(info.st_ctim.tv_nsec))
+        #endif
     }
 
     /// Says again that the store has writers in several processes (``hasSharedWriters``): a writer that
@@ -262,19 +279,6 @@ final class SharedState: @unchecked Sendable {
     /// Orders the reads of the files after the loads of the counter and length that announced them.
     @inline(__always)
     func acquire() { acquireFence() }
-
-    /// The mapping's address, for ``FollowWatch``, which reads the two words below without this object.
-    var address: UnsafeRawPointer { UnsafeRawPointer(bytes) }
-
-    @inline(__always)
-    static func counter(at address: UnsafeRawPointer) -> UInt64 {
-        UInt64(littleEndian: address.load(fromByteOffset: Field.structure.rawValue, as: UInt64.self))
-    }
-
-    @inline(__always)
-    static func length(at address: UnsafeRawPointer) -> UInt64 {
-        UInt64(littleEndian: address.load(fromByteOffset: Field.length.rawValue, as: UInt64.self))
-    }
 
     // MARK: Memory
 

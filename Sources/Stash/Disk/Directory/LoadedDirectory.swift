@@ -7,50 +7,63 @@ import Glibc
 import Musl
 #endif
 
-/// A key directory file (``DirectoryFormat``), mapped.
+/// A key directory file (``DirectoryFormat``), read into memory of its own when the store opens.
 ///
-/// Mapped private and writable: a read marks its entry used by writing the entry's recency and last
-/// access into the mapping, which copies that page for this process only; the file never changes (a
-/// new directory is a new file, renamed into place), so other processes map the same pages, and a
-/// change to an entry's record goes to the ``KeyDirectory``'s overlay instead. Opening verifies the
-/// header and the body's hash, so nothing read later is damaged: only a file truncated by something
-/// outside the store while mapped could fault (SIGBUS), as with LMDB's and SQLite's maps; the store
-/// itself never truncates or rewrites a directory file.
-final class MappedDirectory: @unchecked Sendable {
+/// Read, not mapped: what a store believes of a file it checked must stay what it checked. A file
+/// mapped (even privately) shows later writes of other programs in every page this process has not
+/// written itself, so a directory rewritten in place (zeros, an older copy put back by
+/// `rsync --inplace` or `dd conv=notrunc`) would answer lookups from unverified bytes and be copied
+/// into the next directory. Held in memory, the bytes verified at open (the header's and the body's
+/// hashes) are the bytes every later lookup reads, whatever happens to the file; a read marks its
+/// entry used by writing the entry's recency and last access into this memory, and a change to an
+/// entry's record goes to the ``KeyDirectory``'s overlay. A file that cannot be read (an I/O error, a
+/// device locked under data protection) is an error, never a fault.
+final class LoadedDirectory: @unchecked Sendable {
     // @unchecked Sendable: only touched under the store's index lock.
     let header: DirectoryFormat.Header
     private let bytes: UnsafeMutableRawBufferPointer
-    /// Whether `bytes` is a mapping (else memory of its own: ``init(copying:)``).
-    private let isMapped: Bool
 
-    /// Maps and verifies the directory file `fd` (closed by the caller); nil if it is not intact.
-    init?(fd: Int32) {
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size >= DirectoryFormat.headerLength,
-              info.st_size < 1 << 44 else { return nil }
-        let length = Int(info.st_size)
-        guard let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0), address != MAP_FAILED else { return nil }
-        let bytes = UnsafeMutableRawBufferPointer(start: address, count: length)
+    /// Reads and verifies the directory file `fd` (closed by the caller); nil if it is not intact.
+    /// - Throws: An I/O error when the file cannot be read (its content then says nothing).
+    init?(fd: Int32, path: String) throws {
+        let info = try FileIO.status(fd, path)
+        guard info.st_mode & S_IFMT == S_IFREG, info.st_size >= DirectoryFormat.headerLength, info.st_size < 1 << 44,
+              let length = Int(exactly: info.st_size) else { return nil }
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 8)
+        do {
+            // A file that changed length meanwhile is not the one measured: its hashes decide.
+            guard try FileIO.read(fd, at: 0, into: bytes, path: path) == length,
+                  let header = DirectoryFormat.parse(UnsafeRawBufferPointer(bytes)) else {
+                bytes.deallocate()
+                return nil
+            }
+            self.header = header
+        } catch {
+            bytes.deallocate()
+            throw error
+        }
+        self.bytes = bytes
+    }
+
+    /// A directory held in memory of its own, from `source`; nil if it is not intact (for tests and fuzzing).
+    convenience init?(copying source: UnsafeRawBufferPointer) {
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: source.count, alignment: 8)
+        bytes.copyMemory(from: source)
+        self.init(adopting: bytes)
+    }
+
+    /// The directory `bytes`, which it now owns (a directory this store just encoded); nil if not intact.
+    init?(adopting bytes: UnsafeMutableRawBufferPointer) {
         guard let header = DirectoryFormat.parse(UnsafeRawBufferPointer(bytes)) else {
-            munmap(address, length)
+            bytes.deallocate()
             return nil
         }
         self.bytes = bytes
         self.header = header
-        isMapped = true
-    }
-
-    /// A directory held in memory of its own, from `source`; nil if it is not intact (for tests and fuzzing).
-    init?(copying source: UnsafeRawBufferPointer) {
-        guard let header = DirectoryFormat.parse(source) else { return nil }
-        bytes = .allocate(byteCount: source.count, alignment: 8)
-        bytes.copyMemory(from: source)
-        self.header = header
-        isMapped = false
     }
 
     deinit {
-        if isMapped { munmap(bytes.baseAddress, bytes.count) } else { bytes.deallocate() }
+        bytes.deallocate()
     }
 
     var slotCount: Int { header.slotCount }
@@ -138,14 +151,14 @@ final class MappedDirectory: @unchecked Sendable {
                           expiry: expiry.isNaN ? 0 : expiry, lastAccess: access.isNaN ? 0 : access, keyHash: hash(at: slot))
     }
 
-    /// Points `slot` at another copy of its record (compaction moved it), in this process's copy of the page.
+    /// Points `slot` at another copy of its record (compaction moved it).
     func move(_ slot: Int, segment: UInt32, offset: UInt32, length: UInt32) {
         store(segment, slot, 16)
         store(offset, slot, 20)
         store(length, slot, 24)
     }
 
-    /// Marks `slot` used: its recency and last access, in this process's copy of the page.
+    /// Marks `slot` used: its recency and last access.
     func touch(_ slot: Int, recency: UInt64, time: Double) {
         store(recency, slot, 56)
         store(time.bitPattern, slot, 48)
