@@ -144,7 +144,8 @@ extension DiskStore {
             nextSegmentID = 1
             hasUnreadSegments = false
             recoveryIssues = folder.issues
-            folder.refreshWriterIsActive()
+            folder.beginOpeningAgain()
+            defer { folder.endOpening() }
             do {
                 try followOpening { try open() }
             } catch {

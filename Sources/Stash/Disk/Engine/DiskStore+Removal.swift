@@ -49,13 +49,19 @@ extension DiskStore {
         publishStructure()
         let folder = folder.handle // not the folder the store may have opened anew by then
         let discarded = Discarded(oldIndex)
-        DispatchQueue.global(qos: .utility).async(group: housekeeping) {
+        let deleteOldFiles: @Sendable () -> Void = {
             // Oldest first: should the new segment be lost (a power cut before it was flushed), what
             // remains is a later part of the history, where each key has its newest value or none.
             for segment in retired { segment.remove() }
-            // A million entries take a while to list and free: not on the caller's path.
             for id in discarded.fileIDs() { try? folder.remove(ValueFiles.name(of: id)) }
             discarded.release()
+        }
+        if sharedWriters {
+            // Inside the operation, holding the lock: a reader that holds it finds no work in progress.
+            deleteOldFiles()
+        } else {
+            // A million entries take a while to list and free: not on the caller's path.
+            DispatchQueue.global(qos: .utility).async(group: housekeeping, execute: deleteOldFiles)
         }
         observers?.publish(.removeAll(keys: keys))
         if let failure { throw failure }

@@ -130,10 +130,7 @@ extension DiskStore {
         followed = FollowedState()
         try open(publishing: announcing)
         needsSharedReopen = false
-        if let shared = folder.shared {
-            shared.markSharedWriters() // a writer that kept the store to itself (its open moved the counter) cleared it
-            noteCaughtUp(shared)
-        }
+        if let shared = folder.shared { noteCaughtUp(shared) }
         // Reads not yet written as access records count as use in the store opened anew too (its
         // records may have moved: found again by key), so maxSize evicts by every read.
         for (key, time) in used {

@@ -185,7 +185,6 @@ final class DiskStore {
             beginSharedOperation()
             defer { endSharedOperation() }
             guard sharedOperationError == nil else { return housekeeping.wait() }
-            folder.shared?.removeSharedWriter()
             return finishWriting()
         }
         defer {

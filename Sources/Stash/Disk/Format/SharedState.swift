@@ -26,10 +26,9 @@ import Synchronization
 /// | 40 | the active segment's salt |
 /// | 48 | the published length of the active segment: every record before it was written (its `pwrite` returned) |
 /// | 56 | operation in progress: 1 while a writer of a store shared by several writer processes holds the store's lock (0 otherwise) |
-/// | 64 | writers: how many writers that share the store with writers in other processes have it open (0 while a writer keeps it to itself) |
+/// | 64 | reserved, 0 (an earlier version counted writers in several processes here; a count drifts when one is killed: readers now ask the folder's lock instead) |
 ///
-/// A writer grows the file to 128 bytes (the rest is reserved, 0); a reader maps the first 64 and reads
-/// the writers word when it opens.
+/// A writer grows the file to 128 bytes (the rest is reserved, 0); a reader maps the first 64.
 /// It is a hint, never the truth: a reader that finds it missing, torn, of another store or of an
 /// older writer opens the store anew from its files (which are crash-consistent on their own). The
 /// writer rewrites it in place when it opens (never replaces the file: readers keep their mapping of
@@ -50,7 +49,7 @@ final class SharedState: @unchecked Sendable {
     // with single aligned loads (see above).
     static let name = "stash-shared"
     static let length = 64
-    /// What a writer grows the file to (the reader's 64 bytes, the writers word, room to grow).
+    /// What a writer grows the file to (the reader's 64 bytes, room to grow).
     static let writerLength = 128
     static let magic = UInt64(littleEndian: Array("Stash sh".utf8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) })
     static let version: UInt64 = 1
@@ -110,9 +109,7 @@ final class SharedState: @unchecked Sendable {
             }
             let state = SharedState(fd: fd, bytes: address, isWritable: true)
             let previous = state.load(.magic) == magic && state.load(.version) == version ? state.load(.structure) : 0
-            // A sole writer: no writer in several processes can have the store open. Otherwise one more
-            // (opened holding the folder's lock, as its closing one fewer is).
-            state.store(holdingLock ? 0 : (previous != 0 ? state.load(.writers) : 0) &+ 1, .writers)
+            state.store(0, .writers) // no longer used (see the table)
             state.store(magic, .magic)
             state.store(version, .version)
             state.store(store, .store)
@@ -154,20 +151,6 @@ final class SharedState: @unchecked Sendable {
         #else
         return Seal(seconds: Int(info.st_ctim.tv_sec), nanoseconds: Int(info.st_ctim.tv_nsec))
         #endif
-    }
-
-    /// Says again that the store has writers in several processes (``hasSharedWriters``): a writer that
-    /// kept the store to itself meanwhile cleared the count when it opened. Holding the folder's lock.
-    func markSharedWriters() {
-        if isWritable, load(.writers) == 0 { store(1, .writers) }
-    }
-
-    /// A writer in several processes closes (holding the folder's lock): one fewer. A killed one never
-    /// says so: the count then stays above 0 until a writer that keeps the store to itself opens it,
-    /// and readers take a partial record at the tail for a write in progress meanwhile.
-    func removeSharedWriter() {
-        let count = load(.writers)
-        if isWritable, count > 0 { store(count - 1, .writers) }
     }
 
     /// Releases the writer's lock (the store is closed; the mapping goes with this object).
@@ -224,15 +207,6 @@ final class SharedState: @unchecked Sendable {
     /// Whether the file describes store `store` (a writer of this version wrote it).
     func describes(store: UInt64) -> Bool {
         load(.magic) == Self.magic && load(.version) == Self.version && load(.store) == store
-    }
-
-    /// Whether writers that share the store with writers in other processes have it open (or one was
-    /// killed): they hold the folder's lock only while an operation runs, so a reader reads beside them
-    /// without it. Read from the file (a reader maps only the first 64 bytes); false for a file shorter than that.
-    var hasSharedWriters: Bool {
-        var word: UInt64 = 0
-        let count = withUnsafeMutableBytes(of: &word) { pread(fd, $0.baseAddress, 8, off_t(Field.writers.rawValue)) }
-        return count == 8 && word != 0
     }
 
     /// Tells the processes that still map this file (deleted or replaced under its name) that it is

@@ -95,10 +95,9 @@ final class StoreFolder {
         if !readOnly { try FileIO.createDirectory(directory) }
         handle = try FolderHandle(path: directory)
         if readOnly {
+            // Held while the reader opens: no writer is inside an operation meanwhile (writers in several
+            // processes finish all their work on the files inside each operation, holding the lock).
             writerIsActive = try !handle.tryLock(exclusive: false)
-            // Writers in several processes hold the lock only while an operation runs: between two, a
-            // superseded segment may still be due to go (a removeAll deletes after its call returned).
-            if !writerIsActive, let state = SharedState.openForReading(in: handle), state.hasSharedWriters { writerIsActive = true }
         } else if self.sharedWriters {
             try Self.lockForOperation(handle, shared: SharedState.openForReading(in: handle))
         } else {
@@ -159,17 +158,20 @@ final class StoreFolder {
         }
     }
 
-    /// A reader found the folder locked by a writer: reads beside it if it publishes its changes
-    /// (holds the shared file's lock), or once it has gone; else, after 100 ms, ``StorageError/inUse(directory:)``.
+    /// A reader found the folder locked by a writer: reads beside it if it publishes its changes (a
+    /// writer that keeps the store to itself holds the shared file's lock; one of writers in several
+    /// processes says it is inside an operation), or once it has gone; else, after 100 ms,
+    /// ``StorageError/inUse(directory:)``. The folder's lock is tried first: a word left set by a
+    /// writer killed inside an operation must not make its torn tail look like a write in progress.
     private func waitForSharingWriter() throws {
         for attempt in 0..<50 {
-            if let state = SharedState.openForReading(in: handle), state.isHeldByWriter || state.hasSharedWriters {
-                shared = state
-                return
-            }
             if try handle.tryLock(exclusive: false) {
                 writerIsActive = false
                 shared = SharedState.openForReading(in: handle)
+                return
+            }
+            if let state = SharedState.openForReading(in: handle), state.isHeldByWriter || state.operationInProgress {
+                shared = state
                 return
             }
             if attempt < 49 { usleep(2_000) }
@@ -182,17 +184,13 @@ final class StoreFolder {
         if readOnly { handle.unlock() }
     }
 
-    /// Whether a writer holds the store now (a reader asks when it opens the store anew).
-    func refreshWriterIsActive() {
+    /// A reader opens the store anew: whether a writer is at work on its files now. The folder's lock
+    /// is taken, if it is free, until ``endOpening()``, as when the reader first opened: no writer
+    /// starts an operation meanwhile, so what the open finds (a torn tail, a superseded segment) is
+    /// no write in progress.
+    func beginOpeningAgain() {
         guard readOnly else { return }
-        if let shared, shared.isHeldByWriter || shared.hasSharedWriters {
-            writerIsActive = true
-        } else if (try? handle.tryLock(exclusive: false)) == true {
-            handle.unlock()
-            writerIsActive = false
-        } else {
-            writerIsActive = true
-        }
+        writerIsActive = (try? handle.tryLock(exclusive: false)) != true
     }
 
     /// Names a folder may hold and still count as empty: a format-2 lock file, a Finder file, a
