@@ -55,6 +55,19 @@ struct FileProtectionTests {
         #expect(recorder.classes.values.allSatisfy { $0 == .completeUntilFirstUserAuthentication })
     }
 
+    @Test("the shared file, mapped by every process of the store, gets no protection whatever the store's class")
+    func sharedFileIsNeverLockedAway() throws {
+        let directory = TemporaryDirectory()
+        let store = try makeStoreFolder(in: directory)
+        try Data(count: 128).write(to: URL(fileURLWithPath: store + "/" + SharedState.name))
+        for protection in [DiskConfig.FileProtection.complete, .completeUnlessOpen] {
+            let recorder = RecordingFileSystem()
+            try StoreProtection.apply(protection, toFolder: store, fileSystem: recorder.fileSystem)
+            #expect(recorder.classes[store + "/" + SharedState.name] == .noProtection)
+            #expect(recorder.classes[store + "/00000001.segment"] == protection)
+        }
+    }
+
     @Test("a folder that already has the class is left alone (its files were created with it)")
     func folderWithTheClassIsDone() throws {
         let directory = TemporaryDirectory()

@@ -86,26 +86,32 @@ struct SharedWriterAttackTests {
         withExtendedLifetime(storage) {}
     }
 
-    @Test("stash check and a read-only storage opened while a writer process deletes what its removeAll emptied, after the call returned: no damage reported",
+    @Test("stash check and a read-only storage opened while a writer process deletes what its removeAll emptied (inside the call, holding the lock): no damage reported",
           .enabled(if: Strace.isAvailable))
     func readerDuringRemoveAllDeletions() throws {
         let folder = TemporaryDirectory()
         let clearer = try attacker(folder, tag: 1, strace: ["-f", "-qq", "-o", "/dev/null", "-e", "trace=unlink,unlinkat",
-                                                            "-e", "inject=unlink,unlinkat:delay_enter=700000"])
+                                                            "-e", "inject=unlink,unlinkat:delay_enter=2000000"])
         defer { clearer.end() }
         #expect(clearer.ask("fill k 50 100").hasPrefix("filled"))
-        // A writer that keeps the store to itself comes and goes between two calls (it says so in the shared file).
+        // A writer that keeps the store to itself comes and goes between two calls.
         let sole = try ChildProcess.run(try executable("StashTorture"), ["step", folder.storePath()], input: Data("set s 5\n".utf8))
         #expect(sole.status == 0, "\(sole.stderr)")
-        #expect(clearer.ask("clear") == "cleared") // its old segments are deleted after this, slowly
-        #expect(clearer.ask("set \(hexKey("new")) 10") == "wrote \(hexKey("new")) 1000000051")
-        #expect(FileManager.default.fileExists(atPath: folder.storePath() + "/00000001.segment"), "the old segment went before the reader opened")
+        clearer.send("clear\n") // its old segments are deleted inside the call, slowly
+        let oldSegment = folder.storePath() + "/00000001.segment"
+        let deadline = Date().addingTimeInterval(60)
+        while try StoreFiles(folder.storePath()).segments.count < 2, Date() < deadline { usleep(1_000) } // the call has begun
+        #expect(FileManager.default.fileExists(atPath: oldSegment), "the old segment went before the reader opened")
         let check = try ChildProcess.run(try executable("stash"), ["--dir", folder.storePath(), "check"])
         #expect(check.status == 0 && check.output.contains("no damage found"), "\(check.status) \(check.output) \(check.stderr)")
         var config = folder.diskConfig()
         config.readOnly = true
         let reader = try DiskStorage(config: config, transformer: TransformerFactory.forData())
         #expect(reader.recoveryIssues.isEmpty, "\(reader.recoveryIssues)")
+        #expect(FileManager.default.fileExists(atPath: oldSegment), "the deletions ended before the readers opened: the test proved nothing")
+        #expect(clearer.readLine() == "cleared")
+        #expect(!FileManager.default.fileExists(atPath: oldSegment), "the old segment is still there once removeAll returned")
+        #expect(clearer.ask("set \(hexKey("new")) 10") == "wrote \(hexKey("new")) 1000000051")
         #expect(reader.allKeys == ["new"])
     }
 
@@ -386,6 +392,7 @@ private struct Attacker {
 
     func ask(_ line: String) -> String { child.ask(line) }
     func send(_ text: String) { child.send(text) }
+    func readLine() -> String { child.readLine() }
     func closeInput() { child.closeInput() }
     func wait(upTo seconds: TimeInterval) -> Bool { child.wait(upTo: seconds) }
     func waitUntilExit() { child.waitUntilExit() }

@@ -36,7 +36,8 @@ extension DiskConfig {
     }
 }
 
-/// Gives a store's folder, its subfolders and the files in them a protection class.
+/// Gives a store's folder, its subfolders and the files in them a protection class, but for the
+/// shared file (``SharedState/protection``).
 ///
 /// On Apple platforms an item created in a folder gets that folder's class, so once the folder has it
 /// every file the store creates later has it too (segments, value files, key directories, the marker). The
@@ -113,7 +114,7 @@ enum StoreProtection {
                         try set(protection, item, fileSystem)
                         pending.append(item)
                     case S_IFREG:
-                        try set(protection, item, fileSystem)
+                        try set(folder == path && name == SharedState.name ? SharedState.protection : protection, item, fileSystem)
                     default:
                         continue
                     }

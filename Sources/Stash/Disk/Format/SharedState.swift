@@ -77,6 +77,11 @@ final class SharedState: @unchecked Sendable {
         close(fd) // releases the writer's lock
     }
 
+    /// The shared file's protection class, whatever the store's: every process of the store maps it,
+    /// and touching a mapped page of a file the locked device keeps closed would kill the process
+    /// instead of failing a call. It holds no user data (the store's identity, counters, a length).
+    static let protection = DiskConfig.FileProtection.noProtection
+
     // MARK: Writer
 
     /// The writer's side: opens (creating) the shared file of `folder`, takes its lock and maps it.
@@ -102,6 +107,10 @@ final class SharedState: @unchecked Sendable {
                 throw StorageError.corrupted("\(folder.filePath(name)) is not a regular file; remove it to open the store for writing")
             }
             if holdingLock { try lock(fd, exclusive: true, path: folder.path) }
+            #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+            // Made in a folder of a stricter class, a new file has that class (see ``protection``).
+            try? StoreProtection.FileSystem.system.setClass(protection, folder.filePath(name))
+            #endif
             // Grown, never shrunk: a reader's mapping of a shorter file would fault past its end.
             if info.st_size < writerLength, ftruncate(fd, off_t(writerLength)) != 0 { throw FileIO.error("ftruncate", folder.filePath(name)) }
             guard let address = mmap(nil, writerLength, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), address != MAP_FAILED else {
