@@ -114,6 +114,24 @@ struct FilesChangedInPlaceTests {
         }
     }
 
+    @Test("a sparse key directory of 64 GiB planted in a store is not read into memory: the store opens from its segments")
+    func hugeSparseDirectoryIsRefused() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: path, directoryMinimum: 1) {
+            try Self.makeStore(path, count: 10)
+            let fd = open(Self.directoryPath(path), O_WRONLY)
+            try #require(fd >= 0)
+            let grown = ftruncate(fd, off_t(64) << 30)
+            close(fd)
+            try #require(grown == 0)
+            let storage = try openDataStore(path)
+            #expect(storage.allKeys.count == 10)
+            #expect(try storage.object(forKey: "key 3") == Self.payload(3, 0))
+            #expect(storage.recoveryIssues.contains { if case .corrupted = $0 { true } else { false } })
+        }
+    }
+
     // MARK: The shared file
 
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -182,6 +200,23 @@ struct FilesChangedInPlaceTests {
             #expect(Self.get(reader, "k\(round)") == "new", "round \(round): the reader missed a key")
         }
         #expect(FileManager.default.fileExists(atPath: Self.sharedPath(path)))
+    }
+
+    @Test("a reader beside a sole writer whose shared file is gone (not made anew yet) sees every write")
+    func readerWithoutSharedFileBesideSoleWriter() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let writer = try DiskStore(directory: path, readOnly: false)
+        defer { writer.close() }
+        try Self.set(writer, "k", "0")
+        let reader = try DiskStore(directory: path, readOnly: true)
+        defer { reader.close() }
+        #expect(Self.get(reader, "k") == "0")
+        try FileManager.default.removeItem(atPath: Self.sharedPath(path))
+        for round in 1...20 {
+            try Self.set(writer, "k", "\(round)") // the writer makes a new shared file within 100 ms, or not yet
+            #expect(Self.get(reader, "k") == "\(round)", "round \(round): the reader read the past")
+        }
     }
 
     /// Descriptors and mappings of this process that name files under `folder` (Linux: /proc/self).

@@ -55,6 +55,14 @@ enum DirectoryFormat {
         XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[max(0, offset - tailWindow)..<offset]))
     }
 
+    /// The longest directory of a store whose segments hold `segmentBytes` bytes in `segments` files:
+    /// an entry costs at most ~1.43 slots, its key and 16 bytes, and its record at least 9 bytes and its
+    /// key, so 16 bytes per segment byte is more than any directory the store writes.
+    static func lengthLimit(segmentBytes: Int, segments: Int) -> Int {
+        let (entries, overflow) = segmentBytes.multipliedReportingOverflow(by: 16)
+        return overflow ? .max : entries &+ headerLength &+ segments &* segmentEntryLength &+ 4096
+    }
+
     /// Slots per entry: a table at most ~70% full keeps probes short.
     static func slotCount(for count: Int) -> Int { max(8, count + count * 3 / 7 + 1) }
 

@@ -23,12 +23,14 @@ final class LoadedDirectory: @unchecked Sendable {
     let header: DirectoryFormat.Header
     private let bytes: UnsafeMutableRawBufferPointer
 
-    /// Reads and verifies the directory file `fd` (closed by the caller); nil if it is not intact.
+    /// Reads and verifies the directory file `fd` (closed by the caller); nil if it is not intact, or
+    /// longer than `limit` bytes (a directory is never much larger than the records it indexes: a
+    /// file that is, sparse or planted, is not read into memory).
     /// - Throws: An I/O error when the file cannot be read (its content then says nothing).
-    init?(fd: Int32, path: String) throws {
+    init?(fd: Int32, path: String, limit: Int) throws {
         let info = try FileIO.status(fd, path)
-        guard info.st_mode & S_IFMT == S_IFREG, info.st_size >= DirectoryFormat.headerLength, info.st_size < 1 << 44,
-              let length = Int(exactly: info.st_size) else { return nil }
+        guard info.st_mode & S_IFMT == S_IFREG, info.st_size >= DirectoryFormat.headerLength,
+              let length = Int(exactly: info.st_size), length <= limit else { return nil }
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 8)
         do {
             // A file that changed length meanwhile is not the one measured: its hashes decide.

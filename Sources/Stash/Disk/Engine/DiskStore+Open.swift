@@ -161,7 +161,8 @@ extension DiskStore {
         let salts = Dictionary(segments.map { ($0.id, $0.salt) }, uniquingKeysWith: { first, _ in first })
         let loaded: LoadedDirectory?
         do {
-            loaded = try LoadedDirectory(fd: fd, path: folder.handle.filePath(StoreFolder.directoryName))
+            loaded = try LoadedDirectory(fd: fd, path: folder.handle.filePath(StoreFolder.directoryName),
+                                         limit: DirectoryFormat.lengthLimit(segmentBytes: segments.reduce(0) { $0 + $1.length }, segments: segments.count))
         } catch {
             // Unreadable says nothing of its content (a device locked under data protection, say): kept.
             recoveryIssues.append(.corrupted("the key directory could not be read (\(error)); the segments were replayed whole"))

@@ -68,8 +68,13 @@ extension DiskStore {
     func catchUp() -> Bool {
         guard readOnly else { return false }
         guard let shared = folder.shared else {
-            guard let found = SharedState.openForReading(in: folder.handle) else { return false }
-            folder.shared = found
+            if let found = SharedState.openForReading(in: folder.handle) {
+                folder.shared = found
+            } else if !folder.writerIsActive {
+                return false
+            }
+            // Found; or none while a writer is at work (someone deleted it, and the writer makes a new
+            // one when it next checks its folder): nothing tells what changed, so the files do, every call.
             openAgainForReading()
             return true
         }

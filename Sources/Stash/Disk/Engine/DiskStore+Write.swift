@@ -189,7 +189,7 @@ extension DiskStore {
         if let active {
             guard folderLoss.isDue() else { return false }
             if !active.isDetached {
-                if !sharedWriters { replaceSharedFileIfGone() } // writers in several processes check at every operation
+                if !sharedWriters, folderLoss.isSharedFileCheckDue() { replaceSharedFileIfGone() } // writers in several processes check at every operation
                 return false
             }
         }
@@ -204,7 +204,8 @@ extension DiskStore {
 
     /// A writer that keeps the store to itself: a shared file deleted (or renamed over) while the store
     /// is open gets a successor at its name, so that readers follow this writer again (those on the old
-    /// file find it gone, and look at the name). Checked when the folder is (``FolderLossCheck``).
+    /// file find it gone, and look at the name; until then they read the files at every call). Checked
+    /// when the folder is, at most every ``FolderLossCheck/sharedFileInterval``.
     func replaceSharedFileIfGone() {
         guard let old = folder.shared, !old.isAtPath, !folder.handle.isRemoved,
               let fresh = try? SharedState.openForWriting(in: folder.handle, store: folder.storeID) else { return }

@@ -33,7 +33,12 @@ struct FolderLossCheck {
     /// The longest a store writes without checking (nanoseconds).
     static let longestInterval: UInt64 = 1_000_000
 
+    /// How often at most a writer that keeps the store to itself checks that its shared file is still at
+    /// its name (nanoseconds): a deleted one costs readers a reopen per call until then, not a wrong answer.
+    static let sharedFileInterval: UInt64 = 100_000_000
+
     private var checkedAt: UInt64 = 0
+    private var sharedFileCheckedAt: UInt64 = 0
     private var appendedAt: UInt64 = 0
     /// Monotonic nanoseconds; replaced by tests.
     private let clock: @Sendable () -> UInt64
@@ -50,6 +55,14 @@ struct FolderLossCheck {
         return true
     }
 
+    /// Whether the shared file is due for its check (then it counts as done now); asked when ``isDue()``.
+    mutating func isSharedFileCheckDue() -> Bool {
+        let now = clock()
+        guard sharedFileCheckedAt == 0 || now &- sharedFileCheckedAt >= Self.sharedFileInterval else { return false }
+        sharedFileCheckedAt = now
+        return true
+    }
+
     /// Notes that an append just ended (the start of the next quiet gap).
     mutating func didAppend() {
         appendedAt = clock()
@@ -57,7 +70,7 @@ struct FolderLossCheck {
 
     /// Makes the next write check, whatever the time.
     mutating func expire() {
-        (checkedAt, appendedAt) = (0, 0)
+        (checkedAt, appendedAt, sharedFileCheckedAt) = (0, 0, 0)
     }
 
     static func monotonicNanoseconds() -> UInt64 {
