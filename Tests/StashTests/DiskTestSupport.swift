@@ -130,7 +130,7 @@ func writeFormatTwoStore(_ path: String) throws {
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     var segment = version2SegmentHeader(id: 1, salt: 99)
     Array("v2!".utf8).withUnsafeBytes { bytes in
-        _ = SegmentFormat.appendSet(key: "old", expiry: Date.distantFuture.timeIntervalSince1970, time: 1, value: .inline(size: 3),
+        _ = SegmentFormat.appendSet(key: "old", expiry: StoredTime.never, time: 1, value: .inline(size: 3),
                                     inlineBytes: bytes, salt: 99, to: &segment)
     }
     try Damage.write(segment, to: path + "/" + SegmentFile.name(of: 1))
