@@ -111,6 +111,17 @@ extension DiskStorage {
     func waitForCompaction() {
         while isCompacting { usleep(1_000) } // a background job, not time: bounded by its work
     }
+
+    /// Waits until no background compaction runs and none is due: after each one, the check a write
+    /// would make runs again (``DiskStore/startCompactionIfNeeded()``). What a test measures then does
+    /// not depend on when the compactions ran beside its writes (a compaction that copied while the
+    /// writes went on leaves dead bytes that only the next write's check would compact).
+    func settleCompaction() {
+        repeat {
+            waitForCompaction()
+            engine.sync { $0.startCompactionIfNeeded() }
+        } while isCompacting
+    }
 }
 
 /// A version-2 segment header, as a format-2 store wrote it: two copies of
