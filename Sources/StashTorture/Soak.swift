@@ -7,16 +7,17 @@ import Glibc
 import Darwin
 #endif
 
-// `StashTorture soak DIR --seconds N [--seed S] [--stash PATH]`: a soak of a store shared by processes,
+// `StashTorture soak DIR --seconds N [--seed S] [--stash PATH] [--without-deletions]`: a soak of a store shared by processes,
 // under faults, with every read checked against the writers' acknowledged logs (SoakCheck.swift).
 //
 // For N seconds: two writer processes (`allowsWritersInOtherProcesses`), one read-only reader process
 // and the `stash` CLI's `get` (the `stash` built beside this executable, or PATH) work on one store
 // at DIR, while every 0.5–2 s one fault strikes: a writer or the reader killed (SIGKILL; a new one
 // takes its place), stopped for 0.2–1.5 s (SIGSTOP, then SIGCONT), `stash-shared` deleted, or a
-// `removeAll` by a writer. Then the writers are told to finish, the logs are checked, and one summary
-// is printed: calls, faults, and every kind of wrong read with examples. Exit status 0 when every
-// read was right, 3 when one was not, 1 on another error. The logs stay in DIR.logs.
+// `removeAll` by a writer (`--without-deletions`: never the deletion). Then the writers are told to
+// finish, the logs are checked, and one summary is printed: calls, faults, and every kind of wrong read
+// with examples. Exit status 0 when every read was right, 3 when one was not, 1 on another error. The
+// logs stay in DIR.logs.
 
 /// The processes of one soak and their logs.
 private final class SoakRun {
@@ -29,9 +30,12 @@ private final class SoakRun {
     var sources: [String] = []
     var nextTag: UInt64 = 1
     var faults: [String: Int] = [:]
+    /// Whether `stash-shared` is never deleted (`--without-deletions`: the other faults alone).
+    let withoutDeletions: Bool
 
-    init(path: String, seed: UInt64, torture: URL) {
+    init(path: String, seed: UInt64, torture: URL, withoutDeletions: Bool) {
         (self.path, self.logs, self.torture, random) = (path, path + ".logs", torture, SeededGenerator(seed: seed))
+        self.withoutDeletions = withoutDeletions
     }
 
     func logPath(_ source: String) -> String { logs + "/" + source + ".log" }
@@ -57,7 +61,9 @@ private final class SoakRun {
     /// One fault, chosen at random.
     func strike() throws {
         let writer = random.below(writers.count)
-        switch random.below(6) {
+        var fault = random.below(6)
+        if withoutDeletions, fault == 4 { fault = 2 }
+        switch fault {
         case 0:
             writers[writer].child.kill()
             writers[writer] = try startWriter()
@@ -106,9 +112,9 @@ private func runCLIReads(_ stash: URL, path: String, seed: UInt64, log: SoakLog,
     }
 }
 
-func runSoak(_ path: String, seconds: Double, seed: UInt64, stash: URL?) throws -> Never {
+func runSoak(_ path: String, seconds: Double, seed: UInt64, stash: URL?, withoutDeletions: Bool) throws -> Never {
     guard let torture = Bundle.main.executableURL else { fail("cannot find this executable", status: 1) }
-    let run = SoakRun(path: path, seed: seed, torture: torture)
+    let run = SoakRun(path: path, seed: seed, torture: torture, withoutDeletions: withoutDeletions)
     try FileManager.default.createDirectory(atPath: run.logs, withIntermediateDirectories: true)
     // The store exists before any process opens it (a reader opens only a store).
     do { _ = try openStore(path, maxSize: 0, shared: true) }
@@ -162,7 +168,8 @@ func runSoak(_ path: String, seconds: Double, seed: UInt64, stash: URL?) throws 
 func soak(_ arguments: [String], option: (String) -> String?) throws -> Never {
     guard arguments.count >= 2, let seconds = Double(option("--seconds") ?? "300"), seconds > 0,
           let seed = UInt64(option("--seed") ?? "1") else {
-        fail("usage: StashTorture soak DIR [--seconds N] [--seed S] [--stash PATH]", status: 2)
+        fail("usage: StashTorture soak DIR [--seconds N] [--seed S] [--stash PATH] [--without-deletions]", status: 2)
     }
-    try runSoak(arguments[1], seconds: seconds, seed: seed, stash: option("--stash").map { URL(fileURLWithPath: $0) })
+    try runSoak(arguments[1], seconds: seconds, seed: seed, stash: option("--stash").map { URL(fileURLWithPath: $0) },
+                withoutDeletions: arguments.contains("--without-deletions"))
 }

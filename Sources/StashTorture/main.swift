@@ -279,7 +279,7 @@ func main(_ arguments: [String]) -> Never {
     }
     let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N"
         + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture lock-folder DIR | StashTorture hold DIR | StashTorture step DIR [--shared] | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
-        + " | StashTorture soak DIR [--seconds N] [--seed S] [--stash PATH]"
+        + " | StashTorture soak DIR [--seconds N] [--seed S] [--stash PATH] [--without-deletions]"
     guard arguments.count >= 2 else { fail(usage, status: 2) }
     do {
         switch arguments[0] {
