@@ -88,9 +88,6 @@ extension DiskStore {
         return copy()
     }
 
-    /// How many folders have a copy lock now (tests: none once no compaction runs).
-    static var copyLockCount: Int { copyLocks.withLock { $0.count } }
-
     /// The copy lock of `folder` while one exists (tests: two paths to one folder share it).
     static func copyLock(of folder: FolderHandle) -> NSLock? {
         let key = folder.identity.map(CopyLockKey.folder) ?? .path(folder.path)

@@ -206,7 +206,7 @@ enum SegmentFormat {
     }
 
     private static func decodeBody(_ body: UnsafeRawBufferPointer, kind: Kind, flags: UInt8) -> SegmentRecord? {
-        let hasExpiry = flags & hasExpiry != 0
+        let expiryFollows = flags & hasExpiry != 0
         switch kind {
         case .setInline, .setFile:
             guard let (range, info) = setFields(body, kind: kind, flags: flags),
@@ -215,12 +215,12 @@ enum SegmentFormat {
         case .remove:
             return key(UnsafeRawBufferPointer(rebasing: body[1...])).map { .remove(key: $0) }
         case .clear:
-            return body.count == 1 && !hasExpiry ? .clear : nil
+            return body.count == 1 && !expiryFollows ? .clear : nil
         case .batch:
-            guard body.count == 9, !hasExpiry else { return nil }
+            guard body.count == 9, !expiryFollows else { return nil }
             return .batch(count: Int(load(body, 1) as UInt32), length: Int(load(body, 5) as UInt32))
         case .access:
-            guard body.count == 17 || body.count == 25, !hasExpiry else { return nil }
+            guard body.count == 17 || body.count == 25, !expiryFollows else { return nil }
             let stored = Double(bitPattern: load(body, 9))
             let time = flags & referenceSeconds == 0 ? StoredTime.fromSeconds1970(stored) : stored
             let keyHash: UInt64? = body.count == 25 ? load(body, 17) : nil
