@@ -68,6 +68,37 @@ struct FractionalExpiryTests {
         }
     }
 
+    // The key directory holds expiries too: one of the former layout (`STASHKD1`, seconds since 1970)
+    // is older, not damaged. The store replays its segments without a recovery issue (which `stash
+    // check` would report as damage in every store that had one), and a writer's close replaces it.
+    @Test("a key directory of the former layout is no damage: the segments are replayed and a writer replaces it")
+    func formerDirectoryLayout() throws {
+        let directory = TemporaryDirectory()
+        let clock = ManualClock()
+        let file = directory.storePath() + "/" + StoreFolder.directoryName
+        let dates = Self.expiries.map { Self.resolved($0, at: clock.now) }
+        try withEngineThresholds(in: directory.path, directoryMinimum: 1) {
+            do {
+                let disk = try openDisk(directory, clock)
+                for (key, expiry) in zip(Self.keys(dates.count), Self.expiries) {
+                    try disk.setObject(Data(key.utf8), forKey: key, expiry: expiry)
+                }
+            }
+            var bytes = try Damage.bytes(file)
+            try #require(Array(bytes[0..<8]) == DirectoryFormat.magic, "the close wrote no key directory")
+            bytes.replaceSubrange(0..<8, with: DirectoryFormat.formerMagic)
+            try Damage.write(bytes, to: file)
+            do {
+                let disk = try openDisk(directory, clock)
+                #expect(disk.recoveryIssues.isEmpty, "\(disk.recoveryIssues)")
+                try expectExact(disk, dates, clock, "with a former key directory")
+                try disk.setObject(Data("after".utf8), forKey: "after") // a change: the close writes a directory
+            }
+            #expect(Array(try Damage.bytes(file)[0..<8]) == DirectoryFormat.magic)
+            try expectExact(try openDisk(directory, clock), dates, clock, "with the new key directory")
+        }
+    }
+
     @Test("fractional expiries come back equal after a compaction and a reopen")
     func afterCompaction() throws {
         let directory = TemporaryDirectory()

@@ -1,4 +1,11 @@
 import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Where a key directory stands in the segments: every record before this position is in it.
 struct DirectoryPosition: Equatable {
@@ -44,6 +51,9 @@ struct DirectoryPosition: Equatable {
 /// store that has one rebuilds it once.
 enum DirectoryFormat {
     static let magic = Array("STASHKD2".utf8)
+    /// The magic of the layout before (times in seconds since 1970): such a directory is older, not
+    /// damaged; the store replays its segments without reporting it, and a writer replaces it.
+    static let formerMagic = Array("STASHKD1".utf8)
     static let headerLength = 128
     static let slotLength = 64
     static let segmentEntryLength = 24
@@ -56,6 +66,13 @@ enum DirectoryFormat {
     /// a directory of one would name the other's records and skip the other's records before it.
     static func tailHash(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt64 {
         XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[max(0, offset - tailWindow)..<offset]))
+    }
+
+    /// Whether the open file `fd` starts with ``formerMagic``.
+    static func isFormerLayout(_ fd: Int32) -> Bool {
+        var head = [UInt8](repeating: 0, count: formerMagic.count)
+        let count = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        return count == formerMagic.count && head == formerMagic
     }
 
     /// Slots per entry: a table at most ~70% full keeps probes short.

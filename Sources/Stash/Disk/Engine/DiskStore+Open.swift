@@ -162,7 +162,9 @@ extension DiskStore {
         guard let mapped = MappedDirectory(fd: fd), mapped.header.store == folder.storeID,
               mapped.header.segments.allSatisfy({ salts[$0.id] == $0.salt }),
               salts[mapped.header.position.segment] == mapped.header.position.salt else {
-            recoveryIssues.append(.corrupted("the key directory was damaged or stale; the segments were replayed whole"))
+            if !DirectoryFormat.isFormerLayout(fd) { // an older layout is no damage: replaced once
+                recoveryIssues.append(.corrupted("the key directory was damaged or stale; the segments were replayed whole"))
+            }
             var info = stat()
             if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG { discardStaleDirectory() } // a folder or FIFO is left alone
             return nil
