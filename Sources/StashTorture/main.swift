@@ -29,6 +29,9 @@ import Darwin
 //       Holds the store folder's lock until the end of stdin (SharedWriters.swift).
 //   hold DIR
 //       Opens the store, prints `ready`, waits for the end of stdin, exits 0.
+//   soak DIR [--seconds N] [--seed S] [--stash PATH], soak-writer …, soak-reader …
+//       Two writer processes, a reader process and `stash get` on one store for N seconds under
+//       faults, every read checked against the writers' logs (Soak.swift, SoakRoles.swift, SoakCheck.swift).
 //   step DIR [--shared]
 //       Opens the store (with `--shared`, as one of several writer processes), prints `ready`, then runs one command per line of stdin and prints a line
 //       once it returned: `set KEY SIZE` writes a self-verifying value of SIZE payload bytes with
@@ -276,6 +279,7 @@ func main(_ arguments: [String]) -> Never {
     }
     let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N"
         + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture lock-folder DIR | StashTorture hold DIR | StashTorture step DIR [--shared] | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
+        + " | StashTorture soak DIR [--seconds N] [--seed S] [--stash PATH] [--without-deletions]"
     guard arguments.count >= 2 else { fail(usage, status: 2) }
     do {
         switch arguments[0] {
@@ -296,6 +300,10 @@ func main(_ arguments: [String]) -> Never {
             try runBatches(arguments[1], seed: seed)
         case "share":
             try share(arguments, option: option)
+        case "soak":
+            try soak(arguments, option: option)
+        case "soak-writer", "soak-reader":
+            try soakRole(arguments, option: option)
         case "lock-folder":
             lockFolder(arguments[1])
         case "attack":

@@ -111,6 +111,17 @@ extension DiskStorage {
     func waitForCompaction() {
         while isCompacting { usleep(1_000) } // a background job, not time: bounded by its work
     }
+
+    /// Waits until no background compaction runs and none is due: after each one, the check a write
+    /// would make runs again (``DiskStore/startCompactionIfNeeded()``). What a test measures then does
+    /// not depend on when the compactions ran beside its writes (a compaction that copied while the
+    /// writes went on leaves dead bytes that only the next write's check would compact).
+    func settleCompaction() {
+        repeat {
+            waitForCompaction()
+            engine.sync { $0.startCompactionIfNeeded() }
+        } while isCompacting
+    }
 }
 
 /// A version-2 segment header, as a format-2 store wrote it: two copies of
@@ -130,7 +141,7 @@ func writeFormatTwoStore(_ path: String) throws {
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     var segment = version2SegmentHeader(id: 1, salt: 99)
     Array("v2!".utf8).withUnsafeBytes { bytes in
-        _ = SegmentFormat.appendSet(key: "old", expiry: Date.distantFuture.timeIntervalSince1970, time: 1, value: .inline(size: 3),
+        _ = SegmentFormat.appendSet(key: "old", expiry: StoredTime.never, time: 1, value: .inline(size: 3),
                                     inlineBytes: bytes, salt: 99, to: &segment)
     }
     try Damage.write(segment, to: path + "/" + SegmentFile.name(of: 1))

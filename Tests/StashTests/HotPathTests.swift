@@ -116,14 +116,14 @@ struct HotPathTests {
             _ = SegmentFormat.appendSet(key: key, expiry: 1_000, time: 500.5, value: .inline(size: 200), inlineBytes: raw,
                                         salt: salt, to: &encoded)
         }
-        #expect(encoded == record([0x11] + littleEndian(500.5.bitPattern) + littleEndian(1_000.0.bitPattern)
+        #expect(encoded == record([0x31] + littleEndian(500.5.bitPattern) + littleEndian(1_000.0.bitPattern)
                                   + [UInt8(key.utf8.count)] + Array(key.utf8) + value))
 
         let longKey = String(repeating: "k", count: 200) // a two-byte length
         encoded = []
-        SegmentFormat.appendSet(key: longKey, expiry: Date.distantFuture.timeIntervalSince1970, time: 2, value: .file(id: 7, size: 300_000, hash: 9),
+        SegmentFormat.appendSet(key: longKey, expiry: StoredTime.never, time: 2, value: .file(id: 7, size: 300_000, hash: 9),
                                 inlineBytes: nil, salt: salt, to: &encoded)
-        #expect(encoded == record([0x02] + littleEndian(2.0.bitPattern) + [0xc8, 0x01] + Array(longKey.utf8)
+        #expect(encoded == record([0x22] + littleEndian(2.0.bitPattern) + [0xc8, 0x01] + Array(longKey.utf8)
                                   + littleEndian(UInt64(7)) + littleEndian(UInt64(300_000)) + littleEndian(UInt64(9))))
 
         encoded = []
@@ -132,7 +132,7 @@ struct HotPathTests {
         SegmentFormat.appendClear(salt: salt, to: &encoded)
         SegmentFormat.appendBatch(count: 2, length: 64, salt: salt, to: &encoded)
         #expect(encoded == record([0x03] + Array(key.utf8))
-                + record([0x05] + littleEndian(UInt32(3)) + littleEndian(UInt32(80)) + littleEndian(9.25.bitPattern) + littleEndian(UInt64(0x0102)))
+                + record([0x25] + littleEndian(UInt32(3)) + littleEndian(UInt32(80)) + littleEndian(9.25.bitPattern) + littleEndian(UInt64(0x0102)))
                 + record([0x04])
                 + record([0x06] + littleEndian(UInt32(2)) + littleEndian(UInt32(64))))
     }

@@ -13,7 +13,7 @@ struct KeyDirectoryTests {
         (0..<count).map { index in
             let value: StoredValue = random.below(3) == 0
                 ? .file(id: random.next(), size: random.below(1 << 40), hash: random.next()) : .inline(size: random.below(1 << 18))
-            let expiry = random.below(2) == 0 ? Date.distantFuture.timeIntervalSince1970 : Double(random.below(1 << 30))
+            let expiry = random.below(2) == 0 ? StoredTime.never : Double(random.below(1 << 30))
             let key = index % 5 == 0 ? "caf\u{E9} \(index) 가각" : index == 1 ? "" : "user.\(index).profile"
             let record = DiskRecord(segment: UInt32(random.below(4) + 1), offset: UInt32(truncatingIfNeeded: random.next()),
                                     length: UInt32(random.below(1 << 20)), value: value, expiry: expiry,

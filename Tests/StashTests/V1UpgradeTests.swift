@@ -71,6 +71,25 @@ struct V1UpgradeTests {
         #expect(storageError { _ = try disk.object(forKey: "gone") }?.isNotFound == true)
     }
 
+    // Contract item 1 through the upgrade: the journal holds seconds since 1970; a fractional one
+    // becomes the very date `Date(timeIntervalSince1970:)` makes of it, and stays it after a reopen.
+    @Test("a fractional expiry of a version-1 store is the same date after the upgrade and after a reopen")
+    func fractionalExpiryThroughUpgrade() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        var store = try V1Store(path)
+        try store.set("f", Data("fraction".utf8), expiry: 1_800_000_000.1, time: 1_799_999_999.9)
+        try store.close()
+        let expected = Expiry.date(Date(timeIntervalSince1970: 1_800_000_000.1))
+        let clock = TestClock(Self.now)
+        do {
+            let disk = try openDataStore(path, now: clock.function)
+            #expect(disk.entryInfos.first?.lastAccess == Date(timeIntervalSince1970: 1_799_999_999.9)) // before a read moves it
+            #expect(try disk.entry(forKey: "f").expiry == expected)
+        }
+        #expect(try openDataStore(path, now: clock.function).entry(forKey: "f").expiry == expected)
+    }
+
     @Test("a version-1 store is upgraded on open: values, expiry and LRU order are kept, the v1 files are gone")
     func upgradeKeepsEverything() throws {
         let directory = TemporaryDirectory()

@@ -84,7 +84,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
             }
             let (data, record, path) = try store.read(key, now: now)
             let box = try ValueBox(diskStorage.decode(data))
-            let expiry = Date(timeIntervalSince1970: record.expiry)
+            let expiry = StoredTime.date(record.expiry)
             remember(box, forKey: key, cost: data.count, expiry: expiry, filePath: path)
             return (box, expiry)
         }

@@ -35,7 +35,7 @@ extension HybridStorage {
         try engine.writeBatch(changes, now: now, config: config) { store, paths in
             for (number, change) in changes.enumerated() {
                 guard case .set(let key, let data, let expiry) = change, case .set(let object, _, _) = batch.changes[number],
-                      store.record(forKey: key)?.expiry == expiry.timeIntervalSince1970 else { continue }
+                      store.record(forKey: key)?.expiry == StoredTime.seconds(expiry) else { continue }
                 remember(object, forKey: key, cost: data.count, expiry: expiry, filePath: paths[number])
             }
         }

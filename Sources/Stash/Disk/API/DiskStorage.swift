@@ -64,7 +64,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// How many values are stored, and how many of them have expired by `date`, counted without
     /// listing a key (what `stash stats` shows).
     public func counts(expiredBy date: Date) -> (entries: Int, expired: Int) {
-        let cutoff = date.timeIntervalSince1970
+        let cutoff = StoredTime.seconds(date)
         return engine.sync { store in
             store.withIndex { index in
                 var expired = 0
@@ -85,8 +85,8 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
             store.applyMemoryHits(now: now)
             return store.withIndex { $0.entriesOldestFirst }.map { key, record in
                 DiskEntryInfo(key: key, size: record.size,
-                              expiry: Expiry(storedDate: Date(timeIntervalSince1970: record.expiry)),
-                              lastAccess: Date(timeIntervalSince1970: record.lastAccess),
+                              expiry: Expiry(storedDate: StoredTime.date(record.expiry)),
+                              lastAccess: StoredTime.date(record.lastAccess),
                               filePath: store.filePath(of: record))
             }
         }
@@ -97,8 +97,8 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     public func entry(forKey key: String) throws -> Entry<T> {
         let now = now()
         let (data, expiry, path) = try engine.read(key, now: now)
-        return try Entry(object: decode(data), expiry: Expiry(storedDate: Date(timeIntervalSince1970: expiry)),
-                         filePath: path, isExpired: now.timeIntervalSince1970 >= expiry)
+        return try Entry(object: decode(data), expiry: Expiry(storedDate: StoredTime.date(expiry)),
+                         filePath: path, isExpired: StoredTime.seconds(now) >= expiry)
     }
 
     /// As ``entry(forKey:)``, without building an `Entry<T>` (whose generic metadata an unspecialised
@@ -107,8 +107,8 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         let now = now()
         let (data, expiry, _) = try engine.read(key, now: now)
         let object = try decode(data)
-        if now.timeIntervalSince1970 >= expiry, expiry != Date.distantFuture.timeIntervalSince1970 {
-            throw StorageError.expired(Date(timeIntervalSince1970: expiry))
+        if StoredTime.seconds(now) >= expiry, expiry != StoredTime.never {
+            throw StorageError.expired(StoredTime.date(expiry))
         }
         return object
     }
@@ -116,13 +116,13 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// Answered from the index under its own lock, without waiting for the queue; still
     /// linearizable with every other operation (see `DiskEngine.record(forKey:)`).
     public func existsObject(forKey key: String) -> Bool {
-        let now = now().timeIntervalSince1970
+        let now = StoredTime.seconds(now())
         return engine.record(forKey: key).map { now < $0.expiry } ?? false
     }
 
     /// Answered from the index like ``existsObject(forKey:)``.
     public func isExpiredObject(forKey key: String) throws -> Bool {
-        let now = now().timeIntervalSince1970
+        let now = StoredTime.seconds(now())
         guard let record = engine.record(forKey: key) else { throw StorageError.notFound }
         return now >= record.expiry
     }
@@ -178,8 +178,8 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         let now = now()
         let (data, record, path) = try store.read(key, now: now)
         let object = try decode(data)
-        let entry = Entry(object: object, expiry: Expiry(storedDate: Date(timeIntervalSince1970: record.expiry)),
-                          filePath: path, isExpired: now.timeIntervalSince1970 >= record.expiry)
+        let entry = Entry(object: object, expiry: Expiry(storedDate: StoredTime.date(record.expiry)),
+                          filePath: path, isExpired: StoredTime.seconds(now) >= record.expiry)
         return (entry, data.count)
     }
 }

@@ -36,10 +36,10 @@ extension DiskStore {
         guard let plan = try? beginCompaction(liveBytes: total - dead) else { return }
         isCompacting = true
         let epoch = epoch
-        let (folder, store, directory, segmentLimit) = (folder.handle, folder.storeID, directory, thresholds.segmentLimit)
+        let (folder, store, segmentLimit) = (folder.handle, folder.storeID, thresholds.segmentLimit)
         let schedule = schedule
         DispatchQueue.global(qos: .utility).async {
-            let result = Self.copyAlone(in: directory) {
+            let result = Self.copyAlone(in: folder) {
                 Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
                              folder: folder, store: store, segmentLimit: segmentLimit)
             }
@@ -55,19 +55,43 @@ extension DiskStore {
     /// One lock per store folder, held while a compaction copies: a compaction on demand
     /// (``compactNow()``) waits for the copy of a background one under way, and a store opened
     /// again on the folder for the copy its predecessor left running. Never held across the queue.
-    private static let copyLocks = Locked<[String: NSLock]>([:])
+    /// Keyed by what identifies the folder (its device and inode, as the engine registry does), so two
+    /// paths to one folder (a symlink, `..`) share one lock; an entry lives only while a compaction
+    /// uses it, so the table does not grow with every folder ever compacted.
+    private static let copyLocks = Locked<[CopyLockKey: (lock: NSLock, users: Int)]>([:])
 
-    /// Runs `copy` while no other compaction of the folder `directory` copies.
-    static func copyAlone<Result>(in directory: String, _ copy: () -> Result) -> Result {
+    /// What a copy lock is for: the folder's identity, or its path when the open folder can no longer
+    /// be asked (`fstat` failed), which then serialises only with copies in that path.
+    private enum CopyLockKey: Hashable {
+        case folder(FolderIdentity)
+        case path(String)
+    }
+
+    /// Runs `copy` while no other compaction of the folder `folder` copies.
+    static func copyAlone<Result>(in folder: FolderHandle, _ copy: () -> Result) -> Result {
+        let key = folder.identity.map(CopyLockKey.folder) ?? .path(folder.path)
         let lock = copyLocks.withLock { locks in
-            if let lock = locks[directory] { return lock }
-            let lock = NSLock()
-            locks[directory] = lock
-            return lock
+            var entry = locks[key] ?? (NSLock(), 0)
+            entry.users += 1
+            locks[key] = entry
+            return entry.lock
+        }
+        defer {
+            copyLocks.withLock { locks in
+                guard var entry = locks[key] else { return }
+                entry.users -= 1
+                locks[key] = entry.users == 0 ? nil : entry
+            }
         }
         lock.lock()
         defer { lock.unlock() }
         return copy()
+    }
+
+    /// The copy lock of `folder` while one exists (tests: two paths to one folder share it).
+    static func copyLock(of folder: FolderHandle) -> NSLock? {
+        let key = folder.identity.map(CopyLockKey.folder) ?? .path(folder.path)
+        return copyLocks.withLock { $0[key]?.lock }
     }
 
     /// What a compaction copies, from where, and into which ids.

@@ -1,4 +1,11 @@
 import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Where a key directory stands in the segments: every record before this position is in it.
 struct DirectoryPosition: Equatable {
@@ -18,7 +25,7 @@ struct DirectoryPosition: Equatable {
 ///
 /// ```
 /// header, 128 bytes:
-///   0  magic "STASHKD1"         8  store u64 (the store's identity; also the key hash's seed)
+///   0  magic "STASHKD2"         8  store u64 (the store's identity; also the key hash's seed)
 ///  16  position segment u32    20  segment count u32
 ///  24  position salt u64       32  position offset u64
 ///  40  entry count u64         48  slot count u64
@@ -31,6 +38,7 @@ struct DirectoryPosition: Equatable {
 ///   0 key hash u64 (``KeyHash``; 0: empty)   8 key: arena offset << 24 | UTF-8 length
 ///  16 segment u32  20 offset u32  24 record length u32  28 flags u32 (1: the value is a file)
 ///  32 value size u64  40 expiry f64  48 last access f64  56 recency u64 (0 = least recently used)
+/// (times, and the header's earliest expiry, are ``StoredTime``s: seconds since 2001)
 /// arena: each key's UTF-8, followed for a value file by its id u64 and XXH64 u64
 /// ```
 ///
@@ -38,9 +46,14 @@ struct DirectoryPosition: Equatable {
 /// names another store, a segment the store no longer has (or has with another salt), a position
 /// past a segment's end, or a segment whose bytes before the position are not the ones it was
 /// written after (the tail hash: a copy of the store that went on writing, a tail lost to a power
-/// cut and written again) is not used: the segments are replayed whole, and a writer removes it.
+/// cut and written again) is not used: the segments are replayed whole, and a writer removes it. So
+/// is one of another layout (another magic): `STASHKD1` held times as seconds since 1970, and a
+/// store that has one rebuilds it once.
 enum DirectoryFormat {
-    static let magic = Array("STASHKD1".utf8)
+    static let magic = Array("STASHKD2".utf8)
+    /// The magic of the layout before (times in seconds since 1970): such a directory is older, not
+    /// damaged; the store replays its segments without reporting it, and a writer replaces it.
+    static let formerMagic = Array("STASHKD1".utf8)
     static let headerLength = 128
     static let slotLength = 64
     static let segmentEntryLength = 24
@@ -61,6 +74,13 @@ enum DirectoryFormat {
     static func lengthLimit(segmentBytes: Int, segments: Int) -> Int {
         let (entries, overflow) = segmentBytes.multipliedReportingOverflow(by: 16)
         return overflow ? .max : entries &+ headerLength &+ segments &* segmentEntryLength &+ 4096
+    }
+
+    /// Whether the open file `fd` starts with ``formerMagic``.
+    static func isFormerLayout(_ fd: Int32) -> Bool {
+        var head = [UInt8](repeating: 0, count: formerMagic.count)
+        let count = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        return count == formerMagic.count && head == formerMagic
     }
 
     /// Slots per entry: a table at most ~70% full keeps probes short.

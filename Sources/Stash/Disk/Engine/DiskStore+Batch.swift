@@ -46,7 +46,7 @@ extension DiskStore {
             guard case .set(let key, _, _) = change, observers?.hasKeyObservers(key) == true else { return nil }
             return record(forKey: key).flatMap { try? load(key, $0) }
         }
-        let time = now.timeIntervalSince1970
+        let time = StoredTime.seconds(now)
         var places: [(start: Int, length: Int)] = [] // of each change's record, in the appended bytes
         var overhead = 0 // the batch record's and the tombstones' bytes: dead from the start
         let location: (segment: UInt32, offset: Int, length: Int, end: UInt64)
@@ -59,7 +59,7 @@ extension DiskStore {
                     switch change {
                     case .set(let key, let data, let expiry):
                         data.withUnsafeBytes { bytes in
-                            _ = SegmentFormat.appendSet(key: key, expiry: expiry.timeIntervalSince1970, time: time, value: stored[index]!,
+                            _ = SegmentFormat.appendSet(key: key, expiry: StoredTime.seconds(expiry), time: time, value: stored[index]!,
                                                         inlineBytes: bytes, salt: salt, to: &records)
                         }
                     case .remove(let key):
@@ -89,7 +89,7 @@ extension DiskStore {
                 case .set(let key, _, let expiry):
                     let record = DiskRecord(segment: location.segment, offset: UInt32(base + places[number].start),
                                             length: UInt32(places[number].length), value: stored[number]!,
-                                            expiry: expiry.timeIntervalSince1970, lastAccess: time, keyHash: keyHash(key))
+                                            expiry: StoredTime.seconds(expiry), lastAccess: time, keyHash: keyHash(key))
                     old = index.set(key, record)
                     totalSize += record.size
                     earliestExpiry = min(earliestExpiry, record.expiry)

@@ -79,7 +79,7 @@ extension DiskStore {
         let live = withIndex { index in index.entries.reduce(0) { $0 + Int($1.value.length) } }
         let plan = try beginCompaction(liveBytes: live)
         let (folder, store, segmentLimit) = (folder.handle, folder.storeID, thresholds.segmentLimit)
-        let result = Self.copyAlone(in: directory) {
+        let result = Self.copyAlone(in: folder) {
             Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
                          folder: folder, store: store, segmentLimit: segmentLimit)
         }

@@ -171,7 +171,9 @@ extension DiskStore {
         guard let loaded, loaded.header.store == folder.storeID,
               loaded.header.segments.allSatisfy({ salts[$0.id] == $0.salt }),
               salts[loaded.header.position.segment] == loaded.header.position.salt else {
-            recoveryIssues.append(.corrupted("the key directory was damaged or stale; the segments were replayed whole"))
+            if !DirectoryFormat.isFormerLayout(fd) { // an older layout is no damage: replaced once
+                recoveryIssues.append(.corrupted("the key directory was damaged or stale; the segments were replayed whole"))
+            }
             var info = stat()
             if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG { discardStaleDirectory() } // a folder or FIFO is left alone
             return nil

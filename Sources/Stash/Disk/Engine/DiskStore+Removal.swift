@@ -112,7 +112,7 @@ extension DiskStore {
     @discardableResult
     func removeExpired(now: Date) throws -> [String] {
         assertOnQueue()
-        let cutoff = now.timeIntervalSince1970
+        let cutoff = StoredTime.seconds(now)
         // Trimming calls this on every write of a full store: skip the scan while nothing can have expired.
         guard cutoff >= earliestExpiry else { return [] }
         try checkWritable()
@@ -244,7 +244,7 @@ extension DiskStore {
 
     /// Records `cache`'s pending memory hits as use at `now` (also when a storage is released).
     func recordHits(of cache: MemoryCache, now: Date) {
-        let time = now.timeIntervalSince1970
+        let time = StoredTime.seconds(now)
         let hits = cache.takeRecentHits()
         guard !hits.isEmpty else { return }
         let used = withIndex { index in hits.compactMap { index.touch($0, time: time) } }

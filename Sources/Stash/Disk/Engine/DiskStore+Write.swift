@@ -66,8 +66,8 @@ extension DiskStore {
         } else {
             value = .inline(size: data.count)
         }
-        let time = now.timeIntervalSince1970
-        let expiry = expiry.timeIntervalSince1970
+        let time = StoredTime.seconds(now)
+        let expiry = StoredTime.seconds(expiry)
         let location: (segment: UInt32, offset: Int, length: Int, end: UInt64)
         do {
             var key = key

@@ -7,9 +7,9 @@ struct DiskRecord: Equatable {
     /// The set record's length in bytes.
     var length: UInt32
     var value: StoredValue
-    /// Seconds since 1970 (`Date.distantFuture` for never).
+    /// A ``StoredTime`` (``StoredTime/never`` for never).
     var expiry: Double
-    /// Seconds since 1970.
+    /// A ``StoredTime``.
     var lastAccess: Double
     /// The key's ``KeyHash`` in this store. No default: a record indexed without it (0, the
     /// directory's empty slot) was written into the key directory as an empty slot and lost.
@@ -231,7 +231,7 @@ final class DiskStore {
         assertOnQueue()
         try checkSharedOperation()
         // Marked used first: one lookup (a read that then fails has its entry dropped, or is an I/O error).
-        let time = now.timeIntervalSince1970
+        let time = StoredTime.seconds(now)
         guard let record = withIndex({ $0.touch(key, time: time) }) else { throw StorageError.notFound }
         let data: Data
         do {

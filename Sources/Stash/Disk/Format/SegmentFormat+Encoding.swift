@@ -8,7 +8,7 @@ import Foundation
 // upgrade, batches, tests): they encode the same bytes.
 
 extension SegmentFormat {
-    private static let neverExpires = Date.distantFuture.timeIntervalSince1970
+    private static let neverExpires = StoredTime.never
 
     /// The length of a set record whose key has `keyCount` UTF-8 bytes (`inlineCount`: the inline value's bytes).
     static func setLength(keyCount: Int, expiry: Double, inlineCount: Int, value: StoredValue) -> Int {
@@ -23,7 +23,7 @@ extension SegmentFormat {
         let never = expiry == neverExpires
         let kind: Kind = if case .file = value { .setFile } else { .setInline }
         var writer = RecordWriter(out)
-        writer.byte(kind.rawValue | (never ? 0 : hasExpiry))
+        writer.byte(kind.rawValue | referenceSeconds | (never ? 0 : hasExpiry))
         writer.integer(time.bitPattern)
         if !never { writer.integer(expiry.bitPattern) }
         writer.varint(key.count)
@@ -64,7 +64,7 @@ extension SegmentFormat {
     static func encodeAccess(segment: UInt32, offset: UInt32, time: Double, keyHash: UInt64, salt: UInt64,
                              into out: UnsafeMutableRawBufferPointer) {
         var writer = RecordWriter(out)
-        writer.byte(Kind.access.rawValue)
+        writer.byte(Kind.access.rawValue | referenceSeconds)
         writer.integer(segment)
         writer.integer(offset)
         writer.integer(time.bitPattern)

@@ -16,9 +16,9 @@ enum StoredValue: Equatable {
 
 /// What a set record says besides its key.
 struct SetInfo: Equatable {
-    /// Seconds since 1970; `Date.distantFuture` for never.
+    /// A ``StoredTime``; ``StoredTime/never`` for never.
     var expiry: Double
-    /// When the value was written or last used, as of this record (seconds since 1970).
+    /// When the value was written or last used, as of this record (a ``StoredTime``).
     var time: Double
     var value: StoredValue
     /// Where an inline value starts, counted from the record's first byte.
@@ -57,13 +57,17 @@ enum SegmentRecord: Equatable {
 /// from elsewhere (another segment, a hostile value) so never verifies here, and replay can resync
 /// after damage by looking for the next position where a record verifies.
 ///
-/// Body: a kind byte (low nibble: the kind; bit 4: an expiry follows), then
+/// Body: a kind byte (low nibble: the kind; bit 4: an expiry follows; bit 5: the times are seconds
+/// since 2001), then
 /// - set, value inline (1): `time f64 | [expiry f64] | key length (LEB128) | key | value`
 /// - set, value in a file (2): `time f64 | [expiry f64] | key length | key | file id u64 | size u64 | hash u64`
 /// - remove (3): `key`; clear (4): nothing; access (5): `segment u32 | offset u32 | time f64 | key hash u64` (format 4; the hash is absent before);
 ///   batch (6): `count u32 | length u32`, the number and total length of the records that follow
 ///   and are applied all or none.
-/// All integers and floats are little-endian; keys are UTF-8.
+/// All integers and floats are little-endian; keys are UTF-8. A time (a set record's time and expiry,
+/// an access record's time) is a ``StoredTime``, seconds since 2001 exactly as `Date` keeps them, in
+/// records with bit 5 of the kind byte (``referenceSeconds``); without it (every record written before
+/// that bit existed) it is seconds since 1970, converted when read (``StoredTime/fromSeconds1970(_:)``).
 enum SegmentFormat {
     static let magic = Array("STASHSG3".utf8)
     static let version2Magic = Array("STASHSG2".utf8)
@@ -96,6 +100,9 @@ enum SegmentFormat {
 
     enum Kind: UInt8 { case setInline = 1, setFile = 2, remove = 3, clear = 4, access = 5, batch = 6 }
     static let hasExpiry: UInt8 = 0x10
+    /// Kind-byte flag of set and access records: their times are seconds since 2001 (``StoredTime``),
+    /// not seconds since 1970. Every such record is written with it.
+    static let referenceSeconds: UInt8 = 0x20
 
     // MARK: Header
 
@@ -138,22 +145,22 @@ enum SegmentFormat {
     /// Never traps, whatever the bytes.
     static func record(in bytes: UnsafeRawBufferPointer, at offset: Int, salt: UInt64) -> (SegmentRecord, length: Int)? {
         guard let (record, length) = verified(bytes, at: offset, salt: salt) else { return nil }
-        return decodeBody(record.body, kind: record.kind, hasExpiry: record.hasExpiry).map { ($0, length) }
+        return decodeBody(record.body, kind: record.kind, flags: record.flags).map { ($0, length) }
     }
 
     /// The body and kind of the record at `offset`, and its length, once its length and checksum hold;
     /// nil otherwise. Never traps.
     private static func verified(_ bytes: UnsafeRawBufferPointer, at offset: Int, salt: UInt64)
-        -> ((kind: Kind, hasExpiry: Bool, body: UnsafeRawBufferPointer), length: Int)? {
+        -> ((kind: Kind, flags: UInt8, body: UnsafeRawBufferPointer), length: Int)? {
         guard offset >= 0, offset + recordHeaderLength < bytes.count else { return nil }
         let bodyLength = Int(exactly: load(bytes, offset + 4) as UInt32) ?? .max // past Int where Int has 32 bits
         guard bodyLength >= 1, bodyLength <= maxBodyLength, bodyLength <= bytes.count - offset - recordHeaderLength,
-              let kind = Kind(rawValue: bytes[offset + 8] & 0x0f), bytes[offset + 8] & 0xe0 == 0 else { return nil }
+              let kind = Kind(rawValue: bytes[offset + 8] & 0x0f), bytes[offset + 8] & 0xc0 == 0 else { return nil }
         let length = recordHeaderLength + bodyLength
         let checked = UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<(offset + length)])
         guard UInt32(truncatingIfNeeded: XXH64.hash(checked, seed: salt)) == load(bytes, offset) as UInt32 else { return nil }
         let body = UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<(offset + length)])
-        return ((kind, body[0] & hasExpiry != 0, body), length)
+        return ((kind, body[0] & 0xf0, body), length)
     }
 
     /// The set record that `bytes` holds, exactly and verified: where its key's bytes are (counted from
@@ -163,22 +170,24 @@ enum SegmentFormat {
     static func setRecord(_ bytes: UnsafeRawBufferPointer, salt: UInt64) -> (key: Range<Int>, info: SetInfo)? {
         guard bytes.count > recordHeaderLength, let (record, length) = verified(bytes, at: 0, salt: salt),
               length == bytes.count, record.kind == .setInline || record.kind == .setFile,
-              let (key, info) = setFields(record.body, kind: record.kind, hasExpiry: record.hasExpiry) else { return nil }
+              let (key, info) = setFields(record.body, kind: record.kind, flags: record.flags) else { return nil }
         return (key.lowerBound + recordHeaderLength..<key.upperBound + recordHeaderLength, info)
     }
 
     /// The fields of a set record's body; the key as the range of its bytes in `body`.
-    private static func setFields(_ body: UnsafeRawBufferPointer, kind: Kind, hasExpiry: Bool) -> (key: Range<Int>, info: SetInfo)? {
+    private static func setFields(_ body: UnsafeRawBufferPointer, kind: Kind, flags: UInt8) -> (key: Range<Int>, info: SetInfo)? {
         var position = 1
         guard body.count >= position + 8 else { return nil }
-        let time = Double(bitPattern: load(body, position))
+        var time = Double(bitPattern: load(body, position))
         position += 8
-        var expiry = Date.distantFuture.timeIntervalSince1970
-        if hasExpiry {
+        var expiry = StoredTime.never
+        if flags & hasExpiry != 0 {
             guard body.count >= position + 8 else { return nil }
             expiry = Double(bitPattern: load(body, position))
             position += 8
+            if flags & referenceSeconds == 0 { expiry = StoredTime.fromSeconds1970(expiry) }
         }
+        if flags & referenceSeconds == 0 { time = StoredTime.fromSeconds1970(time) }
         guard !time.isNaN, !expiry.isNaN, let (keyLength, varintLength) = varint(body, at: position) else { return nil }
         position += varintLength
         guard keyLength <= body.count - position else { return nil }
@@ -196,22 +205,24 @@ enum SegmentFormat {
         return (key, SetInfo(expiry: expiry, time: time, value: value, valueOffset: recordHeaderLength + position))
     }
 
-    private static func decodeBody(_ body: UnsafeRawBufferPointer, kind: Kind, hasExpiry: Bool) -> SegmentRecord? {
+    private static func decodeBody(_ body: UnsafeRawBufferPointer, kind: Kind, flags: UInt8) -> SegmentRecord? {
+        let expiryFollows = flags & hasExpiry != 0
         switch kind {
         case .setInline, .setFile:
-            guard let (range, info) = setFields(body, kind: kind, hasExpiry: hasExpiry),
+            guard let (range, info) = setFields(body, kind: kind, flags: flags),
                   let key = key(UnsafeRawBufferPointer(rebasing: body[range])) else { return nil }
             return .set(key: key, info)
         case .remove:
             return key(UnsafeRawBufferPointer(rebasing: body[1...])).map { .remove(key: $0) }
         case .clear:
-            return body.count == 1 && !hasExpiry ? .clear : nil
+            return body.count == 1 && !expiryFollows ? .clear : nil
         case .batch:
-            guard body.count == 9, !hasExpiry else { return nil }
+            guard body.count == 9, !expiryFollows else { return nil }
             return .batch(count: Int(load(body, 1) as UInt32), length: Int(load(body, 5) as UInt32))
         case .access:
-            guard body.count == 17 || body.count == 25, !hasExpiry else { return nil }
-            let time = Double(bitPattern: load(body, 9))
+            guard body.count == 17 || body.count == 25, !expiryFollows else { return nil }
+            let stored = Double(bitPattern: load(body, 9))
+            let time = flags & referenceSeconds == 0 ? StoredTime.fromSeconds1970(stored) : stored
             let keyHash: UInt64? = body.count == 25 ? load(body, 17) : nil
             return time.isNaN ? nil : .access(segment: load(body, 1), offset: load(body, 5), time: time, keyHash: keyHash)
         }

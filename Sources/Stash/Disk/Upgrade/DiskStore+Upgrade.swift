@@ -29,11 +29,13 @@ extension DiskStore {
                 value = .file(id: file.id, size: data.count, hash: file.hash)
             }
             // A version-1 journal could hold NaN times (refused since): a NaN expiry counts as
-            // expired (shown flagged, never as valid), a NaN last use as the oldest.
+            // expired (shown flagged, never as valid), a NaN last use as the oldest. Its times are
+            // seconds since 1970: they keep the meaning they had (``StoredTime/fromSeconds1970(_:)``).
             let info = entry.record
+            let expiry = StoredTime.fromSeconds1970(info.expiry.isNaN ? 0 : info.expiry)
+            let time = StoredTime.fromSeconds1970(info.lastAccess.isNaN ? 0 : info.lastAccess)
             try data.withUnsafeBytes { raw in
-                try output.appendSet(key: entry.spelling, expiry: info.expiry.isNaN ? 0 : info.expiry,
-                                     time: info.lastAccess.isNaN ? 0 : info.lastAccess, value: value, inlineBytes: raw)
+                try output.appendSet(key: entry.spelling, expiry: expiry, time: time, value: value, inlineBytes: raw)
             }
         }
         try output.finish()
