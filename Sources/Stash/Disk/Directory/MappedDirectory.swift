@@ -27,8 +27,7 @@ final class MappedDirectory: @unchecked Sendable {
     init?(fd: Int32) {
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size >= DirectoryFormat.headerLength,
-              info.st_size < 1 << 44 else { return nil }
-        let length = Int(info.st_size)
+              info.st_size < 1 << 44, let length = FileNumber.int(info.st_size) else { return nil }
         guard let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0), address != MAP_FAILED else { return nil }
         let bytes = UnsafeMutableRawBufferPointer(start: address, count: length)
         guard let header = DirectoryFormat.parse(UnsafeRawBufferPointer(bytes)) else {
@@ -77,7 +76,8 @@ final class MappedDirectory: @unchecked Sendable {
     /// Where the key of `slot` is in the file; nil if outside the arena.
     private func keyRange(at slot: Int) -> Range<Int>? {
         let reference: UInt64 = load(slot, 8)
-        let (offset, length) = (Int(reference >> 24), Int(reference & 0xff_ffff))
+        guard let offset = FileNumber.int(reference >> 24) else { return nil }
+        let length = Int(reference & 0xff_ffff)
         guard offset <= header.arenaLength, length <= header.arenaLength - offset else { return nil }
         return (header.arenaStart + offset)..<(header.arenaStart + offset + length)
     }

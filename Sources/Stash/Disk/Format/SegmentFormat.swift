@@ -208,7 +208,8 @@ enum SegmentFormat {
             return body.count == 1 && !hasExpiry ? .clear : nil
         case .batch:
             guard body.count == 9, !hasExpiry else { return nil }
-            return .batch(count: Int(load(body, 1) as UInt32), length: Int(load(body, 5) as UInt32))
+            guard let count = FileNumber.int(load(body, 1) as UInt32), let length = FileNumber.int(load(body, 5) as UInt32) else { return nil }
+            return .batch(count: count, length: length)
         case .access:
             guard body.count == 17 || body.count == 25, !hasExpiry else { return nil }
             let time = Double(bitPattern: load(body, 9))
