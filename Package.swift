@@ -17,7 +17,11 @@ let package = Package(
         .executable(name: "stash", targets: ["StashCLI"]),
     ],
     targets: [
-        .target(name: "Stash", swiftSettings: strictSettings),
+        // PrivacyInfo.xcprivacy: the reasons for the required-reason APIs the engine calls (Docs/Platforms.md),
+        // in the target's resource bundle, where Xcode finds a package's privacy manifest.
+        .target(name: "Stash", dependencies: ["CStashAtomics"], resources: [.copy("PrivacyInfo.xcprivacy")], swiftSettings: strictSettings),
+        // C11 atomics for the memory other processes map (SharedState): Swift's need macOS 15 / iOS 18.
+        .target(name: "CStashAtomics"),
         .target(name: "StashHTTP", dependencies: ["Stash"], swiftSettings: strictSettings),
         .target(name: "StashRedis", dependencies: ["Stash"], swiftSettings: strictSettings),
         .executableTarget(name: "StashCLI", dependencies: ["Stash", "StashRedis"], swiftSettings: strictSettings),

@@ -53,6 +53,7 @@ struct RedisOptions {
 }
 
 /// The commands that work on a Redis store, opened as raw bytes, `RedisStorage<Data>`.
+@available(watchOS, unavailable) // RedisStorage is (no BSD sockets on a watch)
 struct RedisCommands {
     let invocation: Invocation
     let options: RedisOptions

@@ -9,7 +9,14 @@ func runStash(_ arguments: [String]) async -> Int32 {
     do {
         let (arguments, redis) = try RedisOptions.extract(from: arguments)
         let invocation = try Invocation.parse(arguments)
+        #if os(watchOS) // RedisStorage is unavailable there (no BSD sockets); the tool is for macOS and Linux
+        if redis != nil, invocation.command != .help {
+            writeError("stash: Redis stores cannot be reached from watchOS")
+            return ExitStatus.failure
+        }
+        #else
         if let redis, invocation.command != .help { return try RedisCommands(invocation, redis).run() }
+        #endif
         switch invocation.command {
         case .help:
             print(helpText + RedisOptions.help)

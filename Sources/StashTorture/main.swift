@@ -32,6 +32,8 @@ import Darwin
 //   soak DIR [--seconds N] [--seed S] [--stash PATH], soak-writer …, soak-reader …
 //       Two writer processes, a reader process and `stash get` on one store for N seconds under
 //       faults, every read checked against the writers' logs (Soak.swift, SoakRoles.swift, SoakCheck.swift).
+//   debug-check off-queue|lock-order DIR
+//       Debug builds only: breaks a rule the debug checks guard and must trap (DebugChecks.swift).
 //   step DIR [--shared]
 //       Opens the store (with `--shared`, as one of several writer processes), prints `ready`, then runs one command per line of stdin and prints a line
 //       once it returned: `set KEY SIZE` writes a self-verifying value of SIZE payload bytes with
@@ -308,6 +310,11 @@ func main(_ arguments: [String]) -> Never {
             lockFolder(arguments[1])
         case "attack":
             try runAttack(arguments, option: option)
+        #if DEBUG
+        case "debug-check":
+            guard arguments.count == 3 else { fail(usage, status: 2) }
+            try runDebugCheck(arguments[1], arguments[2])
+        #endif
         case "overwrite":
             guard let count = option("--count").flatMap(Int.init), count > 0 else { fail(usage, status: 2) }
             try runOverwrite(arguments[1], count: count)

@@ -5,6 +5,9 @@
 //     get KEY        -> the value, or "missing", or "error <description>"
 //     set KEY VALUE  -> "ok"
 //     wait-tracking  -> "tracking" once the invalidation connection is up
+// A child process of the tests, run on macOS and Linux only: on the other platforms of the package
+// scheme it compiles to nothing (and Redis clients are unavailable on watchOS).
+#if os(macOS) || os(Linux)
 import Foundation
 import Stash
 import StashRedis
@@ -47,3 +50,4 @@ while let line = readLine() {
         answer("error \(error)")
     }
 }
+#endif

@@ -1,3 +1,6 @@
+// `Process` exists on macOS and Linux only: on iOS, tvOS, watchOS and visionOS (the package scheme
+// builds this target for them too) there is no child process to run, and this file compiles to nothing.
+#if os(macOS) || os(Linux)
 public import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -276,3 +279,4 @@ public enum Strace {
          "-e", "inject=\(syscalls):signal=KILL:when=\(occurrence)", "--"] + command
     }
 }
+#endif

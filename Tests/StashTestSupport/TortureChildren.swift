@@ -21,6 +21,7 @@ public struct WrittenValue: Sendable {
     }
 }
 
+#if os(macOS) || os(Linux) // ChildProcess's platforms
 /// Kills a child that has not finished after `seconds`, so that a hung child fails its test instead of hanging it.
 public final class Watchdog: @unchecked Sendable {
     // @unchecked Sendable: `isCancelled` is only touched under `lock`.
@@ -37,3 +38,4 @@ public final class Watchdog: @unchecked Sendable {
         lock.withLock { isCancelled = true }
     }
 }
+#endif

@@ -63,6 +63,7 @@ struct GettingStartedSnippetTests {
         #expect(storage.allKeys(withPrefix: "cafe").isEmpty)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @MainActor
     final class TeamModel {
         let me: ObservableValue<User>
@@ -79,6 +80,7 @@ struct GettingStartedSnippetTests {
     }
 
     @Test("SwiftUI and Observation: the model of the guide")
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @MainActor
     func observationModel() throws {
         let directory = TemporaryDirectory()

@@ -14,6 +14,7 @@ private let mainQueueKey = DispatchSpecificKey<Bool>()
 struct ObservableValueTests {
     /// Runs `trigger` (off the main actor) and waits, at most `seconds`, for `tracked`'s observed
     /// properties to change. Returns whether the change was made on the main actor's queue; nil on timeout.
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     private func change(
         of tracked: @escaping @MainActor () -> Void,
         within seconds: Double = 60,
@@ -29,6 +30,7 @@ struct ObservableValueTests {
         return nil
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @Test("follows writes from another Storage on the same folder, updated on the main actor")
     func followsAnotherStorage() async throws {
         let directory = TemporaryDirectory()
@@ -48,6 +50,7 @@ struct ObservableValueTests {
         #expect(me.value == nil)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @Test("follows writes through another typed view; undecodable bytes show as nil")
     func followsAnotherView() async throws {
         let directory = TemporaryDirectory()
@@ -65,6 +68,7 @@ struct ObservableValueTests {
         #expect(me.value == nil)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @Test("a write through the object shows when the call returns, before any other change is awaited")
     func ownWritesShowAtOnce() throws {
         let directory = TemporaryDirectory()
@@ -78,6 +82,7 @@ struct ObservableValueTests {
         #expect(try storage.existsObject(forKey: "me") == false)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @Test("many writes from another thread end at the last one committed")
     func endsAtTheLastWrite() async throws {
         let directory = TemporaryDirectory()
@@ -97,6 +102,7 @@ struct ObservableValueTests {
         #expect(counter.value?.age == 200)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @Test("a released object stops observing the store")
     func releasedObjectUnregisters() throws {
         let directory = TemporaryDirectory()
@@ -112,6 +118,7 @@ struct ObservableValueTests {
         #expect(center.registrationCount == before)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @Test("the inbox of a value keeps only the latest change however long the main actor is busy")
     func inboxKeepsLatestOnly() {
         let inbox = MainActorInbox<Int>(keepsLatestOnly: true)
@@ -127,6 +134,7 @@ struct ObservableValueTests {
 
     // MARK: ObservableCollection
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @Test("after concurrent writes and removals from two threads the collection equals the store")
     func collectionConvergesUnderConcurrentWriters() async throws {
         let directory = TemporaryDirectory()
@@ -160,6 +168,7 @@ struct ObservableValueTests {
         #expect(all.values == stored())
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @Test("the collection follows the keys under its prefix through another Storage and another view")
     func collectionFollowsPrefix() async throws {
         let directory = TemporaryDirectory()
@@ -184,6 +193,7 @@ struct ObservableValueTests {
         #expect(team.values.isEmpty)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @Test("the collection's own writes show when the call returns; NFD keys match an NFC prefix")
     func collectionOwnWrites() throws {
         let directory = TemporaryDirectory()

@@ -243,7 +243,7 @@ struct ObservationDeliveryTests {
         }
         let log = Recorder<StorageChange>() // outlives the observer
         var observer: Recorder<Int>? = Recorder()
-        weak let weakObserver = observer
+        let weakObserver = WeakReference(observer)
         storage.addStorageObserver(try #require(observer)) { _, _, change in log.append(change) }
 
         let writers = DispatchGroup()
@@ -266,7 +266,7 @@ struct ObservationDeliveryTests {
         writers.wait()
 
         #expect(log.received == [.add(key: "first"), .add(key: "second")])
-        #expect(weakObserver == nil, "delivered changes do not keep the observer alive")
+        #expect(weakObserver.object == nil, "delivered changes do not keep the observer alive")
         try storage.setObject(user, forKey: "third")
         #expect(log.received == [.add(key: "first"), .add(key: "second")])
     }

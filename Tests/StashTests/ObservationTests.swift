@@ -263,8 +263,8 @@ struct ObservationTests {
         let log = Recorder<String>() // outlives the observers
         var storageObserver: Recorder<StorageChange>? = Recorder()
         var keyObserver: Recorder<KeyChange<User>>? = Recorder()
-        weak let weakStorageObserver = storageObserver
-        weak let weakKeyObserver = keyObserver
+        let weakStorageObserver = WeakReference(storageObserver)
+        let weakKeyObserver = WeakReference(keyObserver)
         if let storageObserver {
             storage.addStorageObserver(storageObserver) { _, _, change in log.append("storage \(change)") }
         }
@@ -278,8 +278,8 @@ struct ObservationTests {
 
         storageObserver = nil
         keyObserver = nil
-        #expect(weakStorageObserver == nil, "the storage must not retain its observers")
-        #expect(weakKeyObserver == nil, "the storage must not retain its observers")
+        #expect(weakStorageObserver.object == nil, "the storage must not retain its observers")
+        #expect(weakKeyObserver.object == nil, "the storage must not retain its observers")
         try storage.setObject(bob, forKey: "k")
         try storage.removeObject(forKey: "k")
         storage.waitForObservers()

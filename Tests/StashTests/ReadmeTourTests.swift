@@ -9,6 +9,7 @@ struct ReadmeTourTests {
     private final class Screen: Sendable {}
 
     @Test("the README tour compiles and behaves as it says")
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // ObservableValue
     func readmeTour() async throws {
         let directory = TemporaryDirectory()
         let clock = TestClock()

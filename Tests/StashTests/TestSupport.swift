@@ -81,3 +81,13 @@ func waitUntil(limit: TimeInterval = 30, sourceLocation: SourceLocation = #_sour
         usleep(200)
     }
 }
+
+/// A weak reference held in a constant: `weak let` needs Swift 6.2 (the tests build with 6.0), and
+/// Swift 6.2 warns about a `weak var` that is never assigned again.
+struct WeakReference<Object: AnyObject> {
+    weak var object: Object?
+
+    init(_ object: Object?) {
+        self.object = object
+    }
+}

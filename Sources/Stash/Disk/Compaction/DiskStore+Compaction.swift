@@ -135,7 +135,8 @@ extension DiskStore {
             var buffer: [UInt8] = []
             for (key, record) in entries {
                 guard let segment = byID[record.segment],
-                      let (parsed, bytes) = try? segment.record(at: Int(record.offset), length: Int(record.length)),
+                      let recordOffset = FileNumber.int(record.offset), let recordLength = FileNumber.int(record.length),
+                      let (parsed, bytes) = try? segment.record(at: recordOffset, length: recordLength),
                       case .set(let storedKey, let info) = parsed, storedKey == key, info.value == record.value else {
                     result.damaged.append((key, record))
                     continue
@@ -211,7 +212,7 @@ extension DiskStore {
                         usedMeanwhile.append(moved)
                     }
                 } else {
-                    segments[to.segment]?.deadBytes += Int(to.length)
+                    segments[to.segment]?.deadBytes += FileNumber.saturating(to.length)
                 }
             }
         }

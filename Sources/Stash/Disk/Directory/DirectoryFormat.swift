@@ -106,7 +106,7 @@ enum DirectoryFormat {
         var maxFile: UInt64 = 0
         forEach { key, record in
             arenaLength += key.count + (record.fileID == nil ? 0 : 16)
-            live[record.segment, default: 0] += Int(record.length)
+            live[record.segment, default: 0] += FileNumber.saturating(record.length)
             totalSize += record.size
             earliest = min(earliest, record.expiry)
             maxFile = max(maxFile, record.fileID ?? 0)
@@ -183,28 +183,36 @@ enum DirectoryFormat {
         var arenaLength: Int
     }
 
-    static func parse(_ bytes: UnsafeRawBufferPointer) -> Header? {
+    /// The header of the directory `bytes`; nil if it is damaged, or describes more than an `Int` of
+    /// `bitWidth` bits holds (the platform's; tests pass 32 to check a watch's limits on a 64-bit machine).
+    static func parse(_ bytes: UnsafeRawBufferPointer, bitWidth: Int = Int.bitWidth) -> Header? {
         guard bytes.count >= headerLength, bytes.prefix(8).elementsEqual(magic) else { return nil }
         func load<I: FixedWidthInteger>(_ offset: Int) -> I { I(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: I.self)) }
         guard XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])) == load(120) as UInt64 else { return nil }
-        let segmentCount = Int(load(20) as UInt32)
-        let (count, slotCount, arenaLength, totalSize, offset) = (load(40) as UInt64, load(48) as UInt64, load(56) as UInt64,
-                                                                  load(64) as UInt64, load(32) as UInt64)
+        let (count64, slotCount64, arenaLength64, totalSize64, offset64) = (load(40) as UInt64, load(48) as UInt64, load(56) as UInt64,
+                                                                            load(64) as UInt64, load(32) as UInt64)
         // Sizes bounded before any sum, so nothing overflows: a directory describes less than 2⁴⁰ bytes.
-        guard slotCount < 1 << 32, count < slotCount, arenaLength < 1 << 40, totalSize < 1 << 62, offset <= UInt64(UInt32.max) else { return nil }
+        guard slotCount64 < 1 << 32, count64 < slotCount64, arenaLength64 < 1 << 40, totalSize64 < 1 << 62, offset64 <= UInt64(UInt32.max) else { return nil }
+        // Each as an Int of this platform (checked: where Int has 32 bits, a crafted header does not trap).
+        guard let segmentCount = FileNumber.int(load(20) as UInt32, bitWidth: bitWidth),
+              let count = FileNumber.int(count64, bitWidth: bitWidth), let slotCount = FileNumber.int(slotCount64, bitWidth: bitWidth),
+              let arenaLength = FileNumber.int(arenaLength64, bitWidth: bitWidth), let totalSize = FileNumber.int(totalSize64, bitWidth: bitWidth),
+              let offset = FileNumber.int(offset64, bitWidth: bitWidth),
+              segmentCount <= (bytes.count - headerLength) / segmentEntryLength else { return nil }
         let slotsStart = headerLength + segmentCount * segmentEntryLength
-        guard segmentCount <= (bytes.count - headerLength) / segmentEntryLength else { return nil }
-        let arenaStart = slotsStart + Int(slotCount) * slotLength
-        guard bytes.count == arenaStart + Int(arenaLength),
+        guard let slotsLength = FileNumber.product(slotCount, slotLength, bitWidth: bitWidth),
+              let arenaStart = FileNumber.sum(slotsStart, slotsLength, bitWidth: bitWidth),
+              let end = FileNumber.sum(arenaStart, arenaLength, bitWidth: bitWidth) else { return nil }
+        guard bytes.count == end,
               XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength...])) == load(80) as UInt64 else { return nil }
         let earliest = Double(bitPattern: load(72))
         guard !earliest.isNaN else { return nil }
         let segments = (0..<segmentCount).map { number in
             let at = headerLength + number * segmentEntryLength
-            return (id: load(at) as UInt32, salt: load(at + 8) as UInt64, liveBytes: Int(truncatingIfNeeded: (load(at + 16) as UInt64) & (1 << 48 - 1)))
+            return (id: load(at) as UInt32, salt: load(at + 8) as UInt64, liveBytes: FileNumber.saturating((load(at + 16) as UInt64) & (1 << 48 - 1)))
         }
-        return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: Int(offset), tailHash: load(96)),
-                      segments: segments, maxFileID: load(88), count: Int(count), slotCount: Int(slotCount), totalSize: Int(totalSize),
-                      earliestExpiry: earliest, slotsStart: slotsStart, arenaStart: arenaStart, arenaLength: Int(arenaLength))
+        return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: offset, tailHash: load(96)),
+                      segments: segments, maxFileID: load(88), count: count, slotCount: slotCount, totalSize: totalSize,
+                      earliestExpiry: earliest, slotsStart: slotsStart, arenaStart: arenaStart, arenaLength: arenaLength)
     }
 }

@@ -260,18 +260,18 @@ struct KeyDirectory {
     func liveBytesBySegment() -> [UInt32: Int] {
         var live: [UInt32: Int] = [:]
         if basePositionsMoved {
-            forEachValue { live[$0.segment, default: 0] += Int($0.length) }
+            forEachValue { live[$0.segment, default: 0] += FileNumber.saturating($0.length) }
             return live
         }
         if let base {
             for segment in base.header.segments { live[segment.id] = segment.liveBytes }
             for (word, bits) in shadowed.enumerated() where bits != 0 {
                 for bit in 0..<64 where bits & (1 << UInt64(bit)) != 0 {
-                    if let record = base.record(at: word << 6 | bit) { live[record.segment, default: 0] -= Int(record.length) }
+                    if let record = base.record(at: word << 6 | bit) { live[record.segment, default: 0] -= FileNumber.saturating(record.length) }
                 }
             }
         }
-        for entry in overlay.values { live[entry.record.segment, default: 0] += Int(entry.record.length) }
+        for entry in overlay.values { live[entry.record.segment, default: 0] += FileNumber.saturating(entry.record.length) }
         return live.filter { $0.value > 0 }
     }
 

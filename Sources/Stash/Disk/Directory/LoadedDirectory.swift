@@ -30,7 +30,7 @@ final class LoadedDirectory: @unchecked Sendable {
     init?(fd: Int32, path: String, limit: Int) throws {
         let info = try FileIO.status(fd, path)
         guard info.st_mode & S_IFMT == S_IFREG, info.st_size >= DirectoryFormat.headerLength,
-              let length = Int(exactly: info.st_size), length <= limit else { return nil }
+              let length = FileNumber.int(info.st_size), length <= limit else { return nil }
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 8)
         do {
             // A file that changed length meanwhile is not the one measured: its hashes decide.
@@ -92,7 +92,8 @@ final class LoadedDirectory: @unchecked Sendable {
     /// Where the key of `slot` is in the file; nil if outside the arena.
     private func keyRange(at slot: Int) -> Range<Int>? {
         let reference: UInt64 = load(slot, 8)
-        let (offset, length) = (Int(reference >> 24), Int(reference & 0xff_ffff))
+        guard let offset = FileNumber.int(reference >> 24) else { return nil }
+        let length = Int(reference & 0xff_ffff)
         guard offset <= header.arenaLength, length <= header.arenaLength - offset else { return nil }
         return (header.arenaStart + offset)..<(header.arenaStart + offset + length)
     }

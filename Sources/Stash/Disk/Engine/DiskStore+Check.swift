@@ -76,7 +76,7 @@ extension DiskStore {
         try ensureActive()
         try flushAccesses()
         epoch += 1
-        let live = withIndex { index in index.entries.reduce(0) { $0 + Int($1.value.length) } }
+        let live = withIndex { index in index.entries.reduce(0) { $0 &+ FileNumber.saturating($1.value.length) } }
         let plan = try beginCompaction(liveBytes: live)
         let (folder, store, segmentLimit) = (folder.handle, folder.storeID, thresholds.segmentLimit)
         let result = Self.copyAlone(in: folder) {

@@ -44,8 +44,8 @@ extension DiskStore {
         var changes: [ForeignChange] = []
         if let file = segments[followedID] {
             var info = stat()
-            if fstat(file.fd, &info) == 0, Int(info.st_size) > start,
-               let bytes = try? FileIO.read(file.fd, at: start, count: Int(info.st_size) - start, path: file.path) {
+            if fstat(file.fd, &info) == 0, let size = FileNumber.int(info.st_size), size > start,
+               let bytes = try? FileIO.read(file.fd, at: start, count: size - start, path: file.path) {
                 changes += Self.changes(in: bytes, from: 0, salt: file.salt)
             }
         }

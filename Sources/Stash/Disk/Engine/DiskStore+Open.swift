@@ -138,7 +138,7 @@ extension DiskStore {
     private func fileSize(_ name: String) -> Int? {
         var info = stat()
         guard fstatat(folder.handle.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-        return Int(info.st_size)
+        return FileNumber.int(info.st_size)
     }
 
     /// Reads the key directory as the index's base (``LoadedDirectory``); returns its position, or nil (and an empty

@@ -178,9 +178,9 @@ extension DiskStore {
                 switch record {
                 case .set(let key, let info):
                     earliestExpiry = min(earliestExpiry, info.expiry)
-                    if let old = index.peek(key) { segments[old.segment]?.deadBytes += Int(old.length) }
+                    if let old = index.peek(key) { segments[old.segment]?.deadBytes += FileNumber.saturating(old.length) }
                 case .remove(let key):
-                    if let old = index.peek(key) { segments[old.segment]?.deadBytes += Int(old.length) }
+                    if let old = index.peek(key) { segments[old.segment]?.deadBytes += FileNumber.saturating(old.length) }
                     file.deadBytes += length
                 case .access, .clear, .batch:
                     file.deadBytes += length

@@ -171,7 +171,7 @@ extension DiskStore {
     /// A record that no longer holds a live value: its bytes become dead, its value file goes later.
     func forget(_ old: DiskRecord) {
         totalSize -= old.size
-        segments[old.segment]?.deadBytes += Int(old.length)
+        segments[old.segment]?.deadBytes += FileNumber.saturating(old.length)
     }
 
     /// Makes sure records can be appended. The folder may have been removed underneath, and maybe

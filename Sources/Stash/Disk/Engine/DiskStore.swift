@@ -260,12 +260,14 @@ final class DiskStore {
         guard let segment = segments[record.segment] else {
             throw StorageError.corrupted("the segment holding this key's record is missing")
         }
-        let length = Int(record.length)
+        guard let length = FileNumber.int(record.length), let offset = FileNumber.int(record.offset) else {
+            throw StorageError.corrupted("the key directory gives this key's record a length or offset past this platform's Int")
+        }
         if readScratch.count < length { readScratch = [UInt8](repeating: 0, count: max(length, 4096)) }
         defer { if readScratch.count > 1 << 20 { readScratch = [] } } // do not keep a large record's buffer
         return try readScratch.withUnsafeMutableBytes { scratch in
             let bytes = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<length])
-            let (storedKey, info) = try segment.setRecord(at: Int(record.offset), into: bytes)
+            let (storedKey, info) = try segment.setRecord(at: offset, into: bytes)
             guard info.value == record.value, Self.isSameKey(storedKey, key) else {
                 throw StorageError.corrupted("the record at byte \(record.offset) of \(segment.path) is not this key's")
             }

@@ -211,7 +211,7 @@ enum FileIO {
     /// Whether the file open at `fd` has been unlinked (its folder removed underneath, say).
     /// The size of the open file `fd`.
     static func size(_ fd: Int32, path: String) throws -> Int {
-        Int(try status(fd, path).st_size)
+        try FileNumber.size(try status(fd, path), path: path)
     }
 
     /// Closes `fd`, ignoring errors (a descriptor only read from).

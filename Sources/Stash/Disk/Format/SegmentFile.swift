@@ -109,7 +109,7 @@ final class SegmentFile: @unchecked Sendable {
                 close(fd)
                 return nil
             }
-            let length = wholeFile ? bytes.count : Int(info.st_size)
+            let length = wholeFile ? bytes.count : try FileNumber.size(info, path: path)
             return (SegmentFile(header: header, folder: folder, name: name, fd: fd, length: length), bytes)
         } catch {
             close(fd)

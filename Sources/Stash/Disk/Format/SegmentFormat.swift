@@ -218,7 +218,8 @@ enum SegmentFormat {
             return body.count == 1 && !expiryFollows ? .clear : nil
         case .batch:
             guard body.count == 9, !expiryFollows else { return nil }
-            return .batch(count: Int(load(body, 1) as UInt32), length: Int(load(body, 5) as UInt32))
+            guard let count = FileNumber.int(load(body, 1) as UInt32), let length = FileNumber.int(load(body, 5) as UInt32) else { return nil }
+            return .batch(count: count, length: length)
         case .access:
             guard body.count == 17 || body.count == 25, !expiryFollows else { return nil }
             let stored = Double(bitPattern: load(body, 9))

@@ -6,9 +6,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-#if canImport(Synchronization)
-import Synchronization
-#endif
+import CStashAtomics
 
 /// The store's shared file, `stash-shared`: 64 bytes that the writer and every reader in other
 /// processes map (`MAP_SHARED`), so that a reader learns that the store changed with two loads from
@@ -35,15 +33,14 @@ import Synchronization
 /// this very inode) and holds an exclusive `flock` on it for its life, which tells a reader that the
 /// writer keeping the folder's own lock speaks this protocol.
 ///
-/// Memory ordering across processes: aligned 8-byte loads and stores are single-copy atomic on
-/// x86-64 and arm64, so no reader sees half a field. The writer stores the published length only
-/// after its `pwrite` returned, with a release fence between (``publish(length:)``); a reader that
-/// sees a new length issues an acquire fence before it reads the bytes (``acquire()``), so it reads
-/// at least what was published. Swift has no atomics on arbitrary memory without a package, and the
-/// `Synchronization` module's `Atomic` cannot be placed on a mapping; its `atomicMemoryFence` can
-/// order plain accesses, and is used where the platform has it (on x86-64 both fences cost nothing
-/// beyond keeping the compiler from reordering; Apple platforms before macOS 15 / iOS 18 rely on the
-/// system call's own barriers, as SQLite's `-shm` readers on those systems do).
+/// Memory ordering across processes: every field is loaded with acquire and stored with release
+/// ordering (aligned 8-byte atomics, so no reader sees half a field). The writer stores the published
+/// length only after its `pwrite` returned, with a release fence between (``publish(length:)``); a
+/// reader that sees a new length issues an acquire fence before it reads the bytes (``acquire()``), so
+/// it reads at least what was published. `Synchronization`'s atomics need macOS 15 / iOS 18 and its
+/// `Atomic` cannot be placed on a mapping, so the loads, stores and fences are C11's, from the package's
+/// own `CStashAtomics` target: the same on every supported version (on x86-64 they cost nothing beyond
+/// keeping the compiler from reordering; on arm64 they are `ldar`, `stlr` and `dmb`).
 final class SharedState: @unchecked Sendable {
     // @unchecked Sendable: the mapping is written by the writer on its store's queue only, and read
     // with single aligned loads (see above).
@@ -267,12 +264,12 @@ final class SharedState: @unchecked Sendable {
 
     @inline(__always)
     private func load(_ field: Field) -> UInt64 {
-        UInt64(littleEndian: bytes.load(fromByteOffset: field.rawValue, as: UInt64.self))
+        UInt64(littleEndian: stash_load_acquire_u64(bytes + field.rawValue))
     }
 
     @inline(__always)
     private func store(_ value: UInt64, _ field: Field) {
-        bytes.storeBytes(of: value.littleEndian, toByteOffset: field.rawValue, as: UInt64.self)
+        stash_store_release_u64(bytes + field.rawValue, value.littleEndian)
     }
 
     private static func lock(_ fd: Int32, exclusive: Bool, path: String) throws {
@@ -288,14 +285,10 @@ final class SharedState: @unchecked Sendable {
 
 @inline(__always)
 private func releaseFence() {
-    #if canImport(Synchronization)
-    if #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) { atomicMemoryFence(ordering: .releasing) }
-    #endif
+    stash_fence_release()
 }
 
 @inline(__always)
 private func acquireFence() {
-    #if canImport(Synchronization)
-    if #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) { atomicMemoryFence(ordering: .acquiring) }
-    #endif
+    stash_fence_acquire()
 }
