@@ -72,4 +72,28 @@ public enum TransformerFactory {
         let decoder = JSONDecoder()
         return Transformer(toData: { try encoder.encode($0) }, fromData: { try decoder.decode(U.self, from: $0) })
     }
+
+    /// Stores `Codable` values as JSON with Foundation's `JSONEncoder` and `JSONDecoder` themselves.
+    ///
+    /// ``forCodable(ofType:)`` writes the same JSON faster; use this one to have Foundation's coder
+    /// do every value (to compare, or to rule the coder out while you look for a problem). Both read
+    /// what the other wrote.
+    /// - Parameters:
+    ///   - ofType: The type of the values.
+    ///   - encoder: The encoder; a default `JSONEncoder` when omitted.
+    ///   - decoder: The decoder; a default `JSONDecoder` when omitted.
+    public static func forFoundationCodable<U: Codable & Sendable>(
+        ofType: U.Type, encoder: JSONEncoder = JSONEncoder(), decoder: JSONDecoder = JSONDecoder()
+    ) -> Transformer<U> {
+        Transformer(toData: { try encoder.encode($0) }, fromData: { try decoder.decode(U.self, from: $0) })
+    }
+
+    /// Stores `Codable` values as JSON with Stash's streaming coder (``JSONCoder``), configured from
+    /// Foundation coders' strategies.
+    static func forStreamingCodable<U: Codable & Sendable>(
+        ofType: U.Type, encoder: JSONEncoder = JSONEncoder(), decoder: JSONDecoder = JSONDecoder()
+    ) -> Transformer<U> {
+        let coder = JSONCoder(encoder: encoder, decoder: decoder)
+        return Transformer(toData: { try coder.encode($0) }, fromData: { try coder.decode(U.self, from: $0) })
+    }
 }
