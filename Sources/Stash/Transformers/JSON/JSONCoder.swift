@@ -16,6 +16,11 @@ struct JSONCoder: Sendable {
     private let foundationDecoder: JSONDecoder
     private let encoding: JSONCoderOptions
     private let decoding: JSONCoderOptions
+    /// The coders' `userInfo`, read once (Foundation's getter takes a lock). Never mutated; its values
+    /// are the ones Foundation's coders share between threads (`any Sendable` in today's SDKs, `Any`
+    /// in older ones, hence the spelling).
+    private nonisolated(unsafe) let encodingUserInfo: [CodingUserInfoKey: Any]
+    private nonisolated(unsafe) let decodingUserInfo: [CodingUserInfoKey: Any]
 
     /// A coder with the settings of `encoder` and `decoder` (copied: later changes to them are not seen).
     init(encoder: JSONEncoder = JSONEncoder(), decoder: JSONDecoder = JSONDecoder()) {
@@ -38,6 +43,8 @@ struct JSONCoder: Sendable {
         foundationDecoder = decoderCopy
         encoding = JSONCoderOptions(encoderCopy)
         decoding = JSONCoderOptions(decoderCopy)
+        encodingUserInfo = encoder.userInfo.mapValues { $0 as Any }
+        decodingUserInfo = decoder.userInfo.mapValues { $0 as Any }
     }
 
     /// Encodes `value` as Foundation's `JSONEncoder` with the same settings would.
@@ -58,7 +65,7 @@ struct JSONCoder: Sendable {
     /// The streaming encoder alone: nil when the value needs Foundation's.
     func encodeStreaming<T: Encodable>(_ value: T) -> Data? {
         guard encoding.streamable else { return nil }
-        let writer = JSONWriter(options: encoding, userInfo: userInfo(foundationEncoder.userInfo))
+        let writer = JSONWriter(options: encoding, userInfo: encodingUserInfo)
         let slot = writer.makeID()
         writer.openSlot = slot
         do {
@@ -78,16 +85,12 @@ struct JSONCoder: Sendable {
         return data.withUnsafeBytes { raw -> T? in
             let text = raw.bindMemory(to: UInt8.self)
             guard JSONScanner.validate(text) else { return nil }
-            let reader = JSONReader(text: text, options: decoding, userInfo: userInfo(foundationDecoder.userInfo))
+            let reader = JSONReader(text: text, options: decoding, userInfo: decodingUserInfo)
             defer { reader.text = UnsafeBufferPointer(start: nil, count: 0) }
             let start = JSONScanner.skipSpace(text, 0)
             var end = start
             guard let value = try? reader.value(type, at: start, key: nil, depth: 0, end: &end), !reader.fallback else { return nil }
             return value
         }
-    }
-
-    private func userInfo(_ info: [CodingUserInfoKey: any Sendable]) -> [CodingUserInfoKey: Any] {
-        info.isEmpty ? [:] : info.mapValues { $0 as Any }
     }
 }

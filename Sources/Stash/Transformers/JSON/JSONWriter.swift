@@ -164,13 +164,21 @@ final class JSONWriter {
         reserve(utf8.count + 2)
         base[count] = UInt8(ascii: "\"")
         count += 1
-        var runStart = 0
+        guard let source = utf8.baseAddress else { return byte(UInt8(ascii: "\"")) }
         let slash = options.escapeSlashes ? UInt8(ascii: "/") : UInt8(ascii: "\"")
-        for index in 0..<utf8.count {
-            let unit = utf8[index]
+        var runStart = 0
+        var index = 0
+        while index < utf8.count {
+            // Eight bytes at a time while none of them needs an escape.
+            while index + 8 <= utf8.count && !Self.needsEscape(UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self), slash) {
+                index += 8
+            }
+            guard index < utf8.count else { break }
+            let unit = source[index]
+            index += 1
             guard unit < 0x20 || unit == UInt8(ascii: "\"") || unit == UInt8(ascii: "\\") || unit == slash else { continue }
-            if index > runStart { bytes(UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
-            runStart = index + 1
+            if index - 1 > runStart { bytes(UnsafeBufferPointer(start: source + runStart, count: index - 1 - runStart)) }
+            runStart = index
             switch unit {
             case UInt8(ascii: "\""): ascii("\\\"")
             case UInt8(ascii: "\\"): ascii("\\\\")
@@ -181,13 +189,23 @@ final class JSONWriter {
             case 0x0D: ascii("\\r")
             case 0x09: ascii("\\t")
             default:
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                let hex: StaticString = "0123456789abcdef"
                 ascii("\\u00")
-                byte(hex[Int(unit >> 4)])
-                byte(hex[Int(unit & 0xF)])
+                byte(hex.utf8Start[Int(unit >> 4)])
+                byte(hex.utf8Start[Int(unit & 0xF)])
             }
         }
-        if utf8.count > runStart { bytes(UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count])) }
+        if utf8.count > runStart { bytes(UnsafeBufferPointer(start: source + runStart, count: utf8.count - runStart)) }
         byte(UInt8(ascii: "\""))
+    }
+
+    /// Whether any of the eight bytes of `word` is a control character, `"`, `\` or `slash` (it may
+    /// say yes for a byte above one that is: the caller then looks byte by byte).
+    @inline(__always) private static func needsEscape(_ word: UInt64, _ slash: UInt8) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func hasZero(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
+        let control = (word &- 0x2020_2020_2020_2020) & ~word & highs
+        return control | hasZero(word ^ (ones &* 0x22)) | hasZero(word ^ (ones &* 0x5C)) | hasZero(word ^ (ones &* UInt64(slash))) != 0
     }
 }
