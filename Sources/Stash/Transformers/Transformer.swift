@@ -65,12 +65,14 @@ public enum TransformerFactory {
         })
     }
 
-    /// Stores `Codable` values as JSON.
+    /// Stores `Codable` values as JSON: the JSON a default `JSONEncoder` writes (keys in declaration
+    /// order), written and read by Stash's streaming coder at several times Foundation's speed. It
+    /// reads whatever Foundation's coder wrote, and leaves to Foundation what it cannot stream (a
+    /// hand-written `encode(to:)` that goes back to a parent container, `superEncoder`, errors, which
+    /// keep Foundation's coding paths). ``forFoundationCodable(ofType:encoder:decoder:)`` uses
+    /// Foundation's coder for every value.
     public static func forCodable<U: Codable & Sendable>(ofType: U.Type) -> Transformer<U> {
-        // One encoder and decoder per transformer: they are thread-safe and costly to create.
-        let encoder = JSONEncoder()
-        let decoder = JSONDecoder()
-        return Transformer(toData: { try encoder.encode($0) }, fromData: { try decoder.decode(U.self, from: $0) })
+        forStreamingCodable(ofType: U.self)
     }
 
     /// Stores `Codable` values as JSON with Foundation's `JSONEncoder` and `JSONDecoder` themselves.
