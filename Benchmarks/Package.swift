@@ -11,12 +11,14 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "Stash", path: ".."),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
         .executableTarget(
             name: "StashBenchmarks",
             dependencies: [.product(name: "Stash", package: "Stash"), .product(name: "StashRedis", package: "Stash"), "MallocStats",
-                           "CSQLite", "CLevelDB", "CLMDB", "CPeerDriver"],
+                           "CSQLite", "CLevelDB", "CLMDB", "CPeerDriver",
+                           .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         // Bytes in use by malloc: Glibc's Swift module does not export <malloc.h>.

@@ -8,6 +8,7 @@ public func fuzzOneInput(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     fuzzJournal(bytes)
     fuzzSegment(bytes)
     fuzzDirectory(bytes)
+    fuzzJSON(bytes)
     // The image header parser.
     let data = Data(bytes)
     _ = ImageData.detectFormat(of: data)
@@ -69,4 +70,54 @@ private func fuzzDirectory(_ bytes: [UInt8]) {
     _ = directory.liveBytesBySegment()
     directory.forEachValue { precondition(!$0.expiry.isNaN && !$0.lastAccess.isNaN) }
     directory.forEachOldestFirst { _, _ in true }
+}
+
+/// A record that reaches every path of the JSON decoder: keyed, unkeyed and single values, optionals,
+/// nested dictionaries, the special types and a hand-written `init(from:)` that asks for keys out of
+/// order and inspects the containers.
+private struct FuzzRecord: Codable {
+    var a: Int
+    var b: String?
+    var c: [Double]
+    var d: [String: FuzzRecord]?
+    var e: [Int: Bool]?
+    var f: Date?
+    var g: Data?
+    var h: UUID?
+    var i: URL?
+    var j: Decimal?
+    var k: [[Int8?]]?
+    var l: Float?
+    var m: UInt64?
+}
+
+private struct FuzzOutOfOrder: Decodable {
+    enum Keys: String, CodingKey { case a, b, c, d }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        _ = container.allKeys
+        _ = try container.decodeIfPresent(String.self, forKey: .d)
+        _ = try? container.decode(Int.self, forKey: .b)
+        if var list = try? container.nestedUnkeyedContainer(forKey: .c) {
+            _ = list.count
+            while !list.isAtEnd { _ = try list.decode(FuzzRecord?.self) }
+        }
+        _ = try container.decodeNil(forKey: .a)
+    }
+}
+
+/// The JSON decoder's streaming path (no fallback to Foundation): any bytes, as several types.
+private func fuzzJSON(_ bytes: [UInt8]) {
+    let data = Data(bytes)
+    let coder = JSONCoder()
+    _ = bytes.withUnsafeBufferPointer { JSONScanner.validate($0) }
+    _ = coder.decodeStreaming(FuzzRecord.self, from: data)
+    _ = coder.decodeStreaming([FuzzRecord].self, from: data)
+    _ = coder.decodeStreaming(FuzzOutOfOrder.self, from: data)
+    _ = coder.decodeStreaming([String: [String]].self, from: data)
+    _ = coder.decodeStreaming(Double.self, from: data)
+    // What decodes encodes again, and reads back.
+    if let record = coder.decodeStreaming(FuzzRecord.self, from: data), let again = coder.encodeStreaming(record) {
+        precondition(coder.decodeStreaming(FuzzRecord.self, from: again) != nil, "our own output did not decode")
+    }
 }

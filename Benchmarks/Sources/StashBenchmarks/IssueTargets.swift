@@ -52,9 +52,27 @@ struct IssueTarget {
                     scenarios: ["two processes writing, 200 B data vs SQLite two processes"]),
     ]
 
+    /// Issue #31's targets: Stash's JSON coder, and the app rows it speeds up.
+    static let codable: [IssueTarget] = [
+        IssueTarget(row: "encode; decode the Codable value vs Foundation's JSONEncoder; JSONDecoder", target: "≤ 0.2×; ≤ 0.25×",
+                    scenarios: ["encode, codable value vs Foundation JSONEncoder", "decode, codable value vs Foundation JSONDecoder"]),
+        IssueTarget(row: "app, Codable: set new, overwrite, get cold vs SQLite with Foundation's coder", target: "≤ 0.5×",
+                    scenarios: ["set new key, codable vs SQLite", "overwrite, codable vs SQLite", "disk hit, cold memory, codable vs SQLite"]),
+        IssueTarget(row: "app, Codable: the same vs SQLite with Stash's coder (reported)", target: "—",
+                    scenarios: ["set new key, codable vs SQLite with Stash's JSON coder", "overwrite, codable vs SQLite with Stash's JSON coder",
+                                "disk hit, cold memory, codable vs SQLite with Stash's JSON coder"]),
+        IssueTarget(row: "app, Codable: set new, overwrite, get cold vs GRDB 7, a Codable record (DatabaseQueue; DatabasePool)",
+                    target: "≤ 0.5×",
+                    scenarios: ["set new key, codable record vs GRDB DatabaseQueue", "overwrite, codable record vs GRDB DatabaseQueue",
+                                "disk hit, cold memory, codable record vs GRDB DatabaseQueue",
+                                "set new key, codable record vs GRDB DatabasePool", "overwrite, codable record vs GRDB DatabasePool",
+                                "disk hit, cold memory, codable record vs GRDB DatabasePool"]),
+    ]
+
     /// The targets tables `run` prints and `--markdown` writes, in this order.
     static let groups: [(title: String, targets: [IssueTarget])] = [
         ("disk engine v3 targets", v3), ("other processes welcome targets", otherProcesses),
+        ("Codable at the engine's speed targets", codable),
     ]
 
     /// Which of this target's scenarios `scenario` (without its tag) is — its index in `scenarios`,

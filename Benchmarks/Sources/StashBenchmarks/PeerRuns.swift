@@ -44,10 +44,15 @@ func runPeers(_ bench: Bench) throws {
     try MultiProcessScenarios.run(bench: bench)
     try TwoWritersScenario.run(bench: bench)
 
-    // The app: Storage<Payload> against SQLite with the same JSON coders and a dictionary in front.
+    // Issue #31: Stash's JSON coder against Foundation's.
+    try CoderScenarios.run(bench: bench)
+
+    // The app: Storage<Payload> (Stash's JSON coder, its default) against SQLite with a dictionary in
+    // front, with Foundation's coder (what a SQLite user has) and with Stash's (the engines alone).
     let codable = Kind<Payload>.codable
     try runLineup(bench, codable, keyCount: settings.keyCount, [
         ("Stash", { try StashStorageSide(codable, in: $0) }), ("SQLite", { try SQLiteSide(codable.codec, in: $0) }),
+        (CoderScenarios.sqliteStashCoder, { try SQLiteSide(Codec<Payload>.stashJSON(), in: $0) }),
     ], [
         step("set new key, codable", PeerScenarios.setNew, [.ratio(0.5)]),
         step("overwrite, codable", PeerScenarios.overwrite, [.ratio(0.5)]),
@@ -56,9 +61,20 @@ func runPeers(_ bench: Bench) throws {
              [.ratio(0.5)]),
         step("80/20 read/write, 2 threads", { try PeerScenarios.mixed($0, bench: $1, label: $2, threads: 2, targets: $3) },
              [.ratio(0.5)]),
-        step("disk hit, cold memory, codable", PeerScenarios.coldHit, [.ratio(0.7)]),
+        step("disk hit, cold memory, codable", PeerScenarios.coldHit, [.ratio(0.5)]),
         step("existsObject hit, cold memory", PeerScenarios.exists, [.absolute(1_000)]),
         step("removeObject, codable", PeerScenarios.remove, [.ratio(0.5)]),
+    ])
+
+    // Issue #31: the same value as GRDB 7's users store it, a Codable record in a table of columns,
+    // in a DatabaseQueue and in a DatabasePool (GRDB's defaults).
+    try runLineup(bench, codable, keyCount: settings.keyCount, [
+        ("Stash", { try StashStorageSide(codable, in: $0) }),
+        ("GRDB DatabaseQueue", { try GRDBSide(pool: false, in: $0) }), ("GRDB DatabasePool", { try GRDBSide(pool: true, in: $0) }),
+    ], [
+        step("set new key, codable record", PeerScenarios.setNew, [.ratio(0.5), .ratio(0.5)]),
+        step("overwrite, codable record", PeerScenarios.overwrite, [.ratio(0.5), .ratio(0.5)]),
+        step("disk hit, cold memory, codable record", PeerScenarios.coldHit, [.ratio(0.5), .ratio(0.5)]),
     ])
 
     // Large values: Storage<Data>, 100 KB, against SQLite (blobs) with a dictionary in front.

@@ -9,8 +9,8 @@ extension Storage where T: Codable {
     /// try todos.setObject([Todo(title: "Milk", done: false)], forKey: "inbox")
     /// ```
     ///
-    /// Values are stored as the JSON of a plain `JSONEncoder`
-    /// (``TransformerFactory/forCodable(ofType:)``). For other settings, or another transformer, use
+    /// Values are stored as the JSON of a plain `JSONEncoder`, written and read by Stash's streaming
+    /// coder (``TransformerFactory/forCodable(ofType:)``). For other settings, or another transformer, use
     /// ``init(diskConfig:memoryConfig:transformer:now:)``, which this initializer calls.
     /// - Parameters:
     ///   - name: The store's folder inside `directory`, as ``DiskConfig/name``.

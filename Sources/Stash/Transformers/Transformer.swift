@@ -65,11 +65,37 @@ public enum TransformerFactory {
         })
     }
 
-    /// Stores `Codable` values as JSON.
+    /// Stores `Codable` values as JSON: the JSON a default `JSONEncoder` writes (keys in declaration
+    /// order), written and read by Stash's streaming coder at several times Foundation's speed. It
+    /// reads whatever Foundation's coder wrote, and leaves to Foundation what it cannot stream (a
+    /// hand-written `encode(to:)` that goes back to a parent container, `superEncoder`, errors, which
+    /// keep Foundation's coding paths). ``forFoundationCodable(ofType:encoder:decoder:)`` uses
+    /// Foundation's coder for every value.
     public static func forCodable<U: Codable & Sendable>(ofType: U.Type) -> Transformer<U> {
-        // One encoder and decoder per transformer: they are thread-safe and costly to create.
-        let encoder = JSONEncoder()
-        let decoder = JSONDecoder()
-        return Transformer(toData: { try encoder.encode($0) }, fromData: { try decoder.decode(U.self, from: $0) })
+        forStreamingCodable(ofType: U.self)
+    }
+
+    /// Stores `Codable` values as JSON with Foundation's `JSONEncoder` and `JSONDecoder` themselves.
+    ///
+    /// ``forCodable(ofType:)`` writes the same JSON faster; use this one to have Foundation's coder
+    /// do every value (to compare, or to rule the coder out while you look for a problem). Both read
+    /// what the other wrote.
+    /// - Parameters:
+    ///   - ofType: The type of the values.
+    ///   - encoder: The encoder; a default `JSONEncoder` when omitted.
+    ///   - decoder: The decoder; a default `JSONDecoder` when omitted.
+    public static func forFoundationCodable<U: Codable & Sendable>(
+        ofType: U.Type, encoder: JSONEncoder = JSONEncoder(), decoder: JSONDecoder = JSONDecoder()
+    ) -> Transformer<U> {
+        Transformer(toData: { try encoder.encode($0) }, fromData: { try decoder.decode(U.self, from: $0) })
+    }
+
+    /// Stores `Codable` values as JSON with Stash's streaming coder (``JSONCoder``), configured from
+    /// Foundation coders' strategies.
+    static func forStreamingCodable<U: Codable & Sendable>(
+        ofType: U.Type, encoder: JSONEncoder = JSONEncoder(), decoder: JSONDecoder = JSONDecoder()
+    ) -> Transformer<U> {
+        let coder = JSONCoder(encoder: encoder, decoder: decoder)
+        return Transformer(toData: { try coder.encode($0) }, fromData: { try coder.decode(U.self, from: $0) })
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Stash
 import Synchronization
 #if canImport(Darwin)
 import Darwin
@@ -16,6 +17,12 @@ struct Codec<T>: Sendable {
         let encoder = JSONEncoder()
         let decoder = JSONDecoder()
         return Codec(encode: { try encoder.encode($0) }, decode: { try decoder.decode(T.self, from: $0) })
+    }
+
+    /// Stash's JSON coder (issue #31), through its default Codable transformer: the same bytes.
+    static func stashJSON() -> Codec<T> where T: Codable & Sendable {
+        let transformer = TransformerFactory.forCodable(ofType: T.self)
+        return Codec(encode: transformer.toData, decode: transformer.fromData)
     }
 
     static var identity: Codec<Data> {
