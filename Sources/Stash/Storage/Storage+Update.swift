@@ -55,11 +55,13 @@ extension DiskStorage {
                                     body: (StorageTransaction<T>) throws -> Result,
                                     onCommit: (DiskStore, StorageTransaction<T>, _ paths: [String?]) -> Void = { _, _, _ in })
         throws -> Result {
-        try checkWritable()
+        // A read-only storage may read in a transaction (one consistent view of several keys); its writes throw.
+        if config.readOnly { try engine.checkOutsideUserCode() } else { try checkWritable() }
         _ = try config.expiry.checkedDate(from: now) // an unusable default fails before the body runs
+        let readOnlyDirectory = config.readOnly ? engine.directory : nil
         let (result, _) = try engine.bracket(now: now, config: config) { store in
             let transaction = StorageTransaction(transformer: transformer, defaultExpiry: config.expiry, now: now,
-                                                 readCommitted: { key in try readCommitted(store, key) })
+                                                 readOnlyDirectory: readOnlyDirectory, readCommitted: { key in try readCommitted(store, key) })
             defer { transaction.end() }
             let result = try engine.runUserCode { try body(transaction) }
             return (transaction.changes, (result, transaction))

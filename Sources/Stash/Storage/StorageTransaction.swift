@@ -6,6 +6,9 @@ import Foundation
 /// committed as one batch (all or none, as ``StorageBatch``), with no other write to the store
 /// between the first read and the commit. A body that throws commits nothing.
 ///
+/// A transaction of a read-only storage (``DiskConfig/readOnly``) reads one consistent state of the
+/// store, as another process committed it; its writes throw ``StorageError/readOnly(directory:)``.
+///
 /// A transaction lives only as long as its body: used afterwards (kept, or captured by an escaping
 /// closure), every call throws ``StorageError/transactionEnded``. It is not `Sendable`: the body runs
 /// on one thread, and so must every call on its `tx`.
@@ -26,8 +29,12 @@ public final class StorageTransaction<T: Sendable> {
     /// The changes, in the order they were made: the batch the transaction commits.
     private(set) var changes: [DiskBatchChange] = []
     private var isOpen = true
+    /// The folder of a read-only storage, whose transactions only read; nil when it may write.
+    private let readOnlyDirectory: String?
 
-    init(transformer: Transformer<T>, defaultExpiry: Expiry, now: Date, readCommitted: @escaping (String) throws -> Entry<T>?) {
+    init(transformer: Transformer<T>, defaultExpiry: Expiry, now: Date, readOnlyDirectory: String?,
+         readCommitted: @escaping (String) throws -> Entry<T>?) {
+        self.readOnlyDirectory = readOnlyDirectory
         self.transformer = transformer
         self.defaultExpiry = defaultExpiry
         self.now = now
@@ -90,12 +97,14 @@ public final class StorageTransaction<T: Sendable> {
     /// - Throws: ``StorageError/encodingFailed(_:)``, ``StorageError/invalidExpiry(_:)``, ``StorageError/transactionEnded``.
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
         try checkOpen()
+        try checkWritable()
         try set(object, forKey: key, expiry: (expiry ?? defaultExpiry).checkedDate(from: now))
     }
 
     /// Removes `key`'s value when the transaction commits (nothing happens for a key with none).
     public func removeObject(forKey key: String) throws {
         try checkOpen()
+        try checkWritable()
         changes.append(.remove(key: key))
         pending[key] = .removed
     }
@@ -109,6 +118,7 @@ public final class StorageTransaction<T: Sendable> {
     @discardableResult
     public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,
                        _ body: (inout T) throws -> Void) throws -> T {
+        try checkWritable()
         let requested = try expiry.map { try $0.checkedDate(from: now) }
         var found: Entry<T>?
         do {
@@ -141,5 +151,9 @@ public final class StorageTransaction<T: Sendable> {
 
     private func checkOpen() throws {
         if !isOpen { throw StorageError.transactionEnded }
+    }
+
+    private func checkWritable() throws {
+        if let readOnlyDirectory { throw StorageError.readOnly(directory: readOnlyDirectory) }
     }
 }

@@ -67,9 +67,43 @@ public enum TransformerFactory {
 
     /// Stores `Codable` values as JSON.
     public static func forCodable<U: Codable & Sendable>(ofType: U.Type) -> Transformer<U> {
+        forCodable(ofType: U.self, encoder: JSONEncoder(), decoder: JSONDecoder())
+    }
+
+    /// Stores `Codable` values as the JSON of `encoder`, read back with `decoder`: date, key and data
+    /// strategies are a parameter.
+    ///
+    /// ```swift
+    /// let encoder = JSONEncoder()
+    /// encoder.dateEncodingStrategy = .iso8601
+    /// let decoder = JSONDecoder()
+    /// decoder.dateDecodingStrategy = .iso8601
+    /// let transformer = TransformerFactory.forCodable(ofType: Event.self, encoder: encoder, decoder: decoder)
+    /// ```
+    ///
+    /// The transformer keeps both and uses them from several threads at once (Foundation's coders are
+    /// thread-safe to use); do not change their settings afterwards. Values already stored with other
+    /// settings must still decode with `decoder` (see Docs/ChangingYourModel.md).
+    /// - Parameters:
+    ///   - ofType: The type of the values.
+    ///   - encoder: Encodes each value.
+    ///   - decoder: Decodes the stored bytes.
+    public static func forCodable<U: Codable & Sendable>(ofType: U.Type, encoder: JSONEncoder, decoder: JSONDecoder) -> Transformer<U> {
         // One encoder and decoder per transformer: they are thread-safe and costly to create.
-        let encoder = JSONEncoder()
-        let decoder = JSONDecoder()
-        return Transformer(toData: { try encoder.encode($0) }, fromData: { try decoder.decode(U.self, from: $0) })
+        let coders = Coders(encoder: encoder, decoder: decoder)
+        return Transformer(toData: { try coders.encoder.encode($0) }, fromData: { try coders.decoder.decode(U.self, from: $0) })
+    }
+}
+
+/// A transformer's JSON coders, shared by its two functions.
+private final class Coders: @unchecked Sendable {
+    // @unchecked Sendable: Foundation's JSONEncoder and JSONDecoder are thread-safe to use (they are
+    // not marked Sendable on every platform); the transformer never changes their settings.
+    let encoder: JSONEncoder
+    let decoder: JSONDecoder
+
+    init(encoder: JSONEncoder, decoder: JSONDecoder) {
+        self.encoder = encoder
+        self.decoder = decoder
     }
 }

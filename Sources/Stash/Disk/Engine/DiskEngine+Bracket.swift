@@ -28,6 +28,8 @@ extension DiskEngine {
         try checkOutsideUserCode()
         let (outcome, result) = try sync { store throws -> (DiskStore.BatchOutcome, Result) in
             let (changes, result) = try body(store)
+            // Nothing to write (a transaction that only read; a read-only one): no commit at all.
+            guard !changes.isEmpty else { return (DiskStore.BatchOutcome(), result) }
             let outcome = try store.writeBatch(changes, now: now, maxSize: config.maxSize, durable: config.durable,
                                                storesValuesAsFiles: config.storesValuesAsFiles)
             onCommit(store, result, outcome.paths)
