@@ -101,3 +101,24 @@ func runTransact(_ path: String, keys: Int, rounds: Int) throws -> Never {
     }
     exit(0)
 }
+
+/// The migration `migrate` runs: `old I` becomes `new I`.
+func tortureMigrator() -> StorageMigrator<Data> {
+    var migrator = StorageMigrator<Data>(batchSize: 10)
+    migrator.registerMigration("old to new") { data in
+        let text = String(decoding: data, as: UTF8.self)
+        guard text.hasPrefix("old ") else { throw CocoaError(.coderReadCorrupt) }
+        return Data(("new " + text.dropFirst(4)).utf8)
+    }
+    return migrator
+}
+
+/// `migrate DIR`: runs ``tortureMigrator()`` on the durable store DIR; prints `migrated COUNT` and exits 0.
+func runMigrate(_ path: String) throws -> Never {
+    let url = URL(fileURLWithPath: path, isDirectory: true)
+    let config = DiskConfig(name: url.lastPathComponent, directory: url.deletingLastPathComponent(), durable: true)
+    let storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
+    let report = try tortureMigrator().migrate(storage)
+    emit("migrated \(report.migrated)")
+    exit(0)
+}

@@ -23,7 +23,7 @@ import Darwin
 //       `filled FIRSTSEQ COUNT` (key s<i> holds FIRSTSEQ + i), then forever: releases the store (closing
 //       writes its key directory), prints `closed`, reopens it and overwrites 50 random keys, printing
 //       `set KEY SEQ SIZE` per write, like `write`.
-//   increment, move, sum, transact: read-modify-write across processes and under kills (Updates.swift).
+//   increment, move, sum, transact, migrate: read-modify-write and migrations across processes and under kills (Updates.swift).
 //   share DIR --seed N --tag T --private P [--ops COUNT]
 //       One of several writer processes of one store (SharedWriters.swift says what it does).
 //   lock-folder DIR
@@ -278,7 +278,7 @@ func main(_ arguments: [String]) -> Never {
     let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N"
         + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture lock-folder DIR | StashTorture hold DIR | StashTorture step DIR [--shared] | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
         + " | StashTorture increment DIR --count N | StashTorture move DIR --count N --seed S | StashTorture sum DIR --total T"
-        + " | StashTorture transact DIR --keys K --rounds R"
+        + " | StashTorture transact DIR --keys K --rounds R | StashTorture migrate DIR"
     guard arguments.count >= 2 else { fail(usage, status: 2) }
     do {
         switch arguments[0] {
@@ -315,6 +315,8 @@ func main(_ arguments: [String]) -> Never {
         case "transact":
             guard let keys = option("--keys").flatMap(Int.init), keys > 0, let rounds = option("--rounds").flatMap(Int.init) else { fail(usage, status: 2) }
             try runTransact(arguments[1], keys: keys, rounds: rounds)
+        case "migrate":
+            try runMigrate(arguments[1])
         case "overwrite":
             guard let count = option("--count").flatMap(Int.init), count > 0 else { fail(usage, status: 2) }
             try runOverwrite(arguments[1], count: count)
