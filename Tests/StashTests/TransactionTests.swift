@@ -118,6 +118,22 @@ struct TransactionTests {
         #expect(try storage.object(forKey: "a") == 11)
     }
 
+    @Test("canonically equivalent spellings are one key inside a transaction and after its commit")
+    func equivalentSpellings() throws {
+        let directory = TemporaryDirectory()
+        let storage = try Storage<Int>(diskConfig: directory.diskConfig(), transformer: TransformerFactory.forCodable(ofType: Int.self))
+        try storage.transaction { tx in
+            try tx.setObject(1, forKey: "caf\u{E9}")
+            #expect(try tx.object(forKey: "cafe\u{301}") == 1)
+            try tx.update(forKey: "cafe\u{301}") { $0 += 1 }
+            try tx.removeObject(forKey: "Hangul \u{1100}\u{1161}")
+            try tx.setObject(7, forKey: "Hangul \u{AC00}")
+        }
+        #expect(try storage.object(forKey: "caf\u{E9}") == 2)
+        #expect(try storage.object(forKey: "Hangul \u{1100}\u{1161}") == 7)
+        #expect(storage.allKeys.count == 2)
+    }
+
     @Test("a value too large for maxSize fails the commit and writes nothing of the transaction")
     func failingCommitWritesNothing() throws {
         let directory = TemporaryDirectory()
