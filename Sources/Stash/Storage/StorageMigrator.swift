@@ -134,7 +134,7 @@ public struct StorageMigrator<T: Sendable>: Sendable {
     }
 }
 
-/// What ``StorageMigrator/migrate(_:)-(Storage<T>)`` did.
+/// What a ``StorageMigrator`` run did.
 public struct MigrationReport: Sendable {
     /// The migrations run this time (not those done before), in order.
     public var applied: [String] = []
