@@ -23,6 +23,7 @@ import Darwin
 //       `filled FIRSTSEQ COUNT` (key s<i> holds FIRSTSEQ + i), then forever: releases the store (closing
 //       writes its key directory), prints `closed`, reopens it and overwrites 50 random keys, printing
 //       `set KEY SEQ SIZE` per write, like `write`.
+//   increment, move, sum, transact, migrate: read-modify-write and migrations across processes and under kills (Updates.swift).
 //   share DIR --seed N --tag T --private P [--ops COUNT]
 //       One of several writer processes of one store (SharedWriters.swift says what it does).
 //   lock-folder DIR
@@ -282,6 +283,8 @@ func main(_ arguments: [String]) -> Never {
     let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N"
         + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture lock-folder DIR | StashTorture hold DIR | StashTorture step DIR [--shared] | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
         + " | StashTorture soak DIR [--seconds N] [--seed S] [--stash PATH] [--without-deletions]"
+        + " | StashTorture increment DIR --count N | StashTorture move DIR --count N --seed S | StashTorture sum DIR --total T"
+        + " | StashTorture transact DIR --keys K --rounds R | StashTorture migrate DIR"
     guard arguments.count >= 2 else { fail(usage, status: 2) }
     do {
         switch arguments[0] {
@@ -315,6 +318,20 @@ func main(_ arguments: [String]) -> Never {
             guard arguments.count == 3 else { fail(usage, status: 2) }
             try runDebugCheck(arguments[1], arguments[2])
         #endif
+        case "increment":
+            guard let count = option("--count").flatMap(Int.init) else { fail(usage, status: 2) }
+            try runIncrement(arguments[1], count: count)
+        case "move":
+            guard let count = option("--count").flatMap(Int.init), let seed = option("--seed").flatMap(UInt64.init) else { fail(usage, status: 2) }
+            try runMove(arguments[1], count: count, seed: seed)
+        case "sum":
+            guard let total = option("--total").flatMap(Int.init) else { fail(usage, status: 2) }
+            try runSum(arguments[1], total: total)
+        case "transact":
+            guard let keys = option("--keys").flatMap(Int.init), keys > 0, let rounds = option("--rounds").flatMap(Int.init) else { fail(usage, status: 2) }
+            try runTransact(arguments[1], keys: keys, rounds: rounds)
+        case "migrate":
+            try runMigrate(arguments[1])
         case "overwrite":
             guard let count = option("--count").flatMap(Int.init), count > 0 else { fail(usage, status: 2) }
             try runOverwrite(arguments[1], count: count)

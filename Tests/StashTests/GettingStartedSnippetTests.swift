@@ -104,3 +104,37 @@ struct GettingStartedSnippetTests {
     }
     // --- guide ends ---
 }
+
+/// The guide's update and transaction snippets.
+@Suite("Getting started snippets: update and transaction")
+struct GettingStartedUpdateSnippetTests {
+    @Test("update in place")
+    func updateInPlace() async throws {
+        let directory = TemporaryDirectory()
+        let counters = try Storage<Int>(name: "Counters", directory: directory.url)
+        let storage = try Storage<User>(name: "Users", directory: directory.url)
+        try storage.setObject(User(name: "Ada", age: 36), forKey: "me")
+        // --- guide begins ---
+        let launches = try counters.update(forKey: "launches", default: 0) { $0 += 1 }
+        try storage.update(forKey: "me") { user in user.age += 1 }
+        let total = try await counters.async.update(forKey: "launches", default: 0) { $0 += 1 }
+        // --- guide ends ---
+        #expect(launches == 1 && total == 2)
+        #expect(try storage.object(forKey: "me").age == 37)
+    }
+
+    @Test("transactions")
+    func transactions() throws {
+        let directory = TemporaryDirectory()
+        let counters = try Storage<Int>(name: "Counters", directory: directory.url)
+        try counters.setObject(100, forKey: "alice")
+        // --- guide begins ---
+        try counters.transaction { tx in
+            let from = try tx.object(forKey: "alice")
+            try tx.setObject(from - 10, forKey: "alice")
+            try tx.update(forKey: "bob", default: 0) { $0 += 10 }
+        }
+        // --- guide ends ---
+        #expect(try counters.object(forKey: "alice") == 90 && counters.object(forKey: "bob") == 10)
+    }
+}

@@ -80,7 +80,7 @@ public final class ObservableValue<Value: Sendable> {
         applyReceivedChanges()
     }
 
-    private func applyReceivedChanges() {
+    func applyReceivedChanges() { // internal: ObservableValue+Update.swift applies an update at once too
         let changes = inbox.takeAll()
         if let last = changes.last { value = last }
     }

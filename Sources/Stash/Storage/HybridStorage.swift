@@ -42,6 +42,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     public var totalSize: Int { diskStorage.totalSize }
 
     public func entry(forKey key: String) throws -> Entry<T> {
+        try engine.checkOutsideUserCode() // inside an update or transaction body: an error, not a write beside it
         engine.followOtherProcesses() // a reader: memory drops what another process changed
         if let entry = memoryEntry(forKey: key) { return entry }
         return try entryFromQueue(forKey: key)
@@ -58,6 +59,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func object(forKey key: String) throws -> T {
+        try engine.checkOutsideUserCode()
         // The fast path of a memory hit: the value alone, under the memory layer's lock.
         engine.followOtherProcesses() // a reader: memory drops what another process changed
         let now = now
@@ -93,12 +95,14 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func existsObject(forKey key: String) throws -> Bool {
+        try engine.checkOutsideUserCode()
         engine.followOtherProcesses()
         if let item = cache.item(forKey: key, now: now) { return now < item.expiry }
         return diskStorage.existsObject(forKey: key)
     }
 
     public func isExpiredObject(forKey key: String) throws -> Bool {
+        try engine.checkOutsideUserCode()
         engine.followOtherProcesses()
         if let item = cache.item(forKey: key, now: now) { return now >= item.expiry }
         return try diskStorage.isExpiredObject(forKey: key)

@@ -9,8 +9,10 @@ extension Storage where T: Codable {
     /// try todos.setObject([Todo(title: "Milk", done: false)], forKey: "inbox")
     /// ```
     ///
-    /// Values are stored as the JSON of a plain `JSONEncoder`, written and read by Stash's streaming
-    /// coder (``TransformerFactory/forCodable(ofType:)``). For other settings, or another transformer, use
+    /// Values are stored as the JSON of `encoder` (a plain `JSONEncoder` by default), written and read
+    /// by Stash's streaming coder with `encoder`'s and `decoder`'s strategies
+    /// (``TransformerFactory/forCodable(ofType:encoder:decoder:)``): pass your own for ISO 8601 dates or
+    /// snake_case keys. For other settings, or another transformer, use
     /// ``init(diskConfig:memoryConfig:transformer:now:)``, which this initializer calls.
     /// - Parameters:
     ///   - name: The store's folder inside `directory`, as ``DiskConfig/name``.
@@ -22,6 +24,8 @@ extension Storage where T: Codable {
     ///     Application Support folder for data that must stay.
     ///   - memoryConfig: The memory layer's limits; by default ``MemoryConfig/standard``
     ///     (1,000 values and 20 MB of encoded bytes).
+    ///   - encoder: Encodes values (its date and key strategies decide the stored JSON).
+    ///   - decoder: Decodes stored values; its strategies must match `encoder`'s.
     ///   - now: The clock that expiry is measured against (inject one in tests).
     /// - Throws: The errors of ``init(diskConfig:memoryConfig:transformer:now:)``.
     public convenience init(
@@ -30,19 +34,21 @@ extension Storage where T: Codable {
         maxSize: Int = 0,
         directory: URL? = nil,
         memoryConfig: MemoryConfig = .standard,
+        encoder: JSONEncoder = JSONEncoder(),
+        decoder: JSONDecoder = JSONDecoder(),
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         try self.init(
             diskConfig: DiskConfig(name: name, expiry: expiry, maxSize: maxSize, directory: directory),
             memoryConfig: memoryConfig,
-            transformer: TransformerFactory.forCodable(ofType: T.self),
+            transformer: TransformerFactory.forCodable(ofType: T.self, encoder: encoder, decoder: decoder),
             now: now
         )
     }
 }
 
 extension MemoryConfig {
-    /// The memory limits of the one-line ``Storage/init(name:expiry:maxSize:directory:memoryConfig:now:)``:
+    /// The memory limits of the one-line ``Storage/init(name:expiry:maxSize:directory:memoryConfig:encoder:decoder:now:)``:
     /// at most 1,000 values and 20 MB of encoded bytes in memory, least recently used evicted first
     /// (evicted values are still on disk). `MemoryConfig()` has no limits at all.
     public static let standard = MemoryConfig(countLimit: 1_000, totalCostLimit: 20_000_000)

@@ -55,6 +55,10 @@ extension StorageError: Equatable {
             if case .configurationConflict(let b, let settingB, let inForceB, let requestedB) = rhs {
                 return a == b && settingA == settingB && inForceA == inForceB && requestedA == requestedB
             }
+        case .reentrantCall(let a):
+            if case .reentrantCall(let b) = rhs { return a == b }
+        case .transactionEnded:
+            if case .transactionEnded = rhs { return true }
         case .io(let operationA, let pathA, let a):
             if case .io(let operationB, let pathB, let b) = rhs {
                 return operationA == operationB && pathA == pathB && underlyingErrorsMatch(a, b)

@@ -53,6 +53,14 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     /// ``DiskConfig/durable`` (`setting`): every storage of a folder shares one engine, and the first
     /// opener's settings hold while it is open. `inForce` and `requested` are the two values.
     case configurationConflict(directory: String, setting: String, inForce: String, requested: String)
+    /// A call on the store was made from inside the body of one of its own `update` or `transaction`
+    /// calls (through any storage or view of the folder): it would write beside the one step the body
+    /// is part of. Read and write through the transaction's `tx` instead, or make the call after the
+    /// body returns. Nothing was read or written.
+    case reentrantCall(directory: String)
+    /// A ``StorageTransaction`` was used after its `transaction` body returned (it was kept, or
+    /// captured by an escaping closure). Nothing was read or written; start a new transaction.
+    case transactionEnded
     /// A file-system operation failed; `underlying` is the system's error (for example a `POSIXError`).
     case io(operation: String, path: String, underlying: any Error)
 
@@ -86,6 +94,11 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
         case .configurationConflict(let directory, let setting, let inForce, let requested):
             return "The store at \(directory) is already open in this process with \(setting) \(inForce), not \(requested)"
             + " (every storage of a folder shares the first opener's settings)"
+        case .reentrantCall(let directory):
+            return "A call on the store at \(directory) was made from inside one of its own update or transaction bodies;"
+                + " use the transaction's tx (or the update's inout value) instead, or call after the body returns"
+        case .transactionEnded:
+            return "The transaction has ended (its body returned); start a new transaction to read or write"
         case .io(let operation, let path, let error): return "\(operation) failed for \(path): \(Self.message(of: error))"
         }
     }

@@ -98,4 +98,27 @@ public enum TransformerFactory {
         let coder = JSONCoder(encoder: encoder, decoder: decoder)
         return Transformer(toData: { try coder.encode($0) }, fromData: { try coder.decode(U.self, from: $0) })
     }
+
+    /// Stores `Codable` values as the JSON of `encoder`, read back with `decoder`: date, key and data
+    /// strategies are a parameter.
+    ///
+    /// ```swift
+    /// let encoder = JSONEncoder()
+    /// encoder.dateEncodingStrategy = .iso8601
+    /// let decoder = JSONDecoder()
+    /// decoder.dateDecodingStrategy = .iso8601
+    /// let transformer = TransformerFactory.forCodable(ofType: Event.self, encoder: encoder, decoder: decoder)
+    /// ```
+    ///
+    /// Written and read by Stash's streaming coder with the strategies of `encoder` and `decoder` (the
+    /// bytes Foundation's coder writes; a strategy it cannot follow is left to Foundation's coder itself):
+    /// do not change their settings afterwards. Values already stored with other
+    /// settings must still decode with `decoder` (see Docs/ChangingYourModel.md).
+    /// - Parameters:
+    ///   - ofType: The type of the values.
+    ///   - encoder: Encodes each value.
+    ///   - decoder: Decodes the stored bytes.
+    public static func forCodable<U: Codable & Sendable>(ofType: U.Type, encoder: JSONEncoder, decoder: JSONDecoder) -> Transformer<U> {
+        forStreamingCodable(ofType: U.self, encoder: encoder, decoder: decoder)
+    }
 }

@@ -49,7 +49,9 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
 
     /// Throws ``StorageError/readOnly(directory:)`` for a storage opened read-only (which may share
     /// the engine of a writable storage of the same folder in this process).
+    /// Also throws ``StorageError/reentrantCall(directory:)`` inside an `update` or `transaction` body.
     func checkWritable() throws {
+        try engine.checkOutsideUserCode()
         if config.readOnly { throw StorageError.readOnly(directory: engine.directory) }
     }
 
@@ -95,6 +97,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// Reads the bytes on the engine's queue, then decodes them on the calling thread: the queue's
     /// part is not generic (`DiskEngine.read`), and a slow decoder holds up no other call.
     public func entry(forKey key: String) throws -> Entry<T> {
+        try engine.checkOutsideUserCode()
         let now = now()
         let (data, expiry, path) = try engine.read(key, now: now)
         return try Entry(object: decode(data), expiry: Expiry(storedDate: StoredTime.date(expiry)),
@@ -104,6 +107,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// As ``entry(forKey:)``, without building an `Entry<T>` (whose generic metadata an unspecialised
     /// caller would look up on every read).
     public func object(forKey key: String) throws -> T {
+        try engine.checkOutsideUserCode()
         let now = now()
         let (data, expiry, _) = try engine.read(key, now: now)
         let object = try decode(data)
@@ -122,6 +126,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
 
     /// Answered from the index like ``existsObject(forKey:)``.
     public func isExpiredObject(forKey key: String) throws -> Bool {
+        try engine.checkOutsideUserCode()
         let now = StoredTime.seconds(now())
         guard let record = engine.record(forKey: key) else { throw StorageError.notFound }
         return now >= record.expiry

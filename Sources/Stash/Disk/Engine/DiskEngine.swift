@@ -27,7 +27,7 @@ final class DiskEngine: @unchecked Sendable {
     private let index: Locked<KeyDirectory>
     /// The store's value files (thread-safe): written off the queue for large values.
     private let values: ValueFiles
-    private let groupCommit: GroupCommit
+    let groupCommit: GroupCommit
     /// Whether the store was opened read-only.
     let readOnly: Bool
     private let queueID: Int

@@ -41,10 +41,18 @@ extension DiskStore {
         applyMemoryHits(now: now)
         try ensureActive()
         let stored = try storeValues(of: changes, durable: durable, storesValuesAsFiles: storesValuesAsFiles)
-        // The previous bytes only for key observers (`KeyChange.edit(before:after:)`).
+        // The previous bytes only for key observers (`KeyChange.edit(before:after:)`): what each change
+        // replaced, as if the changes were made one by one, so an earlier change of the same key in
+        // this batch (a set, or a removal: nil) wins over the stored value. Keys compare as Swift strings.
+        var earlier: [String: Data?] = [:]
         let previousData: [Data?] = changes.map { change in
-            guard case .set(let key, _, _) = change, observers?.hasKeyObservers(key) == true else { return nil }
-            return record(forKey: key).flatMap { try? load(key, $0) }
+            guard observers?.hasKeyObservers(change.key) == true else { return nil }
+            let previous: Data? = earlier[change.key] ?? record(forKey: change.key).flatMap { try? load(change.key, $0) }
+            switch change {
+            case .set(let key, let data, _): earlier[key] = .some(data)
+            case .remove(let key): earlier[key] = .some(nil)
+            }
+            return previous
         }
         let time = StoredTime.seconds(now)
         var places: [(start: Int, length: Int)] = [] // of each change's record, in the appended bytes

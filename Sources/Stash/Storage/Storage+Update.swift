@@ -1,0 +1,238 @@
+import Foundation
+
+// `update` (read, change, write as one step) and `transaction` (several keys, all or none, isolated)
+// on every layer with a disk. Both run in one bracket of the engine (DiskEngine+Bracket.swift).
+
+/// What an update wrote, for the memory layer in front.
+struct UpdatedValue<T> {
+    var object: T
+    var size: Int
+    var expiry: Date
+}
+
+extension DiskStorage {
+    /// Changes the value of `key` in place, as one step; see ``Storage/update(forKey:default:expiry:_:)``.
+    @discardableResult
+    public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,
+                       _ body: (inout T) throws -> Void) throws -> T {
+        let now = now()
+        return try performUpdate(forKey: key, default: defaultValue, expiry: expiry, now: now,
+                                 current: { store in try currentValue(key, in: store, now: now) }, body: body)
+    }
+
+    /// Runs `body` on the values of several keys and commits its writes as one batch, as one step;
+    /// see ``Storage/transaction(_:)``.
+    public func transaction<Result>(_ body: (StorageTransaction<T>) throws -> Result) throws -> Result {
+        let now = now()
+        return try performTransaction(now: now, readCommitted: { store, key in try self.committedEntry(key, in: store, now: now) },
+                                      body: body)
+    }
+
+    /// The bracket of an update: `current` reads the value on the queue (nil when missing or expired),
+    /// `body` changes it, and the new value is committed in the same turn; `onCommit` runs on the queue.
+    func performUpdate(forKey key: String, default defaultValue: T?, expiry: Expiry?, now: Date,
+                       current: (DiskStore) throws -> (object: T, expiry: Date)?, body: (inout T) throws -> Void,
+                       onCommit: (DiskStore, UpdatedValue<T>, _ path: String?) -> Void = { _, _, _ in }) throws -> T {
+        try checkWritable()
+        let requested = try expiry.map { try $0.checkedDate(from: now) }
+        let fallback = try config.expiry.checkedDate(from: now)
+        let updated = try engine.bracket(now: now, config: config) { store in
+            let found = try current(store)
+            guard var value = found?.object ?? defaultValue else { throw StorageError.notFound }
+            try engine.runUserCode { try body(&value) }
+            let data = try transformer.encode(value)
+            let date = requested ?? found?.expiry ?? fallback
+            return ([.set(key: key, data: data, expiry: date)], UpdatedValue(object: value, size: data.count, expiry: date))
+        } onCommit: { store, updated, paths in
+            onCommit(store, updated, paths.first ?? nil)
+        }
+        return updated.object
+    }
+
+    /// The bracket of a transaction: `body` reads through a ``StorageTransaction`` (its own writes,
+    /// else `readCommitted` on the queue) and its writes are committed in the same turn as one batch.
+    func performTransaction<Result>(now: Date, readCommitted: @escaping (DiskStore, String) throws -> Entry<T>?,
+                                    body: (StorageTransaction<T>) throws -> Result,
+                                    onCommit: (DiskStore, StorageTransaction<T>, _ paths: [String?]) -> Void = { _, _, _ in })
+        throws -> Result {
+        // A read-only storage may read in a transaction (one consistent view of several keys); its writes throw.
+        if config.readOnly { try engine.checkOutsideUserCode() } else { try checkWritable() }
+        _ = try config.expiry.checkedDate(from: now) // an unusable default fails before the body runs
+        let readOnlyDirectory = config.readOnly ? engine.directory : nil
+        let (result, _) = try engine.bracket(now: now, config: config) { store in
+            let transaction = StorageTransaction(transformer: transformer, defaultExpiry: config.expiry, now: now,
+                                                 readOnlyDirectory: readOnlyDirectory, readCommitted: { key in try readCommitted(store, key) })
+            defer { transaction.end() }
+            let result = try engine.runUserCode { try body(transaction) }
+            return (transaction.changes, (result, transaction))
+        } onCommit: { store, outcome, paths in
+            onCommit(store, outcome.1, paths)
+        }
+        return result
+    }
+
+    /// The valid value stored for `key`, read on the queue; nil when there is none or it has expired
+    /// (an update starts from its default then).
+    func currentValue(_ key: String, in store: DiskStore, now: Date) throws -> (object: T, expiry: Date)? {
+        guard let entry = try committedEntry(key, in: store, now: now), !entry.isExpired else { return nil }
+        return (entry.object, entry.expiry.resolved(from: now))
+    }
+
+    /// The entry stored for `key`, read and decoded on the queue; nil when there is none.
+    func committedEntry(_ key: String, in store: DiskStore, now: Date) throws -> Entry<T>? {
+        do {
+            return try readEntry(key, from: store).entry
+        } catch StorageError.notFound {
+            return nil
+        }
+    }
+}
+
+extension HybridStorage {
+    /// Changes the value of `key` in place, as one step; see ``Storage/update(forKey:default:expiry:_:)``.
+    /// Memory holds the new value afterwards.
+    @discardableResult
+    public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,
+                       _ body: (inout T) throws -> Void) throws -> T {
+        try cache.config.validate()
+        let now = now
+        return try diskStorage.performUpdate(forKey: key, default: defaultValue, expiry: expiry, now: now, current: { store in
+            guard let entry = try committedEntry(key, in: store, now: now), !entry.isExpired else { return nil }
+            return (entry.object, entry.expiry.resolved(from: now))
+        }, body: body) { store, updated, path in
+            // An already expired value may have been trimmed at once; memory never holds what disk lost.
+            if store.record(forKey: key)?.expiry == StoredTime.seconds(updated.expiry) {
+                remember(updated.object, forKey: key, cost: updated.size, expiry: updated.expiry, filePath: path)
+            }
+        }
+    }
+
+    /// Runs `body` on the values of several keys and commits its writes as one batch, as one step;
+    /// see ``Storage/transaction(_:)``. Memory holds the values written afterwards.
+    public func transaction<Result>(_ body: (StorageTransaction<T>) throws -> Result) throws -> Result {
+        try cache.config.validate()
+        let now = now
+        return try diskStorage.performTransaction(now: now, readCommitted: { store, key in
+            try self.committedEntry(key, in: store, now: now)
+        }, body: body) { store, transaction, paths in
+            for written in transaction.finalValues where store.record(forKey: written.key)?.expiry == StoredTime.seconds(written.expiry) {
+                remember(written.object, forKey: written.key, cost: written.size, expiry: written.expiry, filePath: paths[written.change])
+            }
+        }
+    }
+
+    /// The entry for `key` as the queue sees it, memory first, then disk (remembered); nil when none.
+    private func committedEntry(_ key: String, in store: DiskStore, now: Date) throws -> Entry<T>? {
+        if let item = cache.item(forKey: key, now: now), let object = item.object.value(as: T.self) {
+            return Entry(object: object, expiry: Expiry(storedDate: item.expiry), filePath: item.filePath, isExpired: now >= item.expiry)
+        }
+        do {
+            let (entry, size) = try diskStorage.readEntry(key, from: store)
+            remember(entry.object, forKey: key, cost: size, expiry: entry.expiry.resolved(from: now), filePath: entry.filePath)
+            return entry
+        } catch StorageError.notFound {
+            return nil
+        }
+    }
+}
+
+extension Storage {
+    /// Changes the value of `key` in place and returns the new value: the read, `body` and the write
+    /// are one step.
+    ///
+    /// ```swift
+    /// let count = try counters.update(forKey: "launches", default: 0) { $0 += 1 }
+    /// try todos.update(forKey: "inbox", default: []) { $0.append(todo) }
+    /// ```
+    ///
+    /// No other write to the store lands between the read and the write: not from another thread,
+    /// another `Storage` or view of the folder, nor, with ``DiskConfig/allowsWritersInOtherProcesses``,
+    /// another process. So concurrent updates lose nothing (eight threads adding 1,000 each leave
+    /// 8,000). The new value is committed as a batch of one (a kill leaves the old value or the new),
+    /// observers hear one change, and memory holds the new value afterwards.
+    ///
+    /// `body` runs on the store's queue (keep it short: other calls on the store wait for it) and
+    /// may not call the store: any call on it, through any storage or view of the folder, throws
+    /// ``StorageError/reentrantCall(directory:)``; the value to change is `body`'s argument. A `body`
+    /// that throws writes nothing, and its error is rethrown.
+    ///
+    /// - Parameters:
+    ///   - key: The key whose value changes.
+    ///   - defaultValue: The value `body` starts from when none is stored or the stored one has
+    ///     expired (an expired value counts as missing); without one, a missing value throws.
+    ///   - expiry: The new value's expiry; nil keeps the stored value's expiry (a new value gets the
+    ///     storage's default), as Redis's `INCR` keeps a key's time to live.
+    ///   - body: Changes the value in place.
+    /// - Returns: The value written.
+    /// - Throws: ``StorageError/notFound`` when no valid value is stored and `defaultValue` is nil;
+    ///   ``StorageError/decodingFailed(_:)`` when the stored bytes do not decode (nothing is written:
+    ///   migrate first); what `body` throws; the errors of `setObject(_:forKey:expiry:)`.
+    @discardableResult
+    public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,
+                       _ body: (inout T) throws -> Void) throws -> T {
+        try hybridStorage.update(forKey: key, default: defaultValue, expiry: expiry, body)
+    }
+
+    /// Runs `body` on the values of several keys and commits what it wrote as one batch: reads see the
+    /// transaction's own writes, and nothing else writes to the store from the first read to the commit.
+    ///
+    /// ```swift
+    /// try accounts.transaction { tx in
+    ///     let from = try tx.object(forKey: "alice")
+    ///     try tx.setObject(from - 10, forKey: "alice")
+    ///     try tx.update(forKey: "bob", default: 0) { $0 += 10 }
+    /// }
+    /// ```
+    ///
+    /// Isolated as ``update(forKey:default:expiry:_:)`` is (threads, every storage of the folder, and
+    /// writers in other processes), and all or none as a ``StorageBatch``: a kill at any moment leaves
+    /// every write of it or none, and a `body` that throws writes nothing (its error is rethrown).
+    /// Observers hear each change in order once it is committed; memory holds the values written.
+    ///
+    /// `body` runs on the store's queue and may call only `tx`: a call on the store itself (any
+    /// storage or view of the folder, including a nested `transaction` or `update`) throws
+    /// ``StorageError/reentrantCall(directory:)``; `tx` used after `body` returns throws
+    /// ``StorageError/transactionEnded``. Reads that cannot throw (`allKeys`, `totalSize`) answer
+    /// what is committed. Keep `body` short and free of waits: other calls on the store wait for it.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws; the batch's errors (nothing is written then).
+    public func transaction<Result>(_ body: (StorageTransaction<T>) throws -> Result) throws -> Result {
+        try hybridStorage.transaction(body)
+    }
+}
+
+extension AsyncStorage {
+    /// Changes the value of `key` in place and returns the new value, in order with the store's other
+    /// calls; as ``Storage/update(forKey:default:expiry:_:)``, whose rules `body` follows.
+    @discardableResult
+    public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,
+                       _ body: @escaping @Sendable (inout T) throws -> Void) async throws -> T {
+        let storage = innerStorage
+        return try await perform(AsyncCall(.mutation, key: key, awaited: true)) { _ in
+            try storage.update(forKey: key, default: defaultValue, expiry: expiry, body)
+        }
+    }
+
+    /// Changes the value of `key` in place; `completion` gets the new value, off the store's queue.
+    public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,
+                       _ body: @escaping @Sendable (inout T) throws -> Void,
+                       completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        let storage = innerStorage
+        submit(AsyncCall(.mutation, key: key, awaited: false), { _ in
+            try storage.update(forKey: key, default: defaultValue, expiry: expiry, body)
+        }, completion: completion)
+    }
+
+    /// Runs `body` as ``Storage/transaction(_:)`` does, in order with the store's other calls.
+    public func transaction<Value: Sendable>(_ body: @escaping @Sendable (StorageTransaction<T>) throws -> Value) async throws -> Value {
+        let storage = innerStorage
+        return try await perform(AsyncCall(.mutation, key: nil, awaited: true)) { _ in try storage.transaction(body) }
+    }
+
+    /// Runs `body` as ``Storage/transaction(_:)`` does; `completion` gets its result, off the store's queue.
+    public func transaction<Value: Sendable>(_ body: @escaping @Sendable (StorageTransaction<T>) throws -> Value,
+                                             completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        let storage = innerStorage
+        submit(AsyncCall(.mutation, key: nil, awaited: false), { _ in try storage.transaction(body) }, completion: completion)
+    }
+}

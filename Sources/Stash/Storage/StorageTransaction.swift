@@ -1,0 +1,159 @@
+import Foundation
+
+/// The reads and writes of one ``Storage/transaction(_:)``: what its body calls instead of the storage.
+///
+/// Reads see the transaction's own writes; the writes are kept until the body returns, then
+/// committed as one batch (all or none, as ``StorageBatch``), with no other write to the store
+/// between the first read and the commit. A body that throws commits nothing.
+///
+/// A transaction of a read-only storage (``DiskConfig/readOnly``) reads one consistent state of the
+/// store, as another process committed it; its writes throw ``StorageError/readOnly(directory:)``.
+///
+/// A transaction lives only as long as its body: used afterwards (kept, or captured by an escaping
+/// closure), every call throws ``StorageError/transactionEnded``. It is not `Sendable`: the body runs
+/// on one thread, and so must every call on its `tx`.
+public final class StorageTransaction<T: Sendable> {
+    /// What the transaction has done to a key so far.
+    private enum Pending {
+        /// `change` is the index of the change in ``changes`` that wrote it last.
+        case set(T, size: Int, expiry: Date, change: Int)
+        case removed
+    }
+
+    private let transformer: Transformer<T>
+    private let defaultExpiry: Expiry
+    private let now: Date
+    /// The committed entry of a key (memory first, then disk), read on the store's queue; nil when none.
+    private let readCommitted: (String) throws -> Entry<T>?
+    private var pending: [String: Pending] = [:]
+    /// The changes, in the order they were made: the batch the transaction commits.
+    private(set) var changes: [DiskBatchChange] = []
+    private var isOpen = true
+    /// The folder of a read-only storage, whose transactions only read; nil when it may write.
+    private let readOnlyDirectory: String?
+
+    init(transformer: Transformer<T>, defaultExpiry: Expiry, now: Date, readOnlyDirectory: String?,
+         readCommitted: @escaping (String) throws -> Entry<T>?) {
+        self.readOnlyDirectory = readOnlyDirectory
+        self.transformer = transformer
+        self.defaultExpiry = defaultExpiry
+        self.now = now
+        self.readCommitted = readCommitted
+    }
+
+    /// Ends the transaction: its public calls throw from now on.
+    func end() {
+        isOpen = false
+    }
+
+    /// The value each key written holds at the end, with the index of the change that wrote it.
+    var finalValues: [(key: String, object: T, size: Int, expiry: Date, change: Int)] {
+        pending.compactMap { key, state in
+            guard case .set(let object, let size, let expiry, let change) = state else { return nil }
+            return (key, object, size, expiry, change)
+        }
+    }
+
+    // MARK: Reads
+
+    /// The value for `key` with its expiry, as this transaction sees it (its own writes included);
+    /// expired values are returned, flagged.
+    /// - Throws: ``StorageError/notFound``, ``StorageError/decodingFailed(_:)``, ``StorageError/transactionEnded``.
+    public func entry(forKey key: String) throws -> Entry<T> {
+        try checkOpen()
+        switch pending[key] {
+        case .set(let object, _, let expiry, _):
+            return Entry(object: object, expiry: Expiry(storedDate: expiry), filePath: nil, isExpired: now >= expiry)
+        case .removed:
+            throw StorageError.notFound
+        case nil:
+            guard let entry = try readCommitted(key) else { throw StorageError.notFound }
+            return entry
+        }
+    }
+
+    /// The valid value for `key`, as this transaction sees it.
+    /// - Throws: ``StorageError/notFound``, ``StorageError/expired(_:)``, ``StorageError/decodingFailed(_:)``,
+    ///   ``StorageError/transactionEnded``.
+    public func object(forKey key: String) throws -> T {
+        let entry = try entry(forKey: key)
+        if entry.isExpired, case .date(let date) = entry.expiry { throw StorageError.expired(date) }
+        return entry.object
+    }
+
+    /// Whether a valid (unexpired) value exists for `key`, as this transaction sees it.
+    public func existsObject(forKey key: String) throws -> Bool {
+        do {
+            return try !entry(forKey: key).isExpired
+        } catch StorageError.notFound {
+            return false
+        }
+    }
+
+    // MARK: Writes
+
+    /// Stores `object` for `key` when the transaction commits; later reads in it see `object`.
+    /// - Parameter expiry: The value's expiry; nil for the storage's default.
+    /// - Throws: ``StorageError/encodingFailed(_:)``, ``StorageError/invalidExpiry(_:)``, ``StorageError/transactionEnded``.
+    public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
+        try checkOpen()
+        try checkWritable()
+        try set(object, forKey: key, expiry: (expiry ?? defaultExpiry).checkedDate(from: now))
+    }
+
+    /// Removes `key`'s value when the transaction commits (nothing happens for a key with none).
+    public func removeObject(forKey key: String) throws {
+        try checkOpen()
+        try checkWritable()
+        changes.append(.remove(key: key))
+        pending[key] = .removed
+    }
+
+    /// Changes `key`'s value in place, as ``Storage/update(forKey:default:expiry:_:)`` does, inside
+    /// this transaction; returns the new value.
+    /// - Parameters:
+    ///   - defaultValue: The value `body` starts from when none is stored, or the stored one has expired.
+    ///   - expiry: The new value's expiry; nil keeps the stored value's (or, for a new value, the storage's default).
+    /// - Throws: ``StorageError/notFound`` when no value is stored and there is no default; what `body` throws.
+    @discardableResult
+    public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,
+                       _ body: (inout T) throws -> Void) throws -> T {
+        try checkWritable()
+        let requested = try expiry.map { try $0.checkedDate(from: now) }
+        var found: Entry<T>?
+        do {
+            found = try entry(forKey: key)
+        } catch StorageError.notFound {
+            found = nil
+        }
+        if found?.isExpired == true { found = nil }
+        guard var value = found?.object ?? defaultValue else { throw StorageError.notFound }
+        try body(&value)
+        let date: Date
+        if let requested {
+            date = requested
+        } else if let found, case .date(let stored) = found.expiry {
+            date = stored
+        } else if found != nil {
+            date = .distantFuture
+        } else {
+            date = try defaultExpiry.checkedDate(from: now)
+        }
+        try set(value, forKey: key, expiry: date)
+        return value
+    }
+
+    private func set(_ object: T, forKey key: String, expiry: Date) throws {
+        let data = try transformer.encode(object)
+        pending[key] = .set(object, size: data.count, expiry: expiry, change: changes.count)
+        changes.append(.set(key: key, data: data, expiry: expiry))
+    }
+
+    private func checkOpen() throws {
+        if !isOpen { throw StorageError.transactionEnded }
+    }
+
+    private func checkWritable() throws {
+        if let readOnlyDirectory { throw StorageError.readOnly(directory: readOnlyDirectory) }
+    }
+}

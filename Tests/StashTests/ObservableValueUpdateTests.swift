@@ -1,0 +1,33 @@
+import Foundation
+import Testing
+@testable import Stash
+
+// `ObservableValue.update(default:expiry:_:)`: read, change and write as one step, shown at once.
+
+@Suite("Observable value updates")
+@MainActor
+struct ObservableValueUpdateTests {
+    @Test("update changes the stored value in place and value shows it when the call returns")
+    func updateShowsAtOnce() throws {
+        let directory = TemporaryDirectory()
+        let storage = try Storage<Int>(diskConfig: directory.diskConfig(), transformer: TransformerFactory.forCodable(ofType: Int.self))
+        let counter = ObservableValue("n", in: storage)
+        #expect(try counter.update(default: 0) { $0 += 1 } == 1)
+        #expect(counter.value == 1)
+        try counter.update { $0 += 41 }
+        #expect(counter.value == 42)
+        #expect(try storage.object(forKey: "n") == 42)
+    }
+
+    @Test("an update whose body throws leaves value and the store as they were")
+    func failingUpdateChangesNothing() throws {
+        struct Refused: Error, Equatable {}
+        let directory = TemporaryDirectory()
+        let storage = try Storage<Int>(diskConfig: directory.diskConfig(), transformer: TransformerFactory.forCodable(ofType: Int.self))
+        try storage.setObject(5, forKey: "n")
+        let counter = ObservableValue("n", in: storage)
+        #expect(throws: Refused()) { try counter.update { _ in throw Refused() } }
+        #expect(counter.value == 5)
+        #expect(throws: StorageError.notFound) { try ObservableValue("missing", in: storage).update { $0 += 1 } }
+    }
+}
