@@ -48,7 +48,7 @@ struct ObservableValueTests {
         #expect(me.value == nil)
     }
 
-    @Test("follows writes through another typed view; undecodable bytes show as nil")
+    @Test("follows writes through another typed view; undecodable bytes show as nil with an error")
     func followsAnotherView() async throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -63,6 +63,7 @@ struct ObservableValueTests {
 
         #expect(try await change(of: { _ = me.value }) { try raw.setObject(Data("not json".utf8), forKey: "me") } == true)
         #expect(me.value == nil)
+        #expect(me.error != nil) // never a silent nil
     }
 
     @Test("a write through the object shows when the call returns, before any other change is awaited")
