@@ -123,7 +123,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// Answered from the index like ``existsObject(forKey:)``.
     public func isExpiredObject(forKey key: String) throws -> Bool {
         let now = now().timeIntervalSince1970
-        guard let record = engine.record(forKey: key) else { throw StorageError.notFound }
+        guard let record = engine.record(forKey: key) else { throw StorageError.notFound(key: key) }
         return now >= record.expiry
     }
 
