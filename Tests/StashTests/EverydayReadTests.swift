@@ -100,7 +100,11 @@ struct EverydayReadTests {
         #expect(try storage.objects(withPrefix: "caf\u{E9}.").map(\.value.name) == ["nfd"])
         #expect(Set(try storage.objects(withPrefix: "caf\u{E9}.").map(\.key)) == Set(storage.allKeys(withPrefix: "caf\u{E9}.")))
     }
+}
 
+/// `objects(withPrefix:)` beside a writer thread (a suite ThreadSanitizer runs).
+@Suite("Prefix reads beside writers")
+struct PrefixReadConcurrencyTests {
     @Test("objects(withPrefix:) reads a batch's keys as one state while another thread writes batches",
           .timeLimit(.minutes(2)))
     func objectsSeeBatchesWhole() async throws {

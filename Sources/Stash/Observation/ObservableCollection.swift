@@ -32,6 +32,8 @@ public final class ObservableCollection<Value: Sendable> {
     /// The keys under ``prefix`` whose stored bytes do not decode as `Value` (the model changed, or
     /// another view wrote them), each with its ``StorageError/decodingFailed(_:)``: nothing stored is
     /// left out silently. A key leaves it when it is rewritten with a value that decodes, or removed.
+    /// When the store could not be read at all when the object was made, ``prefix`` itself holds
+    /// that error (an ``StorageError/io(operation:path:underlying:)``, say).
     public private(set) var errors: [String: any Error] = [:]
 
     /// The keys of ``values`` in key order (Swift's `<` on `String`): rows for a list.

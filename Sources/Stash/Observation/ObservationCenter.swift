@@ -46,6 +46,8 @@ final class ObservationCenter: Sendable {
     /// Binds `event` to every observer it concerns and queues it for delivery (on the store's queue,
     /// at the change's commit, so the order of publishing is the commit order).
     func publish(_ event: StoreEvent) {
+        // Most stores have no observers: then no array is made for the event (one look under the lock).
+        guard hasObservers else { return }
         publish([event])
     }
 

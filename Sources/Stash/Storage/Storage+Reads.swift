@@ -79,7 +79,8 @@ extension DiskEngine {
     func snapshot(withPrefix prefix: String, now: Date) throws -> PrefixSnapshot {
         try sync { store in
             var snapshot = PrefixSnapshot()
-            let keys = store.withIndex { $0.keys { $0.hasPrefix(prefix) } }.sorted()
+            let matcher = PrefixMatcher(prefix)
+            let keys = store.withIndex { $0.keys { matcher.matches($0) } }.sorted()
             snapshot.records.reserveCapacity(keys.count)
             for key in keys {
                 do {
