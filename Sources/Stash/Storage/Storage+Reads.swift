@@ -138,7 +138,7 @@ extension Storage {
     /// for (key, todo) in try todos.objects(withPrefix: "inbox.") { … }
     /// ```
     /// "Starts with" is `String.hasPrefix`, as ``allKeys(withPrefix:)``. Expired values are left out
-    /// (as ``objectIfPresent(forKey:)`` answers nil for them; `entry(forKey:)` still reads one); a
+    /// (as ``StorageAware/objectIfPresent(forKey:)`` answers nil for them; `entry(forKey:)` still reads one); a
     /// value found damaged is dropped by the store and left out. The keys and bytes are read in one
     /// step of the store's queue, so the result is one state of the store (never half a batch);
     /// values are decoded after it, on the calling thread.
