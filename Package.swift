@@ -24,14 +24,14 @@ let package = Package(
         .target(name: "CStashAtomics"),
         .target(name: "StashHTTP", dependencies: ["Stash"], swiftSettings: strictSettings),
         .target(name: "StashRedis", dependencies: ["Stash"], swiftSettings: strictSettings),
-        .executableTarget(name: "StashCLI", dependencies: ["Stash", "StashRedis"], swiftSettings: strictSettings),
+        .executableTarget(name: "StashCLI", dependencies: ["Stash", "StashRedis", "StashHTTP"], swiftSettings: strictSettings),
         // The helpers every test target and test executable shares (temporary folders, the clock, the
         // seeded generator, the child-process runner, the loopback HTTP server, the executable finder),
         // as swift-collections shares `_CollectionsTestSupport`. A plain target no product exports.
         .target(name: "StashTestSupport", dependencies: ["Stash"], path: "Tests/StashTestSupport", swiftSettings: strictSettings),
         .executableTarget(name: "StashTorture", dependencies: ["Stash", "StashTestSupport"], swiftSettings: strictSettings),
         // Fixtures: stores written by older engines, copied by the tests that upgrade them (not resources).
-        .testTarget(name: "StashTests", dependencies: ["Stash", "StashTestSupport", "StashCLI", "StashTorture"],
+        .testTarget(name: "StashTests", dependencies: ["Stash", "StashTestSupport", "StashCLI", "StashTorture", "StashHTTP"],
                     exclude: ["Fixtures"], swiftSettings: strictSettings),
         .testTarget(name: "StashHTTPTests", dependencies: ["StashHTTP", "StashTestSupport"], swiftSettings: strictSettings),
         // The child process of the Redis two-process test: its own target, apart from StashTorture.

@@ -2,7 +2,8 @@
 import PackageDescription
 
 // The benchmark suite is its own package so that the library itself keeps no dependencies.
-// It depends on the library by path and on no other package (Benchmarks/README.md, "Why not
+// It depends on the library by path and on one other package, GRDB (a peer as app developers use
+// it; the machine's package copy), and on no benchmark framework (Benchmarks/README.md, "Why not
 // package-benchmark", says why). The peers (SQLite, LevelDB, LMDB) are system libraries, reached through
 // module maps in this package only: `.ci/run` installs their Debian -dev packages.
 let package = Package(

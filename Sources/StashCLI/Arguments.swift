@@ -10,7 +10,7 @@ enum Command: String, CaseIterable {
     var usage: String {
         switch self {
         case .set: return "usage: stash set KEY [VALUE] [--ttl SECONDS] [--durable] [--dir PATH]"
-        case .get: return "usage: stash get KEY [--dir PATH]"
+        case .get: return "usage: stash get KEY [--stale] [--raw] [--dir PATH]"
         case .rm: return "usage: stash rm KEY [--dir PATH]"
         case .ls: return "usage: stash ls [PREFIX] [--json] [--dir PATH]"
         case .stats: return "usage: stash stats [--json] [--dir PATH]"
@@ -62,6 +62,10 @@ struct Invocation {
     var maxSize: Int?
     /// `check --repair`: drop what is damaged.
     var repair = false
+    /// `get --stale`: write an expired value too.
+    var stale = false
+    /// `get --raw`: the stored bytes, even of an HTTP response.
+    var raw = false
 
     /// Parses `stash`'s arguments (without the program name). Options may come before or after
     /// the command; `--name=value` and `--name value` are both accepted; after `--` every argument
@@ -125,6 +129,10 @@ struct Invocation {
             durable = try flag()
         case "--repair":
             repair = try flag()
+        case "--stale":
+            stale = try flag()
+        case "--raw":
+            raw = try flag()
         case "--dir":
             let path = try value()
             guard !path.isEmpty, storeFolderURL(path).path != "/" else {
@@ -164,7 +172,8 @@ struct Invocation {
         case .trim: allowed = ["--dir", "--max-size"]
         case .check: allowed = ["--dir", "--repair"]
         case .tour, .help: allowed = []
-        case .get, .rm, .purgeExpired, .clear: allowed = ["--dir"]
+        case .get: allowed = ["--dir", "--stale", "--raw"]
+        case .rm, .purgeExpired, .clear: allowed = ["--dir"]
         }
         if let stray = options.subtracting(allowed).sorted().first {
             throw UsageError(message: "\(command.rawValue) does not take \(stray)", command: command)

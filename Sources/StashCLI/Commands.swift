@@ -94,19 +94,29 @@ struct StoreCommands {
         try storage.setObject(value, forKey: key, expiry: invocation.ttl.map { .seconds($0) })
     }
 
-    /// `get KEY`: the raw bytes to stdout, nothing added.
+    /// `get KEY [--stale] [--raw]`: the raw bytes to stdout, nothing added; a stored HTTP response
+    /// readable (``HTTPResponseText``) unless `--raw`; an expired value only with `--stale`.
     private func get() throws -> Int32 {
         let value: Data
         do {
-            value = try storage.object(forKey: key)
+            let entry = try storage.entry(forKey: key)
+            if entry.isExpired, case .date(let date) = entry.expiry {
+                guard invocation.stale else {
+                    writeError("stash: the value for key \(quoted(key)) expired at \(iso8601(date)) (get --stale writes it all the same)")
+                    return ExitStatus.expired
+                }
+                writeError("stash: note: the value for key \(quoted(key)) expired at \(iso8601(date)); written as --stale asks")
+            }
+            value = entry.object
         } catch StorageError.notFound {
             writeError("stash: no value for key \(quoted(key))")
             return ExitStatus.notFound
-        } catch StorageError.expired(let date) {
-            writeError("stash: the value for key \(quoted(key)) expired at \(iso8601(date))")
-            return ExitStatus.expired
         }
-        try FileHandle.standardOutput.write(contentsOf: value)
+        if !invocation.raw, let response = HTTPResponseText(value) {
+            try FileHandle.standardOutput.write(contentsOf: response.text)
+        } else {
+            try FileHandle.standardOutput.write(contentsOf: value)
+        }
         return ExitStatus.success
     }
 

@@ -84,8 +84,8 @@ struct ListedEntry: Encodable {
     /// Written straight into `output` (no string per line: a million of them cost a second).
     static func writeTable(_ entries: [ListedEntry], to output: BufferedOutput) {
         let keys = entries.map { displayKey($0.key) }
-        // A character per byte for ASCII keys; counting characters is the slow path.
-        let keyWidths = keys.map { key in key.utf8.allSatisfy { $0 < 0x80 } ? key.utf8.count : key.count }
+        // A column per byte for ASCII keys; measuring characters is the slow path.
+        let keyWidths = keys.map { key in key.utf8.allSatisfy { $0 < 0x80 } ? key.utf8.count : terminalWidth(of: key) }
         let keyWidth = min(keyWidths.max() ?? 0, 40)
         let sizes = entries.map { String($0.size) }
         let sizeWidth = sizes.map(\.utf8.count).max() ?? 0
@@ -94,7 +94,7 @@ struct ListedEntry: Encodable {
             let entry = entries[index]
             let expiry = entry.expiry ?? "never"
             output.append(keys[index])
-            output.writeSpaces(keyWidth - keyWidths[index] + 2)
+            output.writeSpaces(max(keyWidth - keyWidths[index], 0) + 2) // a longer key: its line is wider, never joined
             output.writeSpaces(sizeWidth - sizes[index].utf8.count)
             output.append(sizes[index])
             output.writeSpaces(2)
@@ -108,6 +108,31 @@ struct ListedEntry: Encodable {
 
 }
 
+
+/// The columns `text` takes in a terminal: two for a wide character (East Asian wide and fullwidth
+/// forms, emoji), none for a character that is only a format mark (a zero-width space, a joiner),
+/// one for the rest; a combining mark belongs to the character before it (one grapheme).
+func terminalWidth(of text: String) -> Int {
+    var width = 0
+    for character in text {
+        guard let first = character.unicodeScalars.first else { continue }
+        if character.unicodeScalars.allSatisfy({ $0.properties.generalCategory == .format }) { continue }
+        width += isWide(first) || character.unicodeScalars.contains(where: { $0.properties.isEmojiPresentation }) ? 2 : 1
+    }
+    return width
+}
+
+/// Whether `scalar` is East Asian wide or fullwidth (Unicode's EastAsianWidth.txt, W and F, by block).
+private func isWide(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
+         0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60, 0xFFE0...0xFFE6,
+         0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x2FFFD, 0x30000...0x3FFFD:
+        return true
+    default:
+        return false
+    }
+}
 
 /// A key as the listing shows it: as it is when that is unambiguous, else ``quoted(_:)``.
 func displayKey(_ key: String) -> String {

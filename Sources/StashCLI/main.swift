@@ -66,7 +66,10 @@ let helpText = """
       set KEY [VALUE]        store VALUE (or all of stdin, byte for byte) for KEY
           --ttl SECONDS      ...expiring SECONDS from now
           --durable          ...flushed to stable storage (fsync) before stash exits
-      get KEY                write KEY's value to stdout, byte for byte
+      get KEY                write KEY's value to stdout, byte for byte; a stored HTTP response
+                             (StashHTTP) as its status line, headers, a blank line and body
+          --stale            ...even when it has expired (a note on stderr says when; exit 0)
+          --raw              ...the stored bytes as they are, an HTTP response's too
       rm KEY                 remove KEY (a missing key is no error)
       ls [PREFIX]            list key, size in bytes, expiry and last access (no value is read),
                              sorted by key; with PREFIX only the keys that start with it
@@ -89,7 +92,10 @@ let helpText = """
 
     exit status: 0 done, 1 storage error, 2 wrong usage, 3 no such key (get), 4 value expired (get),
       5 damage found (check)
-    One process at a time may open a store: a store in use elsewhere is reported, not shared.
+    stash works beside a running app: commands that read open the store read-only, and see every
+    write that returned before they began; commands that write take the store's lock for each
+    change, beside an app that opened it with DiskConfig.allowsWritersInOtherProcesses (an app that
+    keeps the store to itself makes them exit 1 with "in use": try again once it has closed it).
 
     From a package that depends on Stash, or from a clone of it, run the tool as
     `swift run stash COMMAND ...`; `swift build -c release --product stash` builds a binary to copy

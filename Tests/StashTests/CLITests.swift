@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Stash // the public API only, as the `stash` tool uses it
+import StashHTTP // to store an HTTP response as StashHTTP does, for `get`
 
 /// The `stash` executable, run as a separate process on a store in a fresh temporary folder.
 /// Values are also written and checked through the library on the same folder (never while a
@@ -470,4 +471,91 @@ private func libraryStore(in folder: URL) throws -> DiskStorage<Data> {
 /// Opens the store through the library, runs `body`, and releases it (closing the store) before returning.
 private func withLibraryStore(in folder: URL, _ body: (DiskStorage<Data>) throws -> Void) throws {
     try body(libraryStore(in: folder))
+}
+
+// MARK: - What a newcomer met: the help footer, get --stale, ls with wide keys, HTTP responses
+
+extension CLITests {
+    @Test("the help says stash runs beside a live app and names the setting that shares a store")
+    func helpSaysStashRunsBesideAnApp() throws {
+        try withScratchFolder { folder in
+            let run = try stash(["--help"], in: folder, addDir: false)
+            #expect(!run.output.contains("One process at a time"))
+            #expect(run.output.contains("allowsWritersInOtherProcesses"))
+            #expect(run.output.contains("--stale"))
+        }
+    }
+
+    @Test("get --stale writes an expired value's bytes with a note on stderr, and exits 0")
+    func getStaleWritesExpiredBytes() throws {
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                try storage.setObject(Data("stale bytes".utf8), forKey: "old", expiry: .date(Date(timeIntervalSinceNow: -10)))
+                try storage.setObject(Data("fresh".utf8), forKey: "new")
+            }
+            let refused = try stash(["get", "old"], in: folder)
+            #expect(refused.status == 4)
+            #expect(refused.stderr.contains("--stale"))
+            let stale = try stash(["get", "--stale", "old"], in: folder)
+            #expect(stale.status == 0)
+            #expect(stale.stdout == Data("stale bytes".utf8))
+            #expect(stale.stderr.contains("expired at"))
+            let fresh = try stash(["get", "new", "--stale"], in: folder)
+            #expect(fresh.status == 0)
+            #expect(fresh.stdout == Data("fresh".utf8))
+            #expect(fresh.stderr.isEmpty)
+            #expect(try stash(["get", "--stale", "missing"], in: folder).status == 3)
+            #expect(try stash(["rm", "--stale", "old"], in: folder).status == 2)
+        }
+    }
+
+    @Test("ls keeps its columns aligned for quoted, wide (CJK, emoji), combining and long keys")
+    func lsAlignsEveryKey() throws {
+        try withScratchFolder { folder in
+            let keys = ["plain", "with space", "日本 語", "日本", "caf\u{E9} x", "cafe\u{301} y", "🍎 apple", "tab\there",
+                        String(repeating: "k", count: 50)]
+            try withLibraryStore(in: folder) { storage in
+                for key in keys { try storage.setObject(Data("v".utf8), forKey: key) }
+            }
+            let lines = try stash(["ls"], in: folder).output.split(separator: "\n").map(String.init)
+            #expect(lines.count == keys.count)
+            // The size column ends at the same terminal column on every line but the too-long key's.
+            func sizeEnd(_ line: String) -> Int? {
+                guard let range = line.range(of: " 1  ") else { return nil }
+                // The columns of what comes before: two for the CJK and emoji characters these keys use.
+                return line[..<range.lowerBound].reduce(0) { width, character in
+                    let value = character.unicodeScalars.first!.value
+                    return width + ((0x3000...0x9FFF).contains(value) || (0x1F300...0x1FAFF).contains(value) ? 2 : 1)
+                } + 2
+            }
+            let ends = lines.filter { !$0.hasPrefix("kkkk") }.compactMap(sizeEnd)
+            #expect(ends.count == keys.count - 1)
+            #expect(Set(ends).count == 1, "\(lines.joined(separator: "\n"))")
+            let long = try #require(lines.first { $0.hasPrefix("kkkk") })
+            #expect(long.hasPrefix(String(repeating: "k", count: 50) + "  "), "a long key is never joined to its size")
+        }
+    }
+
+    @Test("get of an HTTP store's response shows the status, headers and body; --raw the stored bytes")
+    func getShowsHTTPResponses() throws {
+        try withScratchFolder { folder in
+            let response = StoredResponse(url: URL(string: "https://api.example.com/todos")!, method: "GET", namespace: "",
+                                          statusCode: 200, headers: ["Content-Type": "application/json", "ETag": "\"v1\""],
+                                          body: Data(#"[{"title":"Milk"}]"#.utf8),
+                                          requestTime: Date(timeIntervalSince1970: 1_800_000_000),
+                                          responseTime: Date(timeIntervalSince1970: 1_800_000_001))
+            let stored = try StoredResponse.transformer.encode(response)
+            try withLibraryStore(in: folder) { storage in try storage.setObject(stored, forKey: "GET https://api.example.com/todos") }
+            let run = try stash(["get", "GET https://api.example.com/todos"], in: folder)
+            #expect(run.status == 0)
+            let lines = run.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            #expect(lines.first?.hasPrefix("HTTP 200 (GET https://api.example.com/todos, received 2027-01-15T08:00:01Z)") == true,
+                    "\(run.output)")
+            #expect(lines.contains { $0.lowercased() == "content-type: application/json" })
+            #expect(lines.contains { $0.lowercased() == "etag: \"v1\"" })
+            #expect(run.output.hasSuffix("\n\n" + #"[{"title":"Milk"}]"#))
+            let raw = try stash(["get", "--raw", "GET https://api.example.com/todos"], in: folder)
+            #expect(raw.stdout == stored)
+        }
+    }
 }

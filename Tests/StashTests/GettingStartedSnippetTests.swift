@@ -13,14 +13,14 @@ struct GettingStartedSnippetTests {
     @Test("the one-line set-up")
     func oneLineSetUp() throws {
         let directory = TemporaryDirectory()
-        // --- guide begins (`directory:` added and `support` replaced: the test keeps to its own folder) ---
-        let todos = try Storage<[Todo]>(name: "Todos", directory: directory.url)
+        // --- guide begins (the locations are a folder of the test's own) ---
+        let todos = try Storage<[Todo]>(name: "Todos", location: .folder(directory.url))
+        _ = StorageLocation.persistent // the guide's location
         try todos.setObject([Todo(title: "Milk", done: false)], forKey: "inbox")
 
-        _ = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask)[0]
-        let support = directory.url
         let sessions = try Storage<User>(name: "Sessions", expiry: .seconds(3600), maxSize: 10_000_000,
-                                         directory: support)
+                                         location: .folder(directory.url))
+        _ = StorageLocation.caches // the guide's location
         // --- guide ends ---
         #expect(try todos.object(forKey: "inbox") == [Todo(title: "Milk", done: false)])
         #expect(sessions.path.hasSuffix("/Sessions"))
@@ -62,6 +62,59 @@ struct GettingStartedSnippetTests {
         #expect(storage.allKeys(withPrefix: "caf\u{E9}") == ["cafe\u{301}.menu"])
         #expect(storage.allKeys(withPrefix: "cafe").isEmpty)
     }
+
+    @Test("the value, nothing, or a default; a prefix's rows in one call")
+    func everydayReads() async throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        try storage.setObject(User(name: "Ada", age: 36), forKey: "user.42")
+        // --- guide begins ---
+        let draft: User? = try storage.objectIfPresent(forKey: "draft")
+        let settings = try storage.object(forKey: "settings", default: User(name: "Guest", age: 0))
+        let later = try await storage.async.objectIfPresent(forKey: "draft")
+
+        for (key, user) in try storage.objects(withPrefix: "user.") { print(key, user.name) }
+        let rows = try await storage.async.objects(withPrefix: "user.")
+        // --- guide ends ---
+        #expect(draft == nil && later == nil)
+        #expect(settings.name == "Guest")
+        #expect(rows.map(\.key) == ["user.42"])
+    }
+
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
+    @MainActor
+    final class ProfileModel {
+        let profile: ObservableValue<User>
+        init(storage: Storage<User>) {
+            profile = ObservableValue("me", in: storage, default: User(name: "", age: 0))
+        }
+        func birthday() { profile.value?.age += 1 }
+        var problem: String? { profile.error.map { "\($0)" } }
+    }
+
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
+    @Test("binding, defaults and errors: the model of the guide")
+    @MainActor
+    func bindingModel() throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        let model = ProfileModel(storage: storage)
+        #expect(model.profile.value == User(name: "", age: 0))
+        model.birthday()
+        #expect(try storage.object(forKey: "me") == User(name: "", age: 1))
+        #expect(model.problem == nil)
+        try storage.transformData().setObject(Data("{}".utf8), forKey: "me") // the model changed
+        let reopened = ProfileModel(storage: storage)
+        #expect(reopened.problem?.contains("\"me\"") == true)
+    }
+
+    // --- guide begins (in-memory storage, in a test target of the reader's own) ---
+    @Test func aNewTodoIsStored() throws {
+        let todos = try Storage<User>.inMemory(now: ManualClock().function)
+        try todos.setObject(User(name: "Ada", age: 36), forKey: "me")
+        #expect(try todos.objectIfPresent(forKey: "me")?.name == "Ada")
+    }
+    // --- guide ends ---
 
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @MainActor

@@ -51,7 +51,7 @@ struct ObservableValueTests {
     }
 
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
-    @Test("follows writes through another typed view; undecodable bytes show as nil")
+    @Test("follows writes through another typed view; undecodable bytes show as nil with an error")
     func followsAnotherView() async throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -66,6 +66,7 @@ struct ObservableValueTests {
 
         #expect(try await change(of: { _ = me.value }) { try raw.setObject(Data("not json".utf8), forKey: "me") } == true)
         #expect(me.value == nil)
+        #expect(me.error != nil) // never a silent nil
     }
 
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation

@@ -17,16 +17,24 @@ struct ReadmeTourTests {
         try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52,
                   0, 0, 0, 16, 0, 0, 0, 16, 8, 6, 0, 0, 0, 0, 0, 0, 0]).write(to: avatarURL)
 
-        // --- README begins (the set-up gains `directory:` and the clock `now:` for the test) ---
+        // --- README begins (the set-up's location is a test folder, and the clock `now:` is the test's) ---
         let storage = try Storage<User>(name: "Users", expiry: .seconds(86_400), maxSize: 50_000_000,
-                                        directory: directory.url, now: clock.function)
+                                        location: .folder(directory.url), now: clock.function)
+        _ = StorageLocation.persistent // the README's location
 
         try storage.setObject(User(name: "Ada", age: 36), forKey: "me")
         let me = try storage.object(forKey: "me")
 
+        let nobody = try storage.objectIfPresent(forKey: "nobody")
+        let guest = try storage.object(forKey: "guest", default: User(name: "Guest", age: 0))
+        #expect(nobody == nil)
+        #expect(guest.name == "Guest")
+
         try storage.setObject(me, forKey: "team.ada")
         print(storage.allKeys(withPrefix: "team."))
         #expect(storage.allKeys(withPrefix: "team.") == ["team.ada"])
+        for (key, user) in try storage.objects(withPrefix: "team.") { print(key, user.name) }
+        #expect(try storage.objects(withPrefix: "team.").map(\.key) == ["team.ada"])
 
         try storage.setObject(me, forKey: "short", expiry: .seconds(60))
         clock.advance(by: 61) // "…later"
@@ -46,9 +54,11 @@ struct ReadmeTourTests {
         let json = try raw.object(forKey: "me")
         #expect(try JSONDecoder().decode(User.self, from: json).age == 36)
 
-        let profile = await ObservableValue("me", in: storage)
+        let profile = await ObservableValue("me", in: storage, default: User(name: "Nobody", age: 0))
         print(await profile.value?.name ?? "nobody")
         #expect(await profile.value?.name == "Ada")
+        await MainActor.run { profile.value?.age += 1 }
+        #expect(try storage.object(forKey: "me").age == 37)
 
         let screen = Screen()
         let token = storage.addObserver(screen, forKey: "me") { screen, storage, change in
@@ -61,6 +71,9 @@ struct ReadmeTourTests {
             #expect(change == .remove(key: "async"))
             break
         }
+
+        let preview = try Storage<User>.inMemory()
+        try preview.setObject(me, forKey: "me")
 
         let images = storage.transformImage()
         let png = try ImageData(data: Data(contentsOf: avatarURL))

@@ -104,5 +104,6 @@ func runPeers(_ bench: Bench) throws {
         print("== removeExpiredObjects vs SQLite")
         try ExpiryPeerScenario.run(bench: bench, label: expiredLabel)
     }
+    if PrefixObjectsScenarios.wanted(bench) { try PrefixObjectsScenarios.run(bench: bench) }
     try EngineScaleScenarios.run(bench: bench)
 }

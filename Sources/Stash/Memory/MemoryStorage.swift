@@ -46,7 +46,7 @@ public final class MemoryStorage<T: Sendable>: StorageAware, Sendable {
     public var count: Int { cache.count }
 
     public func entry(forKey key: String) throws -> Entry<T> {
-        guard let item = cache.item(forKey: key, now: now()) else { throw StorageError.notFound }
+        guard let item = cache.item(forKey: key, now: now()) else { throw StorageError.notFound(key: key) }
         guard let object = item.object.value(as: T.self) else { throw StorageError.typeNotMatch }
         return Entry(object: object, expiry: Expiry(storedDate: item.expiry), filePath: item.filePath,
                      isExpired: now() >= item.expiry)

@@ -71,12 +71,13 @@ final class DeliveryLine: @unchecked Sendable {
         return state.delivered >= sequence
     }
 
-    /// Numbers `deliveries` as the next change (on the store's queue, so numbers follow commit order).
-    func enqueue(_ deliveries: [@Sendable () -> Void]) {
+    /// Numbers the next change and queues the deliveries `make` builds for that number (on the
+    /// store's queue, so numbers follow commit order).
+    func enqueue(_ make: (_ sequence: UInt64) -> [@Sendable () -> Void]) {
         condition.lock()
         defer { condition.unlock() }
         state.enqueued += 1
-        state.waiting.append(Batch(sequence: state.enqueued, deliveries: deliveries))
+        state.waiting.append(Batch(sequence: state.enqueued, deliveries: make(state.enqueued)))
     }
 
     /// Delivers every change up to `sequence`, or has it delivered, as the type's documentation says:

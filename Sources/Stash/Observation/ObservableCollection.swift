@@ -14,8 +14,10 @@ public import Observation
 /// `allKeys(withPrefix:)`; the empty prefix follows the whole store) with its value, and follows every
 /// change: through this object, through ``storage`` or any typed view of it, and through every other
 /// `Storage` or `DiskStorage` of the same folder in this process. Changes made on other threads reach
-/// ``values`` on the main actor, in commit order, shortly after they are committed; a change made
-/// through ``set(_:forKey:expiry:)`` or ``remove(forKey:)`` shows when the call returns.
+/// ``values`` on the main actor, in commit order, shortly after they are committed, a batch at once
+/// (never half of one); a change made through ``set(_:forKey:expiry:)`` or ``remove(forKey:)`` shows
+/// when the call returns. The object follows the store until it is released:
+/// `removeAllStorageObservers()` leaves it alone. Keys whose bytes do not decode are in ``errors``.
 ///
 /// Needs the Observation module: macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1 (any Linux toolchain).
 @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *)
@@ -23,8 +25,19 @@ public import Observation
 @Observable
 public final class ObservableCollection<Value: Sendable> {
     /// The stored values whose keys start with ``prefix``, by key. Expired values are included (expiry
-    /// passes without a change to observe); keys whose bytes do not decode as `Value` are left out.
+    /// passes without a change to observe); a key whose bytes do not decode as `Value` is in ``errors``
+    /// instead.
     public private(set) var values: [String: Value] = [:]
+
+    /// The keys under ``prefix`` whose stored bytes do not decode as `Value` (the model changed, or
+    /// another view wrote them), each with its ``StorageError/decodingFailed(_:)``: nothing stored is
+    /// left out silently. A key leaves it when it is rewritten with a value that decodes, or removed.
+    /// When the store could not be read at all when the object was made, ``prefix`` itself holds
+    /// that error (an ``StorageError/io(operation:path:underlying:)``, say).
+    public private(set) var errors: [String: any Error] = [:]
+
+    /// The keys of ``values`` in key order (Swift's `<` on `String`): rows for a list.
+    public var sortedKeys: [String] { values.keys.sorted() }
 
     /// The prefix of the keys this object follows.
     @ObservationIgnored public let prefix: String
@@ -32,27 +45,39 @@ public final class ObservableCollection<Value: Sendable> {
     @ObservationIgnored public let storage: Storage<Value>
     @ObservationIgnored private let inbox = MainActorInbox<CollectionChange<Value>>()
     @ObservationIgnored private let token: ObservationToken
+    /// The last commit ``values`` reflects: changes received up to it are already in the first read.
+    @ObservationIgnored private var appliedThrough: UInt64 = 0
 
-    /// Follows the keys starting with `prefix` in `storage`, starting from what is stored now (every
-    /// such value is read on the main actor: from memory where the store holds it, else from disk).
-    /// - Complexity: O(n) in the number of stored keys, plus one read per key under `prefix`.
+    /// Follows the keys starting with `prefix` in `storage`, starting from what is stored now (read in
+    /// one step of the store's queue, so one state of the store, and decoded on the main actor).
+    /// - Complexity: O(n) in the number of stored keys, plus one read and one decode per key under `prefix`.
     public init(prefix: String = "", in storage: Storage<Value>) {
         self.prefix = prefix
         self.storage = storage
         let (inbox, transformer) = (inbox, storage.hybridStorage.diskStorage.transformer)
         let owner = WeakMainActorOwner()
-        // Registered before the first read: a change committed meanwhile is applied after it.
-        token = storage.observationCenter.addStorageObserver {
-            { event in
-                guard let change = CollectionChange(event, prefix: prefix, decode: transformer.decode) else { return }
+        // Registered before the first read; protected: `removeAllStorageObservers()` is for the app's own closures.
+        token = storage.observationCenter.addStorageObserver(isProtected: true) {
+            { commit in
+                guard let change = CollectionChange(commit, prefix: prefix, decode: transformer.decode) else { return }
                 if inbox.append(change) { owner.scheduleDrain() }
             }
         }
-        var loaded: [String: Value] = [:]
-        for key in storage.allKeys(withPrefix: prefix) {
-            if let entry = try? storage.entry(forKey: key) { loaded[key] = entry.object }
+        var (loaded, failed): ([String: Value], [String: any Error]) = ([:], [:])
+        do {
+            let snapshot = try storage.hybridStorage.engine.snapshot(withPrefix: prefix, now: storage.hybridStorage.now)
+            appliedThrough = snapshot.sequence
+            for record in snapshot.records {
+                do {
+                    loaded[record.key] = try transformer.decode(record.data)
+                } catch {
+                    failed[record.key] = KeyedDecodingFailure.error(error, key: record.key)
+                }
+            }
+        } catch {
+            failed[prefix] = error // the store could not be read at all
         }
-        values = loaded
+        (values, errors) = (loaded, failed)
         owner.drain = { [weak self] in self?.applyReceivedChanges() }
         // Changes received before the drain was set (their scheduled drain found none): apply them now.
         applyReceivedChanges()
@@ -77,36 +102,57 @@ public final class ObservableCollection<Value: Sendable> {
         applyReceivedChanges()
     }
 
-    private func applyReceivedChanges() {
-        let changes = inbox.takeAll()
-        guard !changes.isEmpty else { return }
-        var updated = values  // one change to observe per drain, not one per key
-        for change in changes {
-            switch change {
-            case .set(let key, let value): updated[key] = value
-            case .remove(let keys): keys.forEach { updated[$0] = nil }
+    /// Applies every commit received since the last drain, each whole (internal: writes made by
+    /// extensions of this type call it after their own writes).
+    func applyReceivedChanges() {
+        let commits = inbox.takeAll().filter { $0.sequence > appliedThrough }
+        guard let last = commits.last else { return }
+        appliedThrough = last.sequence
+        var (updated, failed) = (values, errors) // one change to observe per drain, not one per key
+        for commit in commits {
+            for edit in commit.edits {
+                switch edit {
+                case .set(let key, .success(let value)):
+                    updated[key] = value
+                    failed[key] = nil
+                case .set(let key, .failure(let error)):
+                    updated[key] = nil
+                    failed[key] = KeyedDecodingFailure.error(error, key: key)
+                case .remove(let keys):
+                    for key in keys { (updated[key], failed[key]) = (nil, nil) }
+                }
             }
         }
         values = updated
+        if !(errors.isEmpty && failed.isEmpty) { errors = failed }
     }
 }
 
-/// What one store event does to the keys under a prefix.
-enum CollectionChange<Value: Sendable>: Sendable {
-    /// `key` now holds `value`; nil when its bytes do not decode as `Value`.
-    case set(key: String, value: Value?)
-    case remove(keys: [String])
+/// What one commit does to the keys under a prefix, in order.
+struct CollectionChange<Value: Sendable>: Sendable {
+    enum Edit: Sendable {
+        /// `key` now holds the decoded value, or bytes that do not decode as `Value`.
+        case set(key: String, Result<Value, any Error>)
+        case remove(keys: [String])
+    }
 
-    /// The change `event` makes under `prefix`; nil when it touches no key there.
-    init?(_ event: StoreEvent, prefix: String, decode: (Data) throws -> Value) {
-        switch event {
-        case .set(let key, let data, _):
-            guard key.hasPrefix(prefix) else { return nil }
-            self = .set(key: key, value: try? decode(data))
-        case .remove(let keys, _), .removeAll(let keys):
-            let removed = keys.filter { $0.hasPrefix(prefix) }
-            guard !removed.isEmpty else { return nil }
-            self = .remove(keys: removed)
+    let sequence: UInt64
+    let edits: [Edit]
+
+    /// The edits `commit` makes under `prefix`; nil when it touches no key there.
+    init?(_ commit: StoreCommit, prefix: String, decode: (Data) throws -> Value) {
+        var edits: [Edit] = []
+        for event in commit.events {
+            switch event {
+            case .set(let key, let data, _):
+                guard key.hasPrefix(prefix) else { continue }
+                edits.append(.set(key: key, Result { try decode(data) }))
+            case .remove(let keys, _), .removeAll(let keys):
+                let removed = keys.filter { $0.hasPrefix(prefix) }
+                if !removed.isEmpty { edits.append(.remove(keys: removed)) }
+            }
         }
+        guard !edits.isEmpty else { return nil }
+        (sequence, self.edits) = (commit.sequence, edits)
     }
 }

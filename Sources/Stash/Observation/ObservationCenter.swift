@@ -9,8 +9,8 @@ import Foundation
 /// store's queue, and may call the storage, this store or another, from their closures (Contract items 4 and 12;
 /// ``DeliveryLine`` says what a call made from inside a closure waits for).
 final class ObservationCenter: Sendable {
-    /// Delivers one event to one observer.
-    typealias Delivery = @Sendable (StoreEvent) -> Void
+    /// Delivers one commit (every event of it at once) to one observer.
+    typealias Delivery = @Sendable (StoreCommit) -> Void
     /// Binds a registration to an event when it is committed: the delivery returned holds the
     /// observer strongly, so an observer released right after the change still gets it; nil when
     /// the observer (or its storage) is gone, which unregisters it.
@@ -18,9 +18,11 @@ final class ObservationCenter: Sendable {
 
     private struct Registration {
         let bind: Binding
-        /// An `AsyncStream` ends only when it is dropped or cancelled, never by the `removeAll…` calls
-        /// (which would leave its `for await` loop waiting forever).
-        let isStream: Bool
+        /// Whether the `removeAll…` calls leave it registered: an `AsyncStream` ends only when it is
+        /// dropped or cancelled (its `for await` loop would wait forever), and ``ObservableValue`` and
+        /// ``ObservableCollection`` stop only when released (they would freeze silently). Those calls
+        /// are for dropping one's own observer closures.
+        let isProtected: Bool
     }
 
     private struct State {
@@ -44,11 +46,21 @@ final class ObservationCenter: Sendable {
     /// Binds `event` to every observer it concerns and queues it for delivery (on the store's queue,
     /// at the change's commit, so the order of publishing is the commit order).
     func publish(_ event: StoreEvent) {
+        // Most stores have no observers: then no array is made for the event (one look under the lock).
+        guard hasObservers else { return }
+        publish([event])
+    }
+
+    /// Publishes the events of one commit (a batch) as one change: each observer gets them in one
+    /// delivery, so an observer that shows a state (``ObservableCollection``) never shows half of it.
+    func publish(_ events: [StoreEvent]) {
+        guard !events.isEmpty else { return }
         let targets: [(id: Int, key: String?, bind: Binding)] = state.withLock { state in
             // Most stores have no observers: publishing then costs one look under the lock.
             guard !state.storageObservers.isEmpty || !state.keyObservers.isEmpty else { return [] }
             var targets = state.storageObservers.sorted { $0.key < $1.key }.map { ($0.key, String?.none, $0.value.bind) }
-            for key in Set(event.keys) {
+            var touched = Set<String>()
+            for key in events.lazy.flatMap(\.keys) where touched.insert(key).inserted {
                 for (id, registration) in (state.keyObservers[key] ?? [:]).sorted(by: { $0.key < $1.key }) {
                     targets.append((id, key, registration.bind))
                 }
@@ -56,18 +68,24 @@ final class ObservationCenter: Sendable {
             return targets
         }
         guard !targets.isEmpty else { return }
-        var deliveries: [@Sendable () -> Void] = []
+        var bound: [(id: Int, key: String?, deliver: Delivery)] = []
         for target in targets {
             guard let deliver = target.bind() else {
                 unregister(target.id, key: target.key)
                 continue
             }
-            deliveries.append {
-                // A token cancelled since the commit stops delivery (a call already running finishes).
-                if self.isRegistered(target.id, key: target.key) { deliver(event) }
+            bound.append((target.id, target.key, deliver))
+        }
+        guard !bound.isEmpty else { return }
+        line.enqueue { sequence in
+            let commit = StoreCommit(sequence: sequence, events: events)
+            return bound.map { target in
+                {
+                    // A token cancelled since the commit stops delivery (a call already running finishes).
+                    if self.isRegistered(target.id, key: target.key) { target.deliver(commit) }
+                }
             }
         }
-        if !deliveries.isEmpty { line.enqueue(deliveries) }
     }
 
     /// The number of the last change published; pass it to ``deliver(through:)`` once off the queue.
@@ -85,43 +103,45 @@ final class ObservationCenter: Sendable {
         line.deliver(through: mark)
     }
 
-    func addStorageObserver(isStream: Bool = false, _ bind: @escaping Binding) -> ObservationToken {
+    /// Registers an observer of every change; a `isProtected` one stays through ``removeAllStorageObservers()``.
+    func addStorageObserver(isProtected: Bool = false, _ bind: @escaping Binding) -> ObservationToken {
         let id = state.withLock { state in
             state.nextID += 1
-            state.storageObservers[state.nextID] = Registration(bind: bind, isStream: isStream)
+            state.storageObservers[state.nextID] = Registration(bind: bind, isProtected: isProtected)
             return state.nextID
         }
         return ObservationToken { [weak self] in self?.unregister(id, key: nil) }
     }
 
-    func addKeyObserver(forKey key: String, isStream: Bool = false, _ bind: @escaping Binding) -> ObservationToken {
+    /// Registers an observer of `key`; a `isProtected` one stays through the `remove…` calls.
+    func addKeyObserver(forKey key: String, isProtected: Bool = false, _ bind: @escaping Binding) -> ObservationToken {
         let id = state.withLock { state in
             state.nextID += 1
-            state.keyObservers[key, default: [:]][state.nextID] = Registration(bind: bind, isStream: isStream)
+            state.keyObservers[key, default: [:]][state.nextID] = Registration(bind: bind, isProtected: isProtected)
             return state.nextID
         }
         return ObservationToken { [weak self] in self?.unregister(id, key: key) }
     }
 
-    /// Removes every storage observer closure (streams stay).
+    /// Removes every storage observer closure (streams and observable objects stay).
     func removeAllStorageObservers() {
-        state.withLock { $0.storageObservers = $0.storageObservers.filter(\.value.isStream) }
+        state.withLock { $0.storageObservers = $0.storageObservers.filter(\.value.isProtected) }
     }
 
-    /// Removes every observer closure of `key` (streams stay).
+    /// Removes every observer closure of `key` (streams and observable objects stay).
     func removeKeyObservers(forKey key: String) {
         state.withLock { state in
-            let streams = state.keyObservers[key]?.filter(\.value.isStream) ?? [:]
-            state.keyObservers[key] = streams.isEmpty ? nil : streams
+            let kept = state.keyObservers[key]?.filter(\.value.isProtected) ?? [:]
+            state.keyObservers[key] = kept.isEmpty ? nil : kept
         }
     }
 
-    /// Removes every key observer closure (streams stay).
+    /// Removes every key observer closure (streams and observable objects stay).
     func removeAllKeyObservers() {
         state.withLock { state in
             state.keyObservers = state.keyObservers.compactMapValues { observers in
-                let streams = observers.filter(\.value.isStream)
-                return streams.isEmpty ? nil : streams
+                let kept = observers.filter(\.value.isProtected)
+                return kept.isEmpty ? nil : kept
             }
         }
     }
@@ -153,4 +173,12 @@ final class ObservationCenter: Sendable {
             if state.keyObservers[key]?.isEmpty == true { state.keyObservers[key] = nil }
         }
     }
+}
+
+/// The events of one commit (one call, or one batch), in order, with the commit's number on the
+/// store's delivery line: a snapshot read on the queue after commit `n` already holds every commit
+/// numbered up to `n` (``ObservationCenter/lastPublished``).
+struct StoreCommit: Sendable {
+    let sequence: UInt64
+    let events: [StoreEvent]
 }

@@ -21,8 +21,10 @@ extension Storage {
     ) -> ObservationToken {
         observers.addStorageObserver { [weak self, weak observer] in
             guard let self, let observer else { return nil }
-            return { event in
-                for change in event.storageChanges { closure(observer, self, change) }
+            return { commit in
+                for event in commit.events {
+                    for change in event.storageChanges { closure(observer, self, change) }
+                }
             }
         }
     }
@@ -41,23 +43,28 @@ extension Storage {
         let transformer = hybridStorage.diskStorage.transformer
         return observers.addKeyObserver(forKey: key) { [weak self, weak observer] in
             guard let self, let observer else { return nil }
-            return { event in
-                if let change = event.keyChange(for: key, decode: transformer.decode) { closure(observer, self, change) }
+            return { commit in
+                for event in commit.events {
+                    if let change = event.keyChange(for: key, decode: transformer.decode) { closure(observer, self, change) }
+                }
             }
         }
     }
 
-    /// Removes every storage observer closure of the store (``changes()`` streams end only when dropped).
+    /// Removes every storage observer closure of the store (``changes()`` streams end only when dropped;
+    /// ``ObservableCollection`` objects follow the store until released).
     public func removeAllStorageObservers() {
         observers.removeAllStorageObservers()
     }
 
-    /// Removes every observer closure of `key` (``changes(forKey:)`` streams end only when dropped).
+    /// Removes every observer closure of `key` (``changes(forKey:)`` streams end only when
+    /// dropped; ``ObservableValue`` objects follow the store until released).
     public func removeObserver(forKey key: String) {
         observers.removeKeyObservers(forKey: key)
     }
 
-    /// Removes every key observer closure of the store (streams end only when dropped).
+    /// Removes every key observer closure of the store (streams end only when dropped;
+    /// ``ObservableValue`` objects follow the store until released).
     public func removeAllKeyObservers() {
         observers.removeAllKeyObservers()
     }
@@ -70,8 +77,12 @@ extension Storage {
     public func changes() -> AsyncStream<StorageChange> {
         let observers = observers
         return AsyncStream { continuation in
-            let token = observers.addStorageObserver(isStream: true) {
-                { event in for change in event.storageChanges { continuation.yield(change) } }
+            let token = observers.addStorageObserver(isProtected: true) {
+                { commit in
+                    for event in commit.events {
+                        for change in event.storageChanges { continuation.yield(change) }
+                    }
+                }
             }
             continuation.onTermination = { _ in token.cancel() }
         }
@@ -82,9 +93,11 @@ extension Storage {
         let observers = observers
         let transformer = hybridStorage.diskStorage.transformer
         return AsyncStream { continuation in
-            let token = observers.addKeyObserver(forKey: key, isStream: true) {
-                { event in
-                    if let change = event.keyChange(for: key, decode: transformer.decode) { continuation.yield(change) }
+            let token = observers.addKeyObserver(forKey: key, isProtected: true) {
+                { commit in
+                    for event in commit.events {
+                        if let change = event.keyChange(for: key, decode: transformer.decode) { continuation.yield(change) }
+                    }
                 }
             }
             continuation.onTermination = { _ in token.cancel() }

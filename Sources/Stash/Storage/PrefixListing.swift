@@ -4,11 +4,47 @@ import Foundation
 // (`String.hasPrefix`: whole characters, canonical equivalence). Each layer filters its own index under
 // its lock, so listing a namespace never copies every key of the store first.
 
+/// `key.hasPrefix(prefix)`, answered from the UTF-8 bytes where they settle it: most keys and
+/// prefixes are ASCII, and `hasPrefix` (whole characters under canonical equivalence) costs far more
+/// than a byte compare. Every case the bytes do not settle goes to `hasPrefix` itself.
+struct PrefixMatcher {
+    let prefix: String
+    /// The prefix's bytes when it is ASCII; nil sends every key to `hasPrefix`.
+    private let ascii: [UInt8]?
+
+    init(_ prefix: String) {
+        self.prefix = prefix
+        let bytes = Array(prefix.utf8)
+        ascii = bytes.allSatisfy { $0 < 0x80 } ? bytes : nil
+    }
+
+    func matches(_ key: String) -> Bool {
+        guard let ascii else { return key.hasPrefix(prefix) }
+        let utf8 = key.utf8
+        var index = utf8.startIndex
+        for byte in ascii {
+            // Every byte so far is the prefix's (ASCII). An ASCII byte that differs, or the key's end,
+            // settles it: an ASCII character is canonically equivalent to itself alone.
+            guard index != utf8.endIndex else { return false }
+            let keyByte = utf8[index]
+            if keyByte != byte { return keyByte < 0x80 ? false : key.hasPrefix(prefix) }
+            index = utf8.index(after: index)
+        }
+        // The prefix's bytes begin the key: a match unless what follows joins the prefix's last
+        // character (a combining mark or another non-ASCII scalar; "\n" after "\r").
+        guard index != utf8.endIndex else { return true }
+        let next = utf8[index]
+        if next < 0x80, !(next == 0x0A && ascii.last == 0x0D) { return true }
+        return key.hasPrefix(prefix)
+    }
+}
+
 extension MemoryStorage {
     /// The keys in memory that start with `prefix` (see ``StorageAware/allKeys(withPrefix:)``).
     /// - Complexity: O(n) in the number of keys in memory.
     public func allKeys(withPrefix prefix: String) -> [String] {
-        cache.keys { $0.hasPrefix(prefix) }
+        let matcher = PrefixMatcher(prefix)
+        return cache.keys { matcher.matches($0) }
     }
 }
 
@@ -17,7 +53,8 @@ extension DiskStorage {
     /// ``StorageAware/allKeys(withPrefix:)``); no value is read.
     /// - Complexity: O(n) in the number of stored keys.
     public func allKeys(withPrefix prefix: String) -> [String] {
-        engine.sync { store in store.withIndex { $0.keys { $0.hasPrefix(prefix) } } }
+        let matcher = PrefixMatcher(prefix)
+        return engine.sync { store in store.withIndex { $0.keys { matcher.matches($0) } } }
     }
 }
 

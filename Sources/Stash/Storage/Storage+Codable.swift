@@ -5,7 +5,7 @@ extension Storage where T: Codable {
     ///
     /// ```swift
     /// struct Todo: Codable, Sendable { var title: String; var done: Bool }
-    /// let todos = try Storage<[Todo]>(name: "Todos")
+    /// let todos = try Storage<[Todo]>(name: "Todos", location: .persistent)
     /// try todos.setObject([Todo(title: "Milk", done: false)], forKey: "inbox")
     /// ```
     ///
@@ -15,24 +15,48 @@ extension Storage where T: Codable {
     /// snake_case keys. For other settings, or another transformer, use
     /// ``init(diskConfig:memoryConfig:transformer:now:)``, which this initializer calls.
     /// - Parameters:
-    ///   - name: The store's folder inside `directory`, as ``DiskConfig/name``.
+    ///   - name: The store's folder inside `location`, as ``DiskConfig/name``.
     ///   - expiry: The expiry of values written without one; `.never` by default.
     ///   - maxSize: The most bytes of values kept on disk; 0 (the default) means no limit.
-    ///   - directory: The parent folder; nil (the default) is the platform's caches folder
-    ///     (``DiskConfig/cachesDirectory``: `Library/Caches` on Apple platforms, `$XDG_CACHE_HOME` or
-    ///     `~/.cache` on Linux), which the system may empty when storage runs low. Pass your
-    ///     Application Support folder for data that must stay.
+    ///   - location: Where the store's folder lives (``StorageLocation``): ``StorageLocation/persistent``
+    ///     for data that must stay (what the user made), ``StorageLocation/caches`` (the default) for
+    ///     data that can be fetched again, which the system may delete when storage runs low;
+    ///     ``StorageLocation/appGroup(_:)`` or ``StorageLocation/folder(_:)``.
     ///   - memoryConfig: The memory layer's limits; by default ``MemoryConfig/standard``
     ///     (1,000 values and 20 MB of encoded bytes).
     ///   - encoder: Encodes values (its date and key strategies decide the stored JSON).
     ///   - decoder: Decodes stored values; its strategies must match `encoder`'s.
     ///   - now: The clock that expiry is measured against (inject one in tests).
-    /// - Throws: The errors of ``init(diskConfig:memoryConfig:transformer:now:)``.
+    /// - Throws: ``StorageError/locationUnavailable(_:)`` for an App Group this process has no
+    ///   container for, and the errors of ``init(diskConfig:memoryConfig:transformer:now:)``.
     public convenience init(
         name: String,
         expiry: Expiry = .never,
         maxSize: Int = 0,
-        directory: URL? = nil,
+        location: StorageLocation = .caches,
+        memoryConfig: MemoryConfig = .standard,
+        encoder: JSONEncoder = JSONEncoder(),
+        decoder: JSONDecoder = JSONDecoder(),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        try self.init(
+            diskConfig: DiskConfig(name: name, expiry: expiry, maxSize: maxSize, directory: location.directory()),
+            memoryConfig: memoryConfig,
+            transformer: TransformerFactory.forCodable(ofType: T.self, encoder: encoder, decoder: decoder),
+            now: now
+        )
+    }
+
+    /// Opens a store of `Codable` values in `directory` (nil: the caches folder, ``DiskConfig/cachesDirectory``,
+    /// as the first versions of this initializer did); ``init(name:expiry:maxSize:location:memoryConfig:encoder:decoder:now:)``
+    /// with ``StorageLocation/folder(_:)`` says the same.
+    /// - Parameters: As ``init(name:expiry:maxSize:location:memoryConfig:encoder:decoder:now:)``, and
+    ///   `directory`: the folder the store's folder is made in.
+    public convenience init(
+        name: String,
+        expiry: Expiry = .never,
+        maxSize: Int = 0,
+        directory: URL?,
         memoryConfig: MemoryConfig = .standard,
         encoder: JSONEncoder = JSONEncoder(),
         decoder: JSONDecoder = JSONDecoder(),
@@ -48,7 +72,7 @@ extension Storage where T: Codable {
 }
 
 extension MemoryConfig {
-    /// The memory limits of the one-line ``Storage/init(name:expiry:maxSize:directory:memoryConfig:encoder:decoder:now:)``:
+    /// The memory limits of the one-line ``Storage/init(name:expiry:maxSize:location:memoryConfig:encoder:decoder:now:)``:
     /// at most 1,000 values and 20 MB of encoded bytes in memory, least recently used evicted first
     /// (evicted values are still on disk). `MemoryConfig()` has no limits at all.
     public static let standard = MemoryConfig(countLimit: 1_000, totalCostLimit: 20_000_000)

@@ -6,7 +6,7 @@ extension Storage {
     /// The view shares the store's serial queue, memory layer, folder and observers: a write
     /// through any view is seen by every other view.
     public func transform<U: Sendable>(transformer: Transformer<U>) -> Storage<U> {
-        Storage<U>(hybridStorage: hybridStorage.transform(transformer: transformer))
+        Storage<U>(hybridStorage: hybridStorage.transform(transformer: transformer), ownedFolder: ownedFolder)
     }
 
     /// A view of the same store holding `Codable` values as JSON.

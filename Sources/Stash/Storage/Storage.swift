@@ -21,6 +21,9 @@ public final class Storage<T: Sendable>: StorageAware, Sendable {
     let syncStorage: SyncStorage<T>
     /// The asynchronous API: completion handlers and `async` functions.
     public let async: AsyncStorage<T>
+    /// The folder of an ``inMemory(name:memoryConfig:transformer:now:)`` store, removed once no storage
+    /// of it is left; nil for a store whose folder is the app's.
+    let ownedFolder: OwnedFolder?
 
     /// Opens (creating if needed) a store with a memory layer in front of a disk layer.
     /// - Parameters:
@@ -48,8 +51,13 @@ public final class Storage<T: Sendable>: StorageAware, Sendable {
     }
 
     /// Wraps an existing hybrid storage.
-    public init(hybridStorage: HybridStorage<T>) {
+    public convenience init(hybridStorage: HybridStorage<T>) {
+        self.init(hybridStorage: hybridStorage, ownedFolder: nil)
+    }
+
+    init(hybridStorage: HybridStorage<T>, ownedFolder: OwnedFolder?) {
         self.hybridStorage = hybridStorage
+        self.ownedFolder = ownedFolder
         syncStorage = SyncStorage(storage: hybridStorage)
         async = AsyncStorage(storage: hybridStorage)
     }

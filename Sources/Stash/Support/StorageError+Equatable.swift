@@ -11,7 +11,9 @@ import Foundation
 /// ``StorageError/io(operation:path:underlying:)``) compares that error as follows: two values of one
 /// `Equatable` type (a `POSIXError`, an ``ImageDataError``, a `StorageError`) compare with `==`; any other
 /// pair compares by the domain and code it bridges to as an `NSError` (so two `DecodingError`s of the
-/// same kind are equal whatever their context). Errors of different types are never equal.
+/// same kind are equal whatever their context). Errors of different types are never equal. The key a
+/// ``StorageError/notFound(key:)`` names is context for people, not part of what went wrong: every
+/// `notFound` equals ``StorageError/notFound``.
 extension StorageError: Equatable {
     public static func == (lhs: StorageError, rhs: StorageError) -> Bool {
         // One switch over `lhs` (a switch over the pair is too big for the exhaustiveness checker),
@@ -59,6 +61,8 @@ extension StorageError: Equatable {
             if case .reentrantCall(let b) = rhs { return a == b }
         case .transactionEnded:
             if case .transactionEnded = rhs { return true }
+        case .locationUnavailable(let a):
+            if case .locationUnavailable(let b) = rhs { return a == b }
         case .io(let operationA, let pathA, let a):
             if case .io(let operationB, let pathB, let b) = rhs {
                 return operationA == operationB && pathA == pathB && underlyingErrorsMatch(a, b)

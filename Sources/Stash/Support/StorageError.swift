@@ -2,8 +2,12 @@ public import Foundation
 
 /// Every error Stash throws. Cases with a cause carry it.
 public enum StorageError: Error, Sendable, CustomStringConvertible {
-    /// No value is stored for the key.
-    case notFound
+    /// No value is stored for `key` (empty when the call that threw did not know it).
+    ///
+    /// Cache 5's spellings still work: `catch StorageError.notFound`, `if case .notFound = error`,
+    /// and ``notFound`` as a value (`#expect(throws: StorageError.notFound)`), which equals every
+    /// `notFound(key:)`: errors compare by what went wrong, not by the key they name.
+    case notFound(key: String)
     /// A value is stored but expired at the given date; `entry(forKey:)` still returns it.
     case expired(Date)
     /// The stored value is of another type than the one asked for (memory-only views).
@@ -61,12 +65,20 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     /// A ``StorageTransaction`` was used after its `transaction` body returned (it was kept, or
     /// captured by an escaping closure). Nothing was read or written; start a new transaction.
     case transactionEnded
+    /// The ``StorageLocation`` asked for does not exist for this process: an App Group without a
+    /// container (the entitlement is missing), or any App Group on a platform without them. The
+    /// text says which and what to do. Nothing is opened or created.
+    case locationUnavailable(String)
     /// A file-system operation failed; `underlying` is the system's error (for example a `POSIXError`).
     case io(operation: String, path: String, underlying: any Error)
 
+    /// No value is stored for the key: Cache 5's `StorageError.notFound`, equal to every ``notFound(key:)``.
+    public static var notFound: StorageError { .notFound(key: "") }
+
     public var description: String {
         switch self {
-        case .notFound: return "No value is stored for this key"
+        case .notFound(let key) where key.isEmpty: return "No value is stored for this key"
+        case .notFound(let key): return "No value is stored for the key \"\(key)\""
         case .expired(let date): return "The value expired at \(date)"
         case .typeNotMatch: return "The stored value has another type"
         case .encodingFailed(let error): return "Encoding failed: \(error)"
@@ -77,7 +89,9 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
         case .keyTooLong(let byteCount, let limit): return "The key's \(byteCount) bytes exceed the limit of \(limit) bytes"
         case .valueTooLarge(let size, let maxSize):
             return "The value's \(size) bytes exceed the disk limit of \(maxSize) bytes"
-        case .inUse(let directory): return "The store at \(directory) is in use by another process"
+        case .inUse(let directory):
+            return "The store at \(directory) is in use by another process (a store is written by one process at a time "
+                + "unless every writer opens it with DiskConfig.allowsWritersInOtherProcesses; readers open it with DiskConfig.readOnly)"
         case .invalidName(let name):
             return "The store name \"\(name)\" must be a non-empty relative folder path without \"..\" or NUL bytes (it must stay inside the directory)"
         case .notAStore(let directory):
@@ -99,6 +113,7 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
                 + " use the transaction's tx (or the update's inout value) instead, or call after the body returns"
         case .transactionEnded:
             return "The transaction has ended (its body returned); start a new transaction to read or write"
+        case .locationUnavailable(let reason): return "The store's location is unavailable: \(reason)"
         case .io(let operation, let path, let error): return "\(operation) failed for \(path): \(Self.message(of: error))"
         }
     }

@@ -29,10 +29,10 @@ public enum HTTPCacheError: Error, Sendable, CustomStringConvertible {
     /// A one-line explanation that includes the cause.
     public var description: String {
         switch self {
-        case .network(let error): return "The network request failed: \(error)"
+        case .network(let error): return "The network request failed: \(NetworkErrorText.clause(for: error))"
         case .serverError(let status): return "The server answered with status \(status)"
         case .notCached(let url): return "No stored response for \(url.absoluteString)"
-        case .staleNotAllowed(let error): return "The stored response may not be served stale (the network failed: \(error))"
+        case .staleNotAllowed(let error): return "The stored response may not be served stale (the network failed: \(NetworkErrorText.clause(for: error)))"
         case .staleAccepted: return "A stale response was accepted without asking the network"
         case .revalidationInProgress: return "A stale response was served while it is being revalidated"
         case .invalidRequest(let reason): return "Invalid request: \(reason)"

@@ -93,7 +93,7 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
     public func object(forKey key: String) throws -> T {
         let name = redisKey(key)
         let reply = try call("GET", name) { try $0.send(["GET", name]) }
-        guard let data = reply.data else { throw StorageError.notFound }
+        guard let data = reply.data else { throw StorageError.notFound(key: key) }
         return try transformer.decode(data)
     }
 
@@ -196,7 +196,7 @@ public final class RedisStorage<T: Sendable>: RedisStore, Sendable {
         }
         if results.count == 3, case .error = results[2] { results[2] = .null } // no generation: flushes, never hides
         if case .error(let message) = results[0] { throw io("GET", name, RedisError.server(message)) }
-        guard let data = results[0].data else { throw StorageError.notFound }
+        guard let data = results[0].data else { throw StorageError.notFound(key: key) }
         let object = try transformer.decode(data)
         let expiry: Expiry
         if let milliseconds = results[1].integer, milliseconds > 0 {

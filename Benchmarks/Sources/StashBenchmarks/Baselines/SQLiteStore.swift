@@ -23,6 +23,7 @@ final class SQLiteStore: @unchecked Sendable {
     private var deleteExpired: OpaquePointer?
     private var begin: OpaquePointer?
     private var commit: OpaquePointer?
+    private var range: OpaquePointer?
 
     /// Opens (creating if needed) the database file at `path`.
     init(path: String, durable: Bool = false) throws {
@@ -42,10 +43,11 @@ final class SQLiteStore: @unchecked Sendable {
         deleteExpired = try prepare("DELETE FROM kv WHERE expiry < ?1")
         begin = try prepare("BEGIN")
         commit = try prepare("COMMIT")
+        range = try prepare("SELECT key, value FROM kv WHERE key >= ?1 AND key < ?2 ORDER BY key")
     }
 
     deinit {
-        for statement in [upsert, select, exists, delete, deleteExpired, begin, commit] { sqlite3_finalize(statement) }
+        for statement in [upsert, select, exists, delete, deleteExpired, begin, commit, range] { sqlite3_finalize(statement) }
         sqlite3_close(db)
     }
 
@@ -143,6 +145,29 @@ final class SQLiteStore: @unchecked Sendable {
                 }
             }
             return keys
+        }
+    }
+
+    /// The keys and values that start with `prefix` (ASCII), in key order: the range scan of
+    /// ``keys(withASCIIPrefix:)`` with the values, through a statement prepared once and reused.
+    /// Each value is handed to `body` as it is read (copied out of SQLite's page).
+    func pairs(withASCIIPrefix prefix: String, _ body: (String, Data) -> Void) throws {
+        var upper = Array(prefix.utf8)
+        precondition(!upper.isEmpty && upper.allSatisfy { $0 < 0x7F }, "an ASCII prefix")
+        upper[upper.count - 1] += 1
+        try lock.withLock { _ in
+            var lower = prefix
+            try lower.withUTF8 { low in
+                try upper.withUnsafeBufferPointer { high in
+                    sqlite3_bind_text(range, 1, UnsafeRawPointer(low.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(low.count), nil)
+                    sqlite3_bind_text(range, 2, UnsafeRawPointer(high.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(high.count), nil)
+                    try step(range) { row in
+                        let count = Int(sqlite3_column_bytes(row, 1))
+                        let value = count == 0 ? Data() : Data(bytes: sqlite3_column_blob(row, 1), count: count)
+                        body(String(cString: sqlite3_column_text(row, 0)), value)
+                    }
+                }
+            }
         }
     }
 

@@ -128,7 +128,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     public func isExpiredObject(forKey key: String) throws -> Bool {
         try engine.checkOutsideUserCode()
         let now = StoredTime.seconds(now())
-        guard let record = engine.record(forKey: key) else { throw StorageError.notFound }
+        guard let record = engine.record(forKey: key) else { throw StorageError.notFound(key: key) }
         return now >= record.expiry
     }
 

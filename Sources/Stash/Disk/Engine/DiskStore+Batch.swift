@@ -114,12 +114,15 @@ extension DiskStore {
             }
         }
         changesSinceDirectory += 1
+        // One commit, one change to observe: an observer showing a state never shows half a batch.
+        var events: [StoreEvent] = []
         for (number, change) in changes.enumerated() {
             switch change {
-            case .set(let key, let data, _): observers?.publish(.set(key: key, value: data, previous: previousData[number]))
-            case .remove(let key): if removed[number] { observers?.publish(.remove(keys: [key], reason: .removed)) }
+            case .set(let key, let data, _): events.append(.set(key: key, value: data, previous: previousData[number]))
+            case .remove(let key): if removed[number] { events.append(.remove(keys: [key], reason: .removed)) }
             }
         }
+        observers?.publish(events)
         if maxSize > 0, totalSize > maxSize {
             do { try trim(toSize: maxSize, now: now) } catch { outcome.trimError = error }
         }

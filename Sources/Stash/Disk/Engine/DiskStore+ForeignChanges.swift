@@ -71,6 +71,8 @@ extension DiskStore {
     func publishForeign(_ changes: [ForeignChange], before: ForeignBefore) {
         guard let observers, !changes.isEmpty else { return }
         var (keys, replaced) = (before.keys, before.values)
+        // Whole commits of other processes, published as one change (a batch is never seen in halves).
+        var events: [StoreEvent] = []
         for change in changes {
             switch change {
             case .set(let key, let inline, let file):
@@ -78,17 +80,18 @@ extension DiskStore {
                 guard let value = inline ?? file.flatMap({ try? values.read($0.id, size: $0.size, hash: $0.hash) }) else { continue }
                 keys.insert(key)
                 let previous = replaced.updateValue(value, forKey: key)
-                observers.publish(.set(key: key, value: value, previous: previous))
+                events.append(.set(key: key, value: value, previous: previous))
             case .remove(let key):
                 replaced[key] = nil
                 // A tombstone of a key that was not there removed nothing.
-                if keys.remove(key) != nil { observers.publish(.remove(keys: [key], reason: .removed)) }
+                if keys.remove(key) != nil { events.append(.remove(keys: [key], reason: .removed)) }
             case .clear:
-                observers.publish(.removeAll(keys: keys.sorted()))
+                events.append(.removeAll(keys: keys.sorted()))
                 keys = []
                 replaced = [:]
             }
         }
+        observers.publish(events)
     }
 
     /// What ``publishForeign(_:before:)`` needs of the store before `changes` apply: every key if they

@@ -232,7 +232,7 @@ final class DiskStore {
         try checkSharedOperation()
         // Marked used first: one lookup (a read that then fails has its entry dropped, or is an I/O error).
         let time = StoredTime.seconds(now)
-        guard let record = withIndex({ $0.touch(key, time: time) }) else { throw StorageError.notFound }
+        guard let record = withIndex({ $0.touch(key, time: time) }) else { throw StorageError.notFound(key: key) }
         let data: Data
         do {
             data = try load(key, record)
