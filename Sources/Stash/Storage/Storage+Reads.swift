@@ -116,7 +116,7 @@ extension DiskStorage {
     public func objects(withPrefix prefix: String) throws -> [(key: String, value: T)] {
         let now = now()
         let snapshot = try engine.snapshot(withPrefix: prefix, now: now)
-        let cutoff = now.timeIntervalSince1970
+        let cutoff = StoredTime.seconds(now)
         var result: [(key: String, value: T)] = []
         result.reserveCapacity(snapshot.records.count)
         for record in snapshot.records where cutoff < record.expiry {
