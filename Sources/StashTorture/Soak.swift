@@ -152,8 +152,8 @@ func runSoak(_ path: String, seconds: Double, seed: UInt64, stash: URL?, without
     let report = history.check()
     let elapsed = Date().timeIntervalSince(began)
     emit("soak: \(Int(elapsed)) s, seed \(seed), store \(path), logs \(run.logs)")
-    emit("calls: \(report.writes) writes begun (\(report.acknowledged) acknowledged), \(report.reads) reads"
-         + " (\(hasCLI ? "\(cliCalls.withLock { $0 }) of them by `stash get`" : "no `stash` found: no CLI reads"))")
+    let cliReads = hasCLI ? "\(cliCalls.withLock { $0 }) of them by stash get" : "no stash tool found: no CLI reads"
+    emit("calls: \(report.writes) writes begun (\(report.acknowledged) acknowledged), \(report.reads) reads (\(cliReads))")
     emit("faults: \(run.faults.values.reduce(0, +)) (" + run.faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")")
     emit("read errors: \(report.readErrors.values.reduce(0, +))" + report.readErrors.sorted { $0.value > $1.value }.prefix(5).map { " [\($0.value)× \($0.key)]" }.joined())
     emit("wrong reads: \(report.totalViolations)" + report.violations.sorted { $0.key < $1.key }.map { " \($0.key) \($0.value)" }.joined()

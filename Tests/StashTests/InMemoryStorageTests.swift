@@ -44,10 +44,10 @@ struct InMemoryStorageTests {
         #expect(!FileManager.default.fileExists(atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path))
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @Test("an ObservableValue on an in-memory store follows it, for previews")
     @MainActor
     func observableOnInMemory() throws {
-        guard #available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) else { return }
         let storage = try Storage<User>.inMemory()
         let me = ObservableValue("me", in: storage, default: User(name: "", age: 0))
         me.value = User(name: "Ada", age: 36)

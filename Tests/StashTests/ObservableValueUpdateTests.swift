@@ -7,6 +7,7 @@ import Testing
 @Suite("Observable value updates")
 @MainActor
 struct ObservableValueUpdateTests {
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @Test("update changes the stored value in place and value shows it when the call returns")
     func updateShowsAtOnce() throws {
         let directory = TemporaryDirectory()
@@ -19,6 +20,7 @@ struct ObservableValueUpdateTests {
         #expect(try storage.object(forKey: "n") == 42)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     @Test("an update whose body throws leaves value and the store as they were")
     func failingUpdateChangesNothing() throws {
         struct Refused: Error, Equatable {}

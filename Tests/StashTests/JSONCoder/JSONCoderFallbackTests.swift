@@ -93,8 +93,8 @@ struct JSONCoderFallbackTests {
     @Test("a type mismatch deep in a value throws Foundation's error, with its coding path")
     func typeMismatchPath() throws {
         let json = Data(#"{"name":"a","age":"not a number"}"#.utf8)
-        let ours = #expect(throws: DecodingError.self) { try JSONCoder().decode(User.self, from: json) }
-        let theirs = #expect(throws: DecodingError.self) { try JSONDecoder().decode(User.self, from: json) }
+        let ours = Self.caught(DecodingError.self) { _ = try JSONCoder().decode(User.self, from: json) }
+        let theirs = Self.caught(DecodingError.self) { _ = try JSONDecoder().decode(User.self, from: json) }
         guard case .typeMismatch(_, let ourContext)? = ours, case .typeMismatch(_, let theirContext)? = theirs else {
             Issue.record("not a type mismatch: \(String(describing: ours))")
             return
@@ -132,7 +132,7 @@ struct JSONCoderFallbackTests {
 
     @Test("a non-finite float with no strategy for it throws Foundation's EncodingError")
     func nonFiniteThrows() throws {
-        let error = #expect(throws: EncodingError.self) { try JSONCoder().encode([1.0, .nan]) }
+        let error = Self.caught(EncodingError.self) { _ = try JSONCoder().encode([1.0, .nan]) }
         guard case .invalidValue(_, let context)? = error else { return }
         #expect(context.codingPath.map(\.intValue) == [1])
     }
@@ -153,5 +153,19 @@ struct JSONCoderFallbackTests {
         // The kept decoder reads nothing now (its text is empty), and never out of bounds.
         #expect(throws: (any Error).self) { try Keeper.kept?.container(keyedBy: Keys.self).decode(Int.self, forKey: .a) }
         Keeper.kept = nil
+    }
+
+    /// The error of type `E` that `body` throws; records an issue (and returns nil) for none or another
+    /// (what `#expect(throws:)` returns from Swift Testing 6.1 on, written for Swift 6.0).
+    static func caught<E: Error>(_ type: E.Type, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) -> E? {
+        do {
+            try body()
+            Issue.record("expected \(E.self), nothing was thrown", sourceLocation: sourceLocation)
+        } catch let error as E {
+            return error
+        } catch {
+            Issue.record("expected \(E.self), got \(error)", sourceLocation: sourceLocation)
+        }
+        return nil
     }
 }
