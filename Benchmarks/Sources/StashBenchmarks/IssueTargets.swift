@@ -69,10 +69,25 @@ struct IssueTarget {
                                 "disk hit, cold memory, codable record vs GRDB DatabasePool"]),
     ]
 
+    /// Issue #34's targets (day two): read-modify-write, transactions and a prefix's values.
+    static let dayTwo: [IssueTarget] = [
+        IssueTarget(row: "update vs object + setObject on the same storage", target: "≤ 1.1×",
+                    scenarios: ["update, codable vs object + setObject"]),
+        IssueTarget(row: "update vs SQLite's BEGIN IMMEDIATE; SELECT; UPDATE; COMMIT; vs GRDB 7's write { } (DatabaseQueue)",
+                    target: "≤ 0.5×", scenarios: ["update, codable vs SQLite BEGIN IMMEDIATE; SELECT; UPDATE; COMMIT",
+                                                 "update, codable vs GRDB DatabaseQueue"]),
+        IssueTarget(row: "a 100-value transaction vs SQLite's (100 SELECT + UPDATE); vs GRDB 7's write { }", target: "≤ 1.0×",
+                    scenarios: ["transaction of 100 updates, codable vs SQLite transaction of 100 SELECT + UPDATE",
+                                "transaction of 100 updates, codable vs GRDB DatabaseQueue"]),
+        IssueTarget(row: "objects(withPrefix:) at 100k (10k with --quick), 100 keys and every key, vs SQLite's range scan",
+                    target: "≤ 1.0×", scenarios: ["objects(withPrefix:) 100 of * codable vs SQLite",
+                                                 "objects(withPrefix:) all * codable vs SQLite"]),
+    ]
+
     /// The targets tables `run` prints and `--markdown` writes, in this order.
     static let groups: [(title: String, targets: [IssueTarget])] = [
         ("disk engine v3 targets", v3), ("other processes welcome targets", otherProcesses),
-        ("Codable at the engine's speed targets", codable),
+        ("Codable at the engine's speed targets", codable), ("day two targets", dayTwo),
     ]
 
     /// Which of this target's scenarios `scenario` (without its tag) is — its index in `scenarios`,

@@ -105,5 +105,7 @@ func runPeers(_ bench: Bench) throws {
         try ExpiryPeerScenario.run(bench: bench, label: expiredLabel)
     }
     if PrefixObjectsScenarios.wanted(bench) { try PrefixObjectsScenarios.run(bench: bench) }
+    // Issue #34: update and transaction against object + setObject, SQLite's and GRDB's read-modify-write.
+    if UpdateScenarios.wanted(bench) { try UpdateScenarios.run(bench: bench) }
     try EngineScaleScenarios.run(bench: bench)
 }

@@ -69,6 +69,18 @@ final class GRDBSide: Side {
         _ = try writer.write { db in try PayloadRecord.deleteOne(db, key: key) }
     }
 
+    /// Read-modify-write of every key in `keys` in one write transaction, as GRDB's users write an
+    /// update: `try dbQueue.write { db in … }` fetching each record, changing it and `update(db)`.
+    func update(_ keys: some Sequence<String>, _ change: (inout PayloadRecord) -> Void) throws {
+        try writer.write { db in
+            for key in keys {
+                guard var record = try PayloadRecord.fetchOne(db, key: key) else { throw BenchError("GRDB: no record for \(key)") }
+                change(&record)
+                try record.update(db)
+            }
+        }
+    }
+
     func exists(_ key: String) throws -> Bool {
         try writer.read { db in try PayloadRecord.exists(db, key: key) }
     }

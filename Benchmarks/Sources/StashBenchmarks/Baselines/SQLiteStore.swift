@@ -24,6 +24,8 @@ final class SQLiteStore: @unchecked Sendable {
     private var begin: OpaquePointer?
     private var commit: OpaquePointer?
     private var range: OpaquePointer?
+    private var beginImmediate: OpaquePointer?
+    private var updateValue: OpaquePointer?
 
     /// Opens (creating if needed) the database file at `path`.
     init(path: String, durable: Bool = false) throws {
@@ -44,10 +46,12 @@ final class SQLiteStore: @unchecked Sendable {
         begin = try prepare("BEGIN")
         commit = try prepare("COMMIT")
         range = try prepare("SELECT key, value FROM kv WHERE key >= ?1 AND key < ?2 ORDER BY key")
+        beginImmediate = try prepare("BEGIN IMMEDIATE")
+        updateValue = try prepare("UPDATE kv SET value = ?2 WHERE key = ?1")
     }
 
     deinit {
-        for statement in [upsert, select, exists, delete, deleteExpired, begin, commit, range] { sqlite3_finalize(statement) }
+        for statement in [upsert, select, exists, delete, deleteExpired, begin, commit, range, beginImmediate, updateValue] { sqlite3_finalize(statement) }
         sqlite3_close(db)
     }
 
@@ -64,6 +68,34 @@ final class SQLiteStore: @unchecked Sendable {
             try step(begin)
             do {
                 for pair in pairs { try runUpsert(pair.value, forKey: pair.key, expiry: expiry) }
+                try step(commit)
+            } catch {
+                sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
+                throw error
+            }
+        }
+    }
+
+    /// Read-modify-write of every key in `keys` as one transaction, as SQLite users write an update:
+    /// `BEGIN IMMEDIATE` (the write lock first, so no other writer lands between the read and the
+    /// write), per key the prepared `SELECT value` and `UPDATE kv SET value = ?`, then `COMMIT`.
+    /// `change` maps a key's stored bytes to the new ones. A missing key or a failure rolls back.
+    func update(_ keys: some Sequence<String>, _ change: (String, Data) throws -> Data) throws {
+        try lock.withLock { _ in
+            try step(beginImmediate)
+            do {
+                for key in keys {
+                    var stored: Data?
+                    try run(select, key, onRow: { statement in
+                        let count = Int(sqlite3_column_bytes(statement, 0))
+                        stored = count == 0 ? Data() : Data(bytes: sqlite3_column_blob(statement, 0), count: count)
+                    })
+                    guard let stored else { throw Failure(description: "SQLite update: no row for \(key)") }
+                    let value = try change(key, stored)
+                    try run(updateValue, key, bind: { statement in
+                        _ = value.withUnsafeBytes { sqlite3_bind_blob(statement, 2, $0.baseAddress, Int32($0.count), nil) }
+                    })
+                }
                 try step(commit)
             } catch {
                 sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
