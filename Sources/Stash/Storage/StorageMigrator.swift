@@ -46,7 +46,9 @@ public struct StorageMigrator<T: Sendable>: Sendable {
     }
 
     /// Registers a migration from the stored bytes: `migrate` gets a value's bytes and returns it as a `T`.
-    /// - Parameter name: Identifies the migration in the store: never rename one that has shipped.
+    /// - Parameters:
+    ///   - name: Identifies the migration in the store: never rename one that has shipped.
+    ///   - migrate: Turns one stored value's bytes into the new model; a throw reports that value.
     public mutating func registerMigration(_ name: String, _ migrate: @escaping @Sendable (Data) throws -> T) {
         precondition(!migrations.contains { $0.name == name }, "a migration named \(name) is registered already")
         migrations.append(Migration(name: name, migrate: migrate))

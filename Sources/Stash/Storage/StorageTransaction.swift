@@ -93,7 +93,10 @@ public final class StorageTransaction<T: Sendable> {
     // MARK: Writes
 
     /// Stores `object` for `key` when the transaction commits; later reads in it see `object`.
-    /// - Parameter expiry: The value's expiry; nil for the storage's default.
+    /// - Parameters:
+    ///   - object: The value to store.
+    ///   - key: Its key.
+    ///   - expiry: The value's expiry; nil for the storage's default.
     /// - Throws: ``StorageError/encodingFailed(_:)``, ``StorageError/invalidExpiry(_:)``, ``StorageError/transactionEnded``.
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
         try checkOpen()
@@ -112,8 +115,10 @@ public final class StorageTransaction<T: Sendable> {
     /// Changes `key`'s value in place, as ``Storage/update(forKey:default:expiry:_:)`` does, inside
     /// this transaction; returns the new value.
     /// - Parameters:
+    ///   - key: The key whose value changes.
     ///   - defaultValue: The value `body` starts from when none is stored, or the stored one has expired.
     ///   - expiry: The new value's expiry; nil keeps the stored value's (or, for a new value, the storage's default).
+    ///   - body: Changes the value in place; it may read and write through this transaction only.
     /// - Throws: ``StorageError/notFound`` when no value is stored and there is no default; what `body` throws.
     @discardableResult
     public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,
