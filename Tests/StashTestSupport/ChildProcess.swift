@@ -16,6 +16,11 @@ import Darwin
 /// reads first (reading two pipes one after the other deadlocks once the other one fills up). Its
 /// standard input is empty, a file holding given bytes, or a pipe the test writes lines to.
 public final class ChildProcess: @unchecked Sendable {
+    /// One launch at a time in this process: swift-corelibs-foundation's `Process.run()` crashed
+    /// (a bad pointer in its own copy of the arguments or environment) while other tests launched
+    /// children at the same moment on a loaded machine. Only the launch is serialised, not the wait.
+    private static let launching = NSLock()
+
     // @unchecked Sendable: the collected bytes live in `streams`, behind its lock; `process`, the pipes
     // and `inputFile` are set up in init and only read afterwards.
 
@@ -76,7 +81,7 @@ public final class ChildProcess: @unchecked Sendable {
         }
         process.standardOutput = outputPipe
         process.standardError = errorPipe
-        try process.run()
+        try Self.launching.withLock { try process.run() }
         drain(outputPipe.fileHandleForReading, isOutput: true)
         drain(errorPipe.fileHandleForReading, isOutput: false)
     }
