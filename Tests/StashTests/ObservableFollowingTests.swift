@@ -19,9 +19,25 @@ func observedChange(
     let (stream, continuation) = AsyncStream<Bool>.makeStream()
     withObservationTracking(tracked) { continuation.yield(true) }
     DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { continuation.yield(false) }
-    try await Task.detached(operation: trigger).value
+    try await onDispatchThread(trigger)
     for await changed in stream { return changed }
     return false
+}
+
+/// Runs `body` on a Dispatch thread, not on Swift concurrency's cooperative pool, and waits for it: on
+/// a loaded machine, tests that block the pool's few threads must not hold up the write a test awaits
+/// (a task that never started looked like a change that never came).
+func onDispatchThread(_ body: @escaping @Sendable () throws -> Void) async throws {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        DispatchQueue.global().async {
+            do {
+                try body()
+                continuation.resume()
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
 }
 
 /// `ObservableValue` and `ObservableCollection` follow their store until released, whatever the app

@@ -25,7 +25,7 @@ struct ObservableValueTests {
         withObservationTracking(tracked) { continuation.yield(DispatchQueue.getSpecific(key: mainQueueKey) == true) }
         // A deadline only, so a lost update fails the test instead of hanging it.
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { continuation.yield(nil) }
-        try await Task.detached(operation: trigger).value
+        try await onDispatchThread(trigger)
         for await onMain in stream { return onMain }
         return nil
     }
