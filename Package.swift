@@ -19,7 +19,11 @@ let package = Package(
     targets: [
         // PrivacyInfo.xcprivacy: the reasons for the required-reason APIs the engine calls (Docs/Platforms.md),
         // in the target's resource bundle, where Xcode finds a package's privacy manifest.
-        .target(name: "Stash", dependencies: ["CStashAtomics"], resources: [.copy("PrivacyInfo.xcprivacy")], swiftSettings: strictSettings),
+        .target(name: "Stash", dependencies: ["StashEngine"], resources: [.copy("PrivacyInfo.xcprivacy")], swiftSettings: strictSettings),
+        // The disk engine: bytes in, bytes out, no typed layer above it (Docs/Architecture.md). A target of
+        // its own, so the compiler keeps the direction: it reaches the layers above only through
+        // `EngineClient`. No product: `Stash` re-exports the little of it that is public (`StorageError`).
+        .target(name: "StashEngine", dependencies: ["CStashAtomics"], swiftSettings: strictSettings),
         // C11 atomics for the memory other processes map (SharedState): Swift's need macOS 15 / iOS 18.
         .target(name: "CStashAtomics"),
         .target(name: "StashHTTP", dependencies: ["Stash"], swiftSettings: strictSettings),
@@ -28,10 +32,10 @@ let package = Package(
         // The helpers every test target and test executable shares (temporary folders, the clock, the
         // seeded generator, the child-process runner, the loopback HTTP server, the executable finder),
         // as swift-collections shares `_CollectionsTestSupport`. A plain target no product exports.
-        .target(name: "StashTestSupport", dependencies: ["Stash"], path: "Tests/StashTestSupport", swiftSettings: strictSettings),
-        .executableTarget(name: "StashTorture", dependencies: ["Stash", "StashTestSupport"], swiftSettings: strictSettings),
+        .target(name: "StashTestSupport", dependencies: ["Stash", "StashEngine"], path: "Tests/StashTestSupport", swiftSettings: strictSettings),
+        .executableTarget(name: "StashTorture", dependencies: ["Stash", "StashEngine", "StashTestSupport"], swiftSettings: strictSettings),
         // Fixtures: stores written by older engines, copied by the tests that upgrade them (not resources).
-        .testTarget(name: "StashTests", dependencies: ["Stash", "StashTestSupport", "StashCLI", "StashTorture", "StashHTTP"],
+        .testTarget(name: "StashTests", dependencies: ["Stash", "StashEngine", "StashTestSupport", "StashCLI", "StashTorture", "StashHTTP"],
                     exclude: ["Fixtures"], swiftSettings: strictSettings),
         .testTarget(name: "StashHTTPTests", dependencies: ["StashHTTP", "StashTestSupport"], swiftSettings: strictSettings),
         // The child process of the Redis two-process test: its own target, apart from StashTorture.

@@ -20,7 +20,7 @@ func runDebugCheck(_ check: String, _ path: String) throws -> Never {
     case "lock-order":
         try storage.engine.sync { store in
             try store.withIndex { _ in
-                _ = try DiskEngine.open(url.appendingPathComponent("other"))
+                _ = try DiskEngine.open(url.appendingPathComponent("other")) { StoreLayers() }
             }
         }
     default:

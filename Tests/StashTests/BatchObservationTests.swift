@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 // What key observers hear of a batch (and of a transaction, which commits as one): each change's
 // `before` is the value it replaced, as if the calls had been made one by one.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 // Batches (`StorageBatch`, `setObjects`, `removeObjects`): all or none, one commit, in order.
 

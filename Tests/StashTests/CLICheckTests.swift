@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// `stash check [--repair]` (issue #16): a read-only verification of every record and value that
 /// names what it found and exits non-zero on damage; `--repair` drops what is damaged.

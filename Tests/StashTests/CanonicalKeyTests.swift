@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract item 8 (issue #10 item 1): canonically equivalent spellings of a key are one key — in
 /// memory, on disk, after a reopen, after compaction and for removal — in two scripts: Latin with a

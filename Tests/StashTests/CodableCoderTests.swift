@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 // Coders as a parameter: `forCodable(ofType:encoder:decoder:)` and the one-line initializer's `encoder:`/`decoder:`.
 

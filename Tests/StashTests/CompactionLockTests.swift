@@ -2,6 +2,7 @@ import Foundation
 import StashTestSupport
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// The compaction copy locks (`DiskStore.copyAlone(in:_:)`): one per store folder, whatever path
 /// names it, and only while a compaction uses it. They were keyed by the path string and never

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Issue #20 item 10a: a compaction on demand (``DiskStore/compactNow()``, which `repair` runs) while a
 /// background compaction is under way must not let two compactions overlap: it used to clear

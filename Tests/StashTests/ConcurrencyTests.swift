@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract item 4: one serial queue per store; callbacks never on it; no deadlock on re-entry.
 @Suite("Queue discipline and concurrency")

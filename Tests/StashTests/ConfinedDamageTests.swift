@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract items 6 and 7 for the version-2 files: damage in any file of a store loses at most the
 /// records it touches, is never returned as a value (every record and value file is verified on

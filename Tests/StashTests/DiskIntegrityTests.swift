@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract items 6–9: crash consistency, bad data, hostile keys, value files as the transformer's bytes.
 @Suite("Disk integrity")

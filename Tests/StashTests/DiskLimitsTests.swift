@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract item 5, disk part: `maxSize` holds after every write, expired first, then LRU.
 @Suite("Disk limits")

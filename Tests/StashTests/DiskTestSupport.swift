@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 // Helpers of the version-2 disk tests: opening a store folder, damaging its files, lowering the
 // engine's thresholds so compaction and snapshots happen in small tests.

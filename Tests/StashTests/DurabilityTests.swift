@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// `DiskConfig.durable`: what reaches stable storage, and in which order.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Attacks on the version-2 disk engine: races of the background compaction with a store that is
 /// closed and opened again, with the folder's removal, and with writes; format edge cases (key and

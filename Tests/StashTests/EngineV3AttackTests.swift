@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// The outside attack on engine v3's index: the key directory file mapped as the index's base, the
 /// overlay of changes over it, recency as a counter and the eviction queue. Each defect found has a

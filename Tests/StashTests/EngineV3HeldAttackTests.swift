@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// The attacks on engine v3's index that it held (see ``EngineV3AttackTests`` for the defects found):
 /// kept, since each would fail if the key directory, its overlay or the eviction queue broke.

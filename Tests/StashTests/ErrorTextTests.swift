@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Errors say where and how to fix: the key a `notFound` names, the setting an `inUse` points to;
 /// Cache 5's spellings still match.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// The everyday reads: the value or nil, the value or a default, and a prefix's rows in one call.
 @Suite("Everyday reads")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract items 1–3: absolute expiry, expired values not returned as valid, injectable time.
 @Suite("Expiry through Storage")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// `FileIO.readWholeFile` reads into an array sized by `fstat` (opening a store reads its whole journal).
 @Suite("Reading whole files")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// `DiskConfig.protectionType`: the walk that gives a store's folder and files a protection class
 /// (run here with a recording file system, as Linux has no classes), and the option being a no-op

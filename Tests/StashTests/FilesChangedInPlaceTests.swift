@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import StashTestSupport
 @testable import Stash
+@testable import StashEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

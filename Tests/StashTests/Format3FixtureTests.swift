@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import StashTestSupport
 @testable import Stash
+@testable import StashEngine
 
 /// The format-3 fixture (``Format3Fixture``) is what its lists say: a copy opens cleanly with exactly
 /// those entries, in that LRU order, with those values and expiries. Written while engine v2 is still

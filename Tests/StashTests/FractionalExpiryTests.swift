@@ -2,6 +2,7 @@ import Foundation
 import StashTestSupport
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract item 1: an expiry survives a reopen unchanged. The engine stored seconds since 1970,
 /// while a `Date` is seconds since 2001: converting rounded, and `.seconds(0.1)` came back ~1e-7 s

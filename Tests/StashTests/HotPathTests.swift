@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

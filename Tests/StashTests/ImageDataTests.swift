@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Minimal image headers built byte by byte, just enough for format and size detection.
 private enum Sample {

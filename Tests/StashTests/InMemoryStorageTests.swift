@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// `Storage.inMemory`: the same API and observers, a store of its own, gone once released.
 @Suite("In-memory storage")

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// `existsObject` and `isExpiredObject` are answered from the disk index under its own lock, off the
 /// store's queue (Contract item 4 and "Performance"); a change to several keys must still be seen

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract item 14 (invalid input is refused up front with a clear error, before anything is
 /// written) and item 11's rule for two storages of one folder with different settings.

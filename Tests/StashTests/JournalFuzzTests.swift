@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract items 6 and 7 for the journal parser: torn or damaged bytes never crash the replay,
 /// and whatever precedes the damage is kept.

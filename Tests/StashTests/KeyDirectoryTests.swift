@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// The key directory file and the index built on it (engine v3): its format, the overlay of changes
 /// over the mapped base, recency, and what a store does with a directory that is damaged, stale or

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Memory hits are served under the memory layer's lock, off the store's queue (Contract item 4 and
 /// "Performance"): they must neither wait for the queue nor ever return what a finished write replaced.

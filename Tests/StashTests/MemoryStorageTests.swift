@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// The memory layer on its own: contract items 1, 2, 3 and 5 as `MemoryStorage` keeps them.
 @Suite("MemoryStorage")

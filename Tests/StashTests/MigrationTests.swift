@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 // `StorageMigrator`: every stored value to a new model, in batches, resumable, reporting what it cannot migrate.
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Random operation sequences applied to a `Storage` and to a dictionary model must agree
 /// (contract items 1, 2, 5, 6, 8, 11), across reopens and clock moves. Seeded and bounded.

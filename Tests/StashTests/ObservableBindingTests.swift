@@ -2,6 +2,7 @@ import Foundation
 import Observation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// `ObservableValue.value` as a binding: a default for a missing key, writes through to the store, a
 /// failed write leaves the store's value and says why; values that no longer decode are reported by

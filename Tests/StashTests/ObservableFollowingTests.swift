@@ -2,6 +2,7 @@ import Foundation
 import Observation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Marks the main dispatch queue, which runs the main actor's jobs.
 private let mainQueueKey = DispatchSpecificKey<Bool>()

@@ -2,6 +2,7 @@ import Foundation
 import Observation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Marks the main dispatch queue, which runs the main actor's jobs: `Thread.isMainThread` is no test of
 /// the main actor under `swift test` on Linux (there the main queue is drained by another thread).

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 // `ObservableValue.update(default:expiry:_:)`: read, change and write as one step, shown at once.
 

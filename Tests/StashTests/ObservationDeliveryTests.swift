@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract item 12's timing: by the time a mutating call returns (or before its completion runs)
 /// every observer registered before it has been called, in commit order across threads, never on the

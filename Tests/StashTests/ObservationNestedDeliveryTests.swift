@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract item 12 with observers that write (issue #20 item 3): an observer that calls `setObject`
 /// on another store (a cache mirrored into an index) or on its own is ordinary app code. Several

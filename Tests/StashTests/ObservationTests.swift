@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract item 12 (observers see every change, through every view, any number per key; cancel
 /// and deallocation stop delivery) and item 4's "observer closures never run on the store's queue".

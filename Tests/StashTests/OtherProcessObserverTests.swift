@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 // Contract items 11 and 12 across processes: a change another process made reaches this process's
 // observers when this process next calls the store (any call: a read, `existsObject`, `allKeys`), in the

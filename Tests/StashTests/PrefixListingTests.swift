@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// `allKeys(withPrefix:)` on every layer, and what "prefix" means for Swift strings.
 @Suite("Prefix listing")

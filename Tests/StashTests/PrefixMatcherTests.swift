@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// The byte fast path of prefix matching answers exactly as `String.hasPrefix` (whole characters,
 /// canonical equivalence), checked against it on hostile spellings and on many random keys.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract items 6 and 7 for the version-2 parsers: a segment or an index snapshot of any bytes
 /// (torn, flipped, cut, padded, random) never traps the parser, and a record it returns is always

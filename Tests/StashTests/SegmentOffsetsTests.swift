@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Offsets and sizes near 4 GiB are computed in 64 bits: where `Int` has 32 bits (Apple Watch) the
 /// same sums in `Int` would trap from 2 GiB on. These check the arithmetic itself at the boundaries,

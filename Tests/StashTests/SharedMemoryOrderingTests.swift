@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 import CStashAtomics // the loads, stores and fences themselves
 import StashTestSupport
 

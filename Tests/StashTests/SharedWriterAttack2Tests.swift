@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 @testable import StashTorture // TortureValue: the values `StashTorture step` writes
 
 // A second round of attacks on writers in several processes (`DiskConfig.allowsWritersInOtherProcesses`,

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Where a store's folder lives, per platform: the pure rule, fed each platform's inputs, so every
 /// case runs on Linux.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// `Storage.trim(toSize:)`, `Storage.entryInfos` and the asynchronous `allKeys` and `trim`: looking into
 /// and shrinking a whole store through the facade, with memory in front of disk.

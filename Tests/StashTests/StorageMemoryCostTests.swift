@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Contract item 5, memory part, through `Storage`: an entry's memory cost is its encoded size in
 /// bytes (no user code), the memory limits hold after every write, and what memory evicts is

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// A small Codable model, as app code stores them.
 struct User: Codable, Sendable, Equatable, Hashable {

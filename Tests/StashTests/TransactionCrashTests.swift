@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 // A transaction killed at an exact system call (`strace -e inject`): all of it or none of it, after a
 // reopen. The child (`StashTorture transact`, Sources/StashTorture/Updates.swift) commits transactions

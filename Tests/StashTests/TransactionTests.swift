@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 // `transaction { tx in … }`: several keys read and written as one step, committed as one batch.
 

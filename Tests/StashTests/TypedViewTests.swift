@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// A typed view (`transform…`) is a view of the same store (Contract items 4 and 12, Docs/Contract.md):
 /// every typed view shares the queue, memory layer, folder and observers; with Contract items 7 (bad

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 // Read-modify-write under real concurrency: not one update lost (ThreadSanitizer runs this suite).
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 // `update` and `transaction` isolated from writers in other processes (`allowsWritersInOtherProcesses`):
 // real processes (`StashTorture increment|move|sum`, Sources/StashTorture/Updates.swift) change one

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 // `update(forKey:default:expiry:_:)`: read, change and write as one step, on every layer and API.
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Issue #20 items 2 and 10: the version-1 upgrade follows Contract item 8 (canonically equivalent
 /// spellings are one key) whatever spelling each v1 record used, and splits what it packs into

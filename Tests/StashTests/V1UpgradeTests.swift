@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Issue #16 "A v1 store is upgraded on open, or opened empty with a recovery issue — never misread,
 /// never a crash": stores in the first disk format (a `journal` of CRC-checked records and one file per

@@ -1,5 +1,6 @@
 import Testing
 @testable import Stash
+@testable import StashEngine
 
 /// Opening removes value files no record names, and compaction removes segments: both recognise the
 /// store's files by name alone (Contract item 13), so they must take every name Stash writes and

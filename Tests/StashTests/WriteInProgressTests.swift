@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import StashTestSupport
 @testable import Stash
+@testable import StashEngine
 
 /// How a reader tells a write in progress from damage at the end of the active segment: a writer
 /// inside an operation holds the folder's lock (a writer that keeps the store to itself holds it for

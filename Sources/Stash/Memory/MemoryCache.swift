@@ -1,3 +1,4 @@
+import StashEngine
 package import Foundation
 
 /// The type-erased, locked LRU behind a ``MemoryStorage`` and all its typed views.

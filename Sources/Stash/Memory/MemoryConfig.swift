@@ -1,3 +1,4 @@
+import StashEngine
 /// Settings of the memory layer.
 public struct MemoryConfig: Sendable {
     /// The default expiry of values written to a ``MemoryStorage`` on its own.

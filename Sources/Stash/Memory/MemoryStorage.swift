@@ -1,4 +1,5 @@
 public import Foundation
+import StashEngine
 
 /// An in-process cache: least recently used entries are evicted past ``MemoryConfig/countLimit``
 /// or ``MemoryConfig/totalCostLimit``, and each entry has its own expiry.

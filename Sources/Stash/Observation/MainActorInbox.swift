@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 
 /// Changes of a store waiting for the main actor, in commit order.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 public import Observation
 
 /// The values stored under a key prefix, as an `@Observable` dictionary that stays current with the

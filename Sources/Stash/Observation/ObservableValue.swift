@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 public import Observation
 
 /// The value stored for one key, as an `@Observable` object that stays current with the store and

@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 
 /// The observers of one store (shared by every view and instance on its directory).
 ///

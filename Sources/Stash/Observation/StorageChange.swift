@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 
 /// A change to a store, as seen by storage observers and ``Storage/changes()``.
 public enum StorageChange: Equatable, Sendable {
@@ -23,23 +24,7 @@ public enum KeyChange<T> {
 extension KeyChange: Equatable where T: Equatable {}
 extension KeyChange: Sendable where T: Sendable {}
 
-/// What the disk layer reports to the observation center; values are still encoded, so that
-/// each observer can decode them with its own view's transformer.
-enum StoreEvent: Sendable {
-    enum RemovalReason: Sendable { case removed, expired, evicted }
-
-    case set(key: String, value: Data, previous: Data?)
-    case remove(keys: [String], reason: RemovalReason)
-    case removeAll(keys: [String])
-
-    /// The keys this event touches; nil for all keys.
-    var keys: [String] {
-        switch self {
-        case .set(let key, _, _): return [key]
-        case .remove(let keys, _), .removeAll(let keys): return keys
-        }
-    }
-
+extension StoreEvent {
     /// The changes storage observers see for this event.
     var storageChanges: [StorageChange] {
         switch self {

@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 
 /// One call of an asynchronous storage API, as the type that runs it sees it.
 ///

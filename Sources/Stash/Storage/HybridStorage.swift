@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 
 /// Memory in front of disk: reads try memory first, then disk (copying a disk hit into memory);
 /// writes go to disk, then memory.
@@ -24,13 +25,14 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         self.diskStorage = diskStorage
         cache = memoryStorage.cache
         clock = diskStorage.now
-        engine.sync { $0.attach(memoryStorage.cache) }
+        let (layers, cache) = (engine.layers, memoryStorage.cache)
+        engine.sync { _ in layers.attach(cache) }
     }
 
     deinit {
         // Memory hits count as use on disk; record this storage's last ones before its memory goes.
         let (cache, now) = (memoryStorage.cache, diskStorage.now())
-        engine.sync { $0.recordHits(of: cache, now: now) }
+        engine.sync { $0.recordHits(cache.takeRecentHits(), now: now) }
     }
 
     var engine: DiskEngine { diskStorage.engine }
@@ -115,7 +117,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         let expiryDate = try (expiry ?? config.expiry).checkedDate(from: now)
         try cache.config.validate() // the memory copy's limits and expiry (a plain value: checked here)
         let data = try diskStorage.transformer.encode(object)
-        try engine.write(key, data, expiry: expiryDate, now: now, config: config) { store, path in
+        try engine.write(key, data, expiry: expiryDate, now: now, config: config.writeSettings) { store, path in
             // An already expired value may have been trimmed at once; memory never holds what disk lost.
             if store.record(forKey: key) != nil {
                 remember(object, forKey: key, cost: data.count, expiry: expiryDate, filePath: path)

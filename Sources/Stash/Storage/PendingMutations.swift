@@ -1,3 +1,4 @@
+import StashEngine
 /// How many mutations submitted through a store's async API have not run yet.
 ///
 /// The async functions answer a memory hit without the store's queue only while none is pending:

@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 
 // Batches (``StorageBatch``) on every layer that has a disk: all or none, with one commit.
 
@@ -10,7 +11,7 @@ extension DiskStorage {
         try checkWritable()
         let now = now()
         let changes = try batch.diskChanges(transformer: transformer, defaultExpiry: config.expiry, now: now)
-        try engine.writeBatch(changes, now: now, config: config)
+        try engine.writeBatch(changes, now: now, config: config.writeSettings)
     }
 
     /// Stores every value of `objects`, all or none, with one commit.
@@ -32,7 +33,7 @@ extension HybridStorage {
         let now = self.now
         let config = diskStorage.config
         let changes = try batch.diskChanges(transformer: diskStorage.transformer, defaultExpiry: config.expiry, now: now)
-        try engine.writeBatch(changes, now: now, config: config) { store, paths in
+        try engine.writeBatch(changes, now: now, config: config.writeSettings) { store, paths in
             for (number, change) in changes.enumerated() {
                 guard case .set(let key, let data, let expiry) = change, case .set(let object, _, _) = batch.changes[number],
                       store.record(forKey: key)?.expiry == StoredTime.seconds(expiry) else { continue }

@@ -1,4 +1,5 @@
 public import Foundation
+import StashEngine
 
 extension Storage where T: Codable {
     /// Opens (creating if needed) a store of `Codable` values in one line, with defaults that suit an app.

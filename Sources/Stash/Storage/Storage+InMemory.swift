@@ -1,4 +1,5 @@
 public import Foundation
+import StashEngine
 
 extension Storage {
     /// A store of its own that lives as long as the storage does: for tests and SwiftUI previews.

@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 
 // Everyday reads: "the value or nothing", "the value or a default", and a list screen's rows in one
 // call. Written once over `StorageAware` / `AsyncStorageAware`, so every layer and view has them.

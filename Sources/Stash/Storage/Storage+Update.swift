@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 
 // `update` (read, change, write as one step) and `transaction` (several keys, all or none, isolated)
 // on every layer with a disk. Both run in one bracket of the engine (DiskEngine+Bracket.swift).
@@ -36,7 +37,7 @@ extension DiskStorage {
         try checkWritable()
         let requested = try expiry.map { try $0.checkedDate(from: now) }
         let fallback = try config.expiry.checkedDate(from: now)
-        let updated = try engine.bracket(now: now, config: config) { store in
+        let updated = try engine.bracket(now: now, config: config.writeSettings) { store in
             let found = try current(store)
             guard var value = found?.object ?? defaultValue else { throw StorageError.notFound }
             try engine.runUserCode { try body(&value) }
@@ -59,7 +60,7 @@ extension DiskStorage {
         if config.readOnly { try engine.checkOutsideUserCode() } else { try checkWritable() }
         _ = try config.expiry.checkedDate(from: now) // an unusable default fails before the body runs
         let readOnlyDirectory = config.readOnly ? engine.directory : nil
-        let (result, _) = try engine.bracket(now: now, config: config) { store in
+        let (result, _) = try engine.bracket(now: now, config: config.writeSettings) { store in
             let transaction = StorageTransaction(transformer: transformer, defaultExpiry: config.expiry, now: now,
                                                  readOnlyDirectory: readOnlyDirectory, readCommitted: { key in try readCommitted(store, key) })
             defer { transaction.end() }

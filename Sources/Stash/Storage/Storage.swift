@@ -1,4 +1,5 @@
 public import Foundation
+import StashEngine
 
 /// A typed key-value store: a memory cache in front of a disk store, with per-entry expiry.
 ///

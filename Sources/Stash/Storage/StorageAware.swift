@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 
 /// The synchronous, throwing API every layer offers: memory, disk, hybrid and ``Storage``.
 ///

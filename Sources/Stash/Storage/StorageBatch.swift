@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 
 /// Changes to a store that apply all or none, with one commit: LevelDB's `WriteBatch`, SQLite's
 /// transaction.

@@ -1,4 +1,5 @@
 public import Foundation
+import StashEngine
 
 /// Where a store's folder lives: the parent folder of ``DiskConfig/name``, chosen by what the data is.
 ///

@@ -1,4 +1,5 @@
 public import Foundation
+import StashEngine
 
 /// Named, ordered migrations of every stored value of a store (or of a key prefix) to a new model,
 /// remembered as done: GRDB's `DatabaseMigrator` for a key-value store.
@@ -95,7 +96,7 @@ public struct StorageMigrator<T: Sendable>: Sendable {
             let chunk = Array(keys[start..<min(start + batchSize, keys.count)])
             start += chunk.count
             let marker = start < keys.count ? (chunk.last ?? after) : Self.doneMarker
-            let outcome = try engine.bracket(now: now, config: storage.config) { store in
+            let outcome = try engine.bracket(now: now, config: storage.config.writeSettings) { store in
                 var changes: [DiskBatchChange] = []
                 var outcome = (migrated: 0, failures: [MigrationFailure]())
                 for key in chunk {

@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 
 /// The reads and writes of one ``Storage/transaction(_:)``: what its body calls instead of the storage.
 ///

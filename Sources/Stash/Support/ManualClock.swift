@@ -1,4 +1,5 @@
 public import Foundation
+import StashEngine
 
 /// A clock that stands still until you move it: the time source for tests of code that uses Stash.
 ///

@@ -1,4 +1,5 @@
 public import Foundation
+import StashEngine
 
 /// Converts values to the bytes stored on disk and back.
 ///

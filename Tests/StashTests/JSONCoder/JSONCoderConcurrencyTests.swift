@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import StashTestSupport
 @testable import Stash
+@testable import StashEngine
 
 /// One coder shared by many threads: each call has its own buffer and cursors (ThreadSanitizer runs
 /// this suite in CI).

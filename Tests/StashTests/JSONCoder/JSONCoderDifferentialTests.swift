@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import StashTestSupport
 @testable import Stash
+@testable import StashEngine
 
 /// Our JSON against Foundation's, value by value: Foundation reads what we write, we read what
 /// Foundation writes, to the same value, under each strategy.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import StashTestSupport
 @testable import Stash
+@testable import StashEngine
 
 /// What the streaming coder cannot stream goes to Foundation's coder: the JSON and the errors are
 /// Foundation's, never bytes of our own that differ.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import StashTestSupport
 @testable import Stash
+@testable import StashEngine
 
 /// Stores written before the streaming coder (Foundation's bytes, in Foundation's key order) read
 /// back identically through the default transformer, and Foundation reads what it writes now.

@@ -1,6 +1,7 @@
 import Foundation
 import StashTestSupport
 @testable import Stash
+@testable import StashEngine
 
 /// A value that reaches every path of the JSON coder: every special type, optionals, nested arrays,
 /// dictionaries keyed by `String` and `Int`, enums with associated values, and recursion.

@@ -1,0 +1,74 @@
+import Foundation
+import StashEngine
+
+/// What the typed layers keep per open folder, beside its engine: the observers, the memory layers
+/// in front of the disk, and the async API's count of pending mutations. It is the engine's one
+/// ``EngineClient``: the engine reaches these layers through it and never names them.
+final class StoreLayers: EngineClient, @unchecked Sendable {
+    // @unchecked Sendable: `memoryCaches` is only touched on the engine's queue (the engine calls
+    // this client there, and `attach` goes through `DiskEngine.sync`); the rest is Sendable.
+    let observers = ObservationCenter()
+    /// Mutations submitted through the async API and not run yet (for its memory-hit fast path).
+    let pendingAsyncMutations = PendingMutations()
+    private var memoryCaches: [WeakMemoryCache] = []
+
+    private struct WeakMemoryCache {
+        weak var cache: MemoryCache?
+    }
+
+    /// Attaches a memory layer, which then never holds a key the disk no longer has. On the queue.
+    func attach(_ cache: MemoryCache) {
+        memoryCaches.removeAll { $0.cache == nil || $0.cache === cache }
+        memoryCaches.append(WeakMemoryCache(cache: cache))
+        cache.trackHits()
+    }
+
+    // MARK: EngineClient
+
+    var hasObservers: Bool { observers.hasObservers }
+
+    func hasKeyObservers(_ key: String) -> Bool {
+        observers.hasKeyObservers(key)
+    }
+
+    func publish(_ event: StoreEvent) {
+        observers.publish(event)
+    }
+
+    func publish(_ events: [StoreEvent]) {
+        observers.publish(events)
+    }
+
+    var lastPublished: UInt64 { observers.lastPublished }
+
+    func deliver(through mark: UInt64) {
+        observers.deliver(through: mark)
+    }
+
+    func dropFromMemory(_ keys: [String]?) {
+        for weak in memoryCaches {
+            guard let cache = weak.cache else { continue }
+            if let keys { cache.remove(keys) } else { cache.removeAll() }
+        }
+    }
+
+    func takeMemoryHits() -> [String] {
+        var hits: [String] = []
+        for weak in memoryCaches {
+            if let cache = weak.cache { hits += cache.takeRecentHits() }
+        }
+        return hits
+    }
+}
+
+extension DiskEngine {
+    /// The layers above this engine. Every engine is opened by `DiskStorage`, which gives it a
+    /// ``StoreLayers`` (``DiskStorage/openEngine(_:)``), so the cast cannot fail.
+    var layers: StoreLayers { unsafeDowncast(client, to: StoreLayers.self) }
+
+    /// The folder's observers.
+    var observers: ObservationCenter { layers.observers }
+
+    /// The async API's pending mutations of this folder.
+    var pendingAsyncMutations: PendingMutations { layers.pendingAsyncMutations }
+}

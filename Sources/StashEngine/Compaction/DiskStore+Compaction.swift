@@ -1,0 +1,256 @@
+package import Foundation
+
+/// What a compaction produced off the queue, handed back to the store's queue.
+package struct CompactionResult: @unchecked Sendable {
+    // @unchecked Sendable: built on one thread, then handed over once and only read on the queue.
+    var outputs: [SegmentFile] = []
+    /// Each copied record: its key, where it was, where its copy is.
+    package var moved: [(key: String, from: DiskRecord, to: DiskRecord)] = []
+    /// Keys whose record did not verify: their values are damaged.
+    package var damaged: [(key: String, from: DiskRecord)] = []
+    package var failure: (any Error)?
+}
+
+extension DiskStore {
+    /// Starts a compaction when dead bytes outweigh live ones (and exceed ``Thresholds/compactionMinimum``).
+    ///
+    /// Every segment so far is merged: the active one is sealed, ids are reserved for the output
+    /// below the new active segment's, and the live records are copied, least recently used first,
+    /// off the queue (``compact(_:victims:into:count:directory:)``). Writes go on meanwhile to the
+    /// new active segment, which replays after the output, so a copy never overrides a later write.
+    /// Tombstones are not copied: no older segment survives the merge.
+    func startCompactionIfNeeded() {
+        guard !readOnly, !isCompacting, active != nil else { return }
+        var (dead, total) = (0, 0)
+        for segment in segments.values {
+            dead += segment.deadBytes
+            total += segment.recordBytes
+        }
+        guard dead >= thresholds.compactionMinimum, dead * 2 > total else { return }
+        if sharedWriters {
+            // Other processes write between this store's operations: the copy is made now, holding
+            // the lock, rather than beside later writes it would not see.
+            try? compactNow()
+            return
+        }
+        guard let plan = try? beginCompaction(liveBytes: total - dead) else { return }
+        isCompacting = true
+        let epoch = epoch
+        let (folder, store, segmentLimit) = (folder.handle, folder.storeID, thresholds.segmentLimit)
+        let schedule = schedule
+        DispatchQueue.global(qos: .utility).async {
+            let result = Self.copyAlone(in: folder) {
+                Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
+                             folder: folder, store: store, segmentLimit: segmentLimit)
+            }
+            schedule { store in
+                // Cleared here only (also when the finish discards a stale result): while it is set,
+                // no other background compaction starts, and `compactNow` leaves it alone.
+                store.isCompacting = false
+                store.finishCompaction(result, victims: plan.victims, epoch: epoch)
+            }
+        }
+    }
+
+    /// One lock per store folder, held while a compaction copies: a compaction on demand
+    /// (``compactNow()``) waits for the copy of a background one under way, and a store opened
+    /// again on the folder for the copy its predecessor left running. Never held across the queue.
+    /// Keyed by what identifies the folder (its device and inode, as the engine registry does), so two
+    /// paths to one folder (a symlink, `..`) share one lock; an entry lives only while a compaction
+    /// uses it, so the table does not grow with every folder ever compacted.
+    private static let copyLocks = Locked<[CopyLockKey: (lock: NSLock, users: Int)]>([:])
+
+    /// What a copy lock is for: the folder's identity, or its path when the open folder can no longer
+    /// be asked (`fstat` failed), which then serialises only with copies in that path.
+    private enum CopyLockKey: Hashable {
+        case folder(FolderIdentity)
+        case path(String)
+    }
+
+    /// Runs `copy` while no other compaction of the folder `folder` copies.
+    static func copyAlone<Result>(in folder: FolderHandle, _ copy: () -> Result) -> Result {
+        let key = folder.identity.map(CopyLockKey.folder) ?? .path(folder.path)
+        let lock = copyLocks.withLock { locks in
+            var entry = locks[key] ?? (NSLock(), 0)
+            entry.users += 1
+            locks[key] = entry
+            return entry.lock
+        }
+        defer {
+            copyLocks.withLock { locks in
+                guard var entry = locks[key] else { return }
+                entry.users -= 1
+                locks[key] = entry.users == 0 ? nil : entry
+            }
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        return copy()
+    }
+
+    /// The copy lock of `folder` while one exists (tests: two paths to one folder share it).
+    static func copyLock(of folder: FolderHandle) -> NSLock? {
+        let key = folder.identity.map(CopyLockKey.folder) ?? .path(folder.path)
+        return copyLocks.withLock { $0[key]?.lock }
+    }
+
+    /// What a compaction copies, from where, and into which ids.
+    package struct CompactionPlan: @unchecked Sendable {
+        // @unchecked Sendable: built on the queue, then only read by the compaction thread.
+        package var entries: [(key: String, value: DiskRecord)]
+        var victims: [SegmentFile]
+        var firstOutput: UInt32
+        var outputCount: UInt32
+    }
+
+    /// Seals the active segment and reserves ids for the output below the new active one's (room
+    /// for `liveBytes` and one spare); every segment before is an input.
+    func beginCompaction(liveBytes: Int) throws -> CompactionPlan {
+        assertOnQueue()
+        let outputCount = UInt32(liveBytes / thresholds.segmentLimit + 2)
+        let firstOutput = nextSegmentID
+        nextSegmentID = try Self.segmentID(after: firstOutput, skipping: outputCount)
+        do {
+            try roll()
+        } catch {
+            nextSegmentID = firstOutput
+            throw error
+        }
+        let victims = segments.values.filter { $0.id < firstOutput }.sorted { $0.id < $1.id }
+        return CompactionPlan(entries: withIndex { $0.entriesOldestFirst }, victims: victims, firstOutput: firstOutput,
+                              outputCount: outputCount)
+    }
+
+    /// Copies `entries`' records out of `victims` into new segments `first`, `first + 1`, …, flushed.
+    /// Runs off the queue: it touches no state of the store.
+    static func compact(_ entries: [(key: String, value: DiskRecord)], victims: [SegmentFile], into first: UInt32,
+                        count: UInt32, folder: FolderHandle, store: UInt64,
+                        segmentLimit: Int = Thresholds.standard.segmentLimit) -> CompactionResult {
+        var result = CompactionResult()
+        let byID = Dictionary(uniqueKeysWithValues: victims.map { ($0.id, $0) })
+        do {
+            var output = try SegmentFile.create(id: first, in: folder, store: store, flags: SegmentFormat.compactionFlag,
+                                                durable: false, unpublished: true)
+            result.outputs.append(output)
+            var buffer: [UInt8] = []
+            for (key, record) in entries {
+                guard let segment = byID[record.segment],
+                      let recordOffset = FileNumber.int(record.offset), let recordLength = FileNumber.int(record.length),
+                      let (parsed, bytes) = try? segment.record(at: recordOffset, length: recordLength),
+                      case .set(let storedKey, let info) = parsed, storedKey == key, info.value == record.value else {
+                    result.damaged.append((key, record))
+                    continue
+                }
+                if SegmentOffsets.end(output.length, appending: buffer.count, bytes.count) > segmentLimit, output.id + 1 < first + count, !buffer.isEmpty || output.recordBytes > 0 {
+                    try output.append(buffer)
+                    buffer.removeAll(keepingCapacity: true)
+                    output = try SegmentFile.create(id: output.id + 1, in: folder, store: store,
+                                                    flags: SegmentFormat.compactionFlag, durable: false, unpublished: true)
+                    result.outputs.append(output)
+                }
+                // Offsets are 32-bit: an output that would pass 4 GiB (more live data than the ids
+                // reserved for it can hold) ends the compaction, which is retried later.
+                guard SegmentOffsets.fits(output.length, appending: buffer.count, bytes.count) else {
+                    throw StorageError.corrupted("the compaction output would exceed 4 GiB")
+                }
+                let length = bytes.withUnsafeBytes { raw in
+                    SegmentFormat.appendSet(key: key, expiry: record.expiry, time: record.lastAccess, value: record.value,
+                                            inlineBytes: UnsafeRawBufferPointer(rebasing: raw[info.valueOffset...]),
+                                            salt: output.salt, to: &buffer).length
+                }
+                var copy = record
+                copy.segment = output.id
+                copy.offset = UInt32(SegmentOffsets.end(output.length, appending: buffer.count - length))
+                copy.length = UInt32(length)
+                result.moved.append((key, record, copy))
+                if buffer.count >= 1 << 20 {
+                    try output.append(buffer)
+                    buffer.removeAll(keepingCapacity: true)
+                }
+            }
+            try output.append(buffer)
+            for file in result.outputs { try file.sync() }
+        } catch {
+            result.failure = error
+        }
+        return result
+    }
+
+    /// Points the index at the copies (where it still points at the originals: a key written or
+    /// removed meanwhile keeps its newer record), starts a segment whose floor supersedes the inputs,
+    /// writes the key directory or removes the old one (it names the inputs), then removes the inputs, oldest first
+    /// (also when the directory could be neither written nor removed).
+    func finishCompaction(_ result: CompactionResult, victims: [SegmentFile], epoch: Int) {
+        assertOnQueue()
+        // The outputs are published (renamed to segment names, the folder flushed) only here, on the
+        // queue of the store that started the compaction and only if nothing made them stale: a store
+        // closed meanwhile, a removeAll or a folder made anew leaves unpublished files no replay reads.
+        do {
+            guard epoch == self.epoch else { throw CancellationError() }
+            if let failure = result.failure { throw failure }
+            guard result.outputs.first?.folder === folder.handle else { throw CancellationError() }
+            for output in result.outputs { try output.publish() }
+            try folder.handle.sync()
+        } catch {
+            for file in result.outputs { file.remove() }
+            return
+        }
+        for output in result.outputs { segments[output.id] = output }
+        // Reads during the compaction were recorded against the originals' positions, which replay
+        // no longer knows: such entries get an access record for their copy.
+        var usedMeanwhile: [DiskRecord] = []
+        withIndex { index in
+            for (key, from, to) in result.moved {
+                let current = index.peek(key)
+                if let current, current.segment == from.segment, current.offset == from.offset {
+                    _ = index.update(key) { record in
+                        (record.segment, record.offset, record.length) = (to.segment, to.offset, to.length)
+                    }
+                    if current.lastAccess != from.lastAccess {
+                        var moved = to
+                        moved.lastAccess = current.lastAccess
+                        usedMeanwhile.append(moved)
+                    }
+                } else {
+                    segments[to.segment]?.deadBytes += FileNumber.saturating(to.length)
+                }
+            }
+        }
+        pendingAccesses.removeAll { access in victims.contains { $0.id == access.segment } }
+        for record in usedMeanwhile { noteAccess(record, time: record.lastAccess) }
+        for (key, from) in result.damaged {
+            let current = record(forKey: key)
+            if current?.segment == from.segment, current?.offset == from.offset { drop(key) }
+        }
+        // The outputs supersede the inputs from one atomic step on: a new active segment whose floor is
+        // the first output's number, created once every output is published and flushed. Before it
+        // (a crash between two renames, say), the inputs stay in force and replay with whichever outputs
+        // are published, which only copy them. Without it the inputs stay, until a later compaction.
+        let sealed = active
+        guard let first = result.outputs.first?.id, (try? roll(floor: first)) != nil else { return }
+        // The segment sealed at the start, if nothing was written to it meanwhile, goes: it holds no record.
+        if let sealed, sealed.recordBytes == 0 {
+            segments[sealed.id] = nil
+            sealed.remove()
+        }
+        do {
+            if withIndex({ $0.count }) >= thresholds.directoryMinimum {
+                try writeDirectory()
+            } else {
+                try folder.handle.remove(StoreFolder.directoryName)
+                try folder.handle.sync()
+            }
+        } catch {
+            // Neither written nor removed (a full disk; something that is no file in its place). The
+            // inputs go all the same: kept, every later compaction added a copy of the live data, and
+            // a full disk could not be freed. An old directory still there names them, so once they
+            // are superseded (the floor above) and gone, an open rejects it and replays the segments.
+            try? folder.handle.remove(StoreFolder.directoryName)
+        }
+        for victim in victims {
+            segments[victim.id] = nil
+            victim.remove()
+        }
+        publishStructure() // readers in other processes open the store anew, without the inputs
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Where a key directory stands in the segments: every record before this position is in it.
+package struct DirectoryPosition: Equatable {
+    package var segment: UInt32
+    /// That segment's salt: a segment made anew under the same number is another one.
+    var salt: UInt64
+    package var offset: Int
+    /// XXH64 of the segment's last bytes before `offset` (``DirectoryFormat/tailHash(_:at:)``): the
+    /// segment must still hold, up to the position, what it held when the directory was written.
+    var tailHash: UInt64 = 0
+}
+
+/// The key directory file (`key-directory`): a hash table of every key, read whole when a store opens
+/// (one `pread`, two hashes) instead of decoded, so opening builds nothing per key.
+///
+/// Layout (little-endian), written whole under a temporary name and renamed, never changed in place:
+///
+/// ```
+/// header, 128 bytes:
+///   0  magic "STASHKD2"         8  store u64 (the store's identity; also the key hash's seed)
+///  16  position segment u32    20  segment count u32
+///  24  position salt u64       32  position offset u64
+///  40  entry count u64         48  slot count u64
+///  56  arena length u64        64  total value bytes u64
+///  72  earliest expiry f64     80  body hash u64 (XXH64 of everything after the header)
+///  88  highest value file id u64   96  zero to 120   120  header hash u64 (XXH64 of bytes 0..<120)
+/// segments: segment count × (id u32 | zero u32 | salt u64 | live record bytes u64) — every segment
+///   an entry names
+/// slots: slot count × 64 bytes, open addressing with linear probing from slot ⌊hash × count / 2⁶⁴⌋:
+///   0 key hash u64 (``KeyHash``; 0: empty)   8 key: arena offset << 24 | UTF-8 length
+///  16 segment u32  20 offset u32  24 record length u32  28 flags u32 (1: the value is a file)
+///  32 value size u64  40 expiry f64  48 last access f64  56 recency u64 (0 = least recently used)
+/// (times, and the header's earliest expiry, are ``StoredTime``s: seconds since 2001)
+/// arena: each key's UTF-8, followed for a value file by its id u64 and XXH64 u64
+/// ```
+///
+/// It is derived data: the segments hold every record. A directory whose hashes do not verify, that
+/// names another store, a segment the store no longer has (or has with another salt), a position
+/// past a segment's end, or a segment whose bytes before the position are not the ones it was
+/// written after (the tail hash: a copy of the store that went on writing, a tail lost to a power
+/// cut and written again) is not used: the segments are replayed whole, and a writer removes it. So
+/// is one of another layout (another magic): `STASHKD1` held times as seconds since 1970, and a
+/// store that has one rebuilds it once.
+package enum DirectoryFormat {
+    package static let magic = Array("STASHKD2".utf8)
+    /// The magic of the layout before (times in seconds since 1970): such a directory is older, not
+    /// damaged; the store replays its segments without reporting it, and a writer replaces it.
+    static let formerMagic = Array("STASHKD1".utf8)
+    static let headerLength = 128
+    static let slotLength = 64
+    static let segmentEntryLength = 24
+    /// How many bytes before the position the tail hash covers.
+    static let tailWindow = 4096
+
+    /// The tail hash of a position at `offset` of a segment whose bytes (from its start) are `bytes`
+    /// (at least `offset` of them): XXH64 of the up to ``tailWindow`` bytes before it. Same salt and
+    /// length are not enough: a copy of the store folder has both, and after the two went on writing
+    /// a directory of one would name the other's records and skip the other's records before it.
+    static func tailHash(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt64 {
+        XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[max(0, offset - tailWindow)..<offset]))
+    }
+
+    /// The longest directory of a store whose segments hold `segmentBytes` bytes in `segments` files:
+    /// an entry costs at most ~1.43 slots, its key and 16 bytes, and its record at least 9 bytes and its
+    /// key, so 16 bytes per segment byte is more than any directory the store writes.
+    static func lengthLimit(segmentBytes: Int, segments: Int) -> Int {
+        let (entries, overflow) = segmentBytes.multipliedReportingOverflow(by: 16)
+        return overflow ? .max : entries &+ headerLength &+ segments &* segmentEntryLength &+ 4096
+    }
+
+    /// Whether the open file `fd` starts with ``formerMagic``.
+    static func isFormerLayout(_ fd: Int32) -> Bool {
+        var head = [UInt8](repeating: 0, count: formerMagic.count)
+        let count = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        return count == formerMagic.count && head == formerMagic
+    }
+
+    /// Slots per entry: a table at most ~70% full keeps probes short.
+    static func slotCount(for count: Int) -> Int { max(8, count + count * 3 / 7 + 1) }
+
+    /// The first slot to probe for `hash` in a table of `slotCount` slots.
+    @inline(__always)
+    package static func home(_ hash: UInt64, slotCount: Int) -> Int {
+        Int(truncatingIfNeeded: hash.multipliedFullWidth(by: UInt64(slotCount)).high)
+    }
+
+    /// One entry to write: its key's UTF-8, hash and record.
+    typealias Visit = (_ key: UnsafeRawBufferPointer, _ record: DiskRecord) -> Void
+
+    /// The directory of `count` entries, which `forEach` hands over least recently used first (twice:
+    /// once to size the arena, once to write), at `position`.
+    package static func encode(count: Int, position: DirectoryPosition, store: UInt64, segmentSalts: [UInt32: UInt64],
+                       forEach: (Visit) -> Void) -> UnsafeMutableRawBufferPointer {
+        var arenaLength = 0
+        var live: [UInt32: Int] = [:]
+        var totalSize = 0
+        var earliest = Double.infinity
+        var maxFile: UInt64 = 0
+        forEach { key, record in
+            arenaLength += key.count + (record.fileID == nil ? 0 : 16)
+            live[record.segment, default: 0] += FileNumber.saturating(record.length)
+            totalSize += record.size
+            earliest = min(earliest, record.expiry)
+            maxFile = max(maxFile, record.fileID ?? 0)
+        }
+        let segments = live.keys.sorted()
+        let slotCount = slotCount(for: count)
+        let slotsStart = headerLength + segments.count * segmentEntryLength
+        let arenaStart = slotsStart + slotCount * slotLength
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: arenaStart + arenaLength, alignment: 8)
+        bytes.initializeMemory(as: UInt8.self, repeating: 0)
+        func put<I: FixedWidthInteger>(_ value: I, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: I.self) }
+        for (number, id) in segments.enumerated() {
+            put(id, headerLength + number * segmentEntryLength)
+            put(segmentSalts[id] ?? 0, headerLength + number * segmentEntryLength + 8)
+            put(UInt64(live[id] ?? 0), headerLength + number * segmentEntryLength + 16)
+        }
+        var arena = arenaStart
+        var recency: UInt64 = 0
+        forEach { key, record in
+            var slot = home(record.keyHash, slotCount: slotCount)
+            while (bytes.load(fromByteOffset: slotsStart + slot * slotLength, as: UInt64.self)) != 0 {
+                slot = slot + 1 == slotCount ? 0 : slot + 1
+            }
+            let at = slotsStart + slot * slotLength
+            put(record.keyHash, at)
+            put(UInt64(arena - arenaStart) << 24 | UInt64(key.count), at + 8)
+            put(record.segment, at + 16)
+            put(record.offset, at + 20)
+            put(record.length, at + 24)
+            put(UInt32(record.fileID == nil ? 0 : 1), at + 28)
+            put(UInt64(record.size), at + 32)
+            put(record.expiry.bitPattern, at + 40)
+            put(record.lastAccess.bitPattern, at + 48)
+            put(recency, at + 56)
+            recency += 1
+            UnsafeMutableRawBufferPointer(rebasing: bytes[arena..<(arena + key.count)]).copyMemory(from: key)
+            arena += key.count
+            if case .file(let id, _, let hash) = record.value {
+                put(id, arena)
+                put(hash, arena + 8)
+                arena += 16
+            }
+        }
+        magic.withUnsafeBytes { bytes.copyMemory(from: $0) }
+        put(store, 8)
+        put(position.segment, 16)
+        put(UInt32(segments.count), 20)
+        put(position.salt, 24)
+        put(UInt64(position.offset), 32)
+        put(UInt64(count), 40)
+        put(UInt64(slotCount), 48)
+        put(UInt64(arenaLength), 56)
+        put(UInt64(totalSize), 64)
+        put(earliest.bitPattern, 72)
+        put(maxFile, 88)
+        put(position.tailHash, 96)
+        put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength...])), 80)
+        put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])), 120)
+        return bytes
+    }
+
+    /// What a header says, once it and the body verified; nil for anything else. Never traps.
+    package struct Header {
+        package var store: UInt64
+        package var position: DirectoryPosition
+        package var segments: [(id: UInt32, salt: UInt64, liveBytes: Int)]
+        var maxFileID: UInt64
+        package var count: Int
+        var slotCount: Int
+        package var totalSize: Int
+        package var earliestExpiry: Double
+        var slotsStart: Int
+        var arenaStart: Int
+        var arenaLength: Int
+    }
+
+    /// The header of the directory `bytes`; nil if it is damaged, or describes more than an `Int` of
+    /// `bitWidth` bits holds (the platform's; tests pass 32 to check a watch's limits on a 64-bit machine).
+    package static func parse(_ bytes: UnsafeRawBufferPointer, bitWidth: Int = Int.bitWidth) -> Header? {
+        guard bytes.count >= headerLength, bytes.prefix(8).elementsEqual(magic) else { return nil }
+        func load<I: FixedWidthInteger>(_ offset: Int) -> I { I(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: I.self)) }
+        guard XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])) == load(120) as UInt64 else { return nil }
+        let (count64, slotCount64, arenaLength64, totalSize64, offset64) = (load(40) as UInt64, load(48) as UInt64, load(56) as UInt64,
+                                                                            load(64) as UInt64, load(32) as UInt64)
+        // Sizes bounded before any sum, so nothing overflows: a directory describes less than 2⁴⁰ bytes.
+        guard slotCount64 < 1 << 32, count64 < slotCount64, arenaLength64 < 1 << 40, totalSize64 < 1 << 62, offset64 <= UInt64(UInt32.max) else { return nil }
+        // Each as an Int of this platform (checked: where Int has 32 bits, a crafted header does not trap).
+        guard let segmentCount = FileNumber.int(load(20) as UInt32, bitWidth: bitWidth),
+              let count = FileNumber.int(count64, bitWidth: bitWidth), let slotCount = FileNumber.int(slotCount64, bitWidth: bitWidth),
+              let arenaLength = FileNumber.int(arenaLength64, bitWidth: bitWidth), let totalSize = FileNumber.int(totalSize64, bitWidth: bitWidth),
+              let offset = FileNumber.int(offset64, bitWidth: bitWidth),
+              segmentCount <= (bytes.count - headerLength) / segmentEntryLength else { return nil }
+        let slotsStart = headerLength + segmentCount * segmentEntryLength
+        guard let slotsLength = FileNumber.product(slotCount, slotLength, bitWidth: bitWidth),
+              let arenaStart = FileNumber.sum(slotsStart, slotsLength, bitWidth: bitWidth),
+              let end = FileNumber.sum(arenaStart, arenaLength, bitWidth: bitWidth) else { return nil }
+        guard bytes.count == end,
+              XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength...])) == load(80) as UInt64 else { return nil }
+        let earliest = Double(bitPattern: load(72))
+        guard !earliest.isNaN else { return nil }
+        let segments = (0..<segmentCount).map { number in
+            let at = headerLength + number * segmentEntryLength
+            return (id: load(at) as UInt32, salt: load(at + 8) as UInt64, liveBytes: FileNumber.saturating((load(at + 16) as UInt64) & (1 << 48 - 1)))
+        }
+        return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: offset, tailHash: load(96)),
+                      segments: segments, maxFileID: load(88), count: count, slotCount: slotCount, totalSize: totalSize,
+                      earliestExpiry: earliest, slotsStart: slotsStart, arenaStart: arenaStart, arenaLength: arenaLength)
+    }
+}

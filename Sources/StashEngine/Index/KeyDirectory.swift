@@ -1,0 +1,337 @@
+/// The store's index: every key, where its record is, and how recently it was used.
+///
+/// Two parts. The **base** is the key directory file the store opened with (``LoadedDirectory``):
+/// read whole into one buffer, not decoded, so opening a store builds nothing per key. The **overlay** holds what
+/// changed since: keys written after the directory was, and base keys written or removed since
+/// (their base slot is then *shadowed*, one bit each). Writing a new directory (at compaction, and
+/// when a large store closes) folds the overlay into a new base.
+///
+/// Recency is a counter: the base's entries are numbered 0…n−1 oldest first in the file, and every
+/// use or write after takes the next number. The least recently used entries are found without a
+/// list of every key: a queue of the oldest few thousand is built by one pass when eviction needs
+/// it, and since numbers only grow, a queued entry is still among the oldest unless it was used
+/// since (its number changed: skipped).
+package struct KeyDirectory {
+    /// The key hash's seed: the store's identity.
+    package let seed: UInt64
+    package private(set) var base: LoadedDirectory?
+    private var shadowed: [UInt64] = []
+    private var overlay: [String: Entry] = [:]
+    /// Live entries.
+    package private(set) var count = 0
+    private var nextRecency: UInt64 = 0
+    private var queue: [(recency: UInt64, reference: Reference)] = []
+    private var queueStart = 0
+    /// Whether base entries were pointed at other records in place: the header's live bytes per segment are stale.
+    private var basePositionsMoved = false
+
+    private struct Entry {
+        package var record: DiskRecord
+        var recency: UInt64
+    }
+
+    package enum Reference: Hashable {
+        case slot(Int)
+        case key(String)
+    }
+
+    package init(seed: UInt64, base: LoadedDirectory? = nil) {
+        self.seed = seed
+        self.base = base
+        if let base {
+            count = base.header.count
+            nextRecency = UInt64(base.header.count)
+        }
+    }
+
+    package func hash(_ key: String) -> UInt64 { KeyHash.of(key, seed: seed) }
+
+    // MARK: Lookups
+
+    private func isShadowed(_ slot: Int) -> Bool {
+        slot >> 6 < shadowed.count && shadowed[slot >> 6] & (1 << UInt64(slot & 63)) != 0
+    }
+
+    private mutating func shadow(_ slot: Int) {
+        if shadowed.isEmpty, let base { shadowed = Array(repeating: 0, count: (base.slotCount + 63) >> 6) }
+        shadowed[slot >> 6] |= 1 << UInt64(slot & 63)
+    }
+
+    /// The live base slot of `key` (whose hash is `hash`, if the caller has it).
+    private func baseSlot(_ key: String, hash known: UInt64? = nil) -> Int? {
+        guard let base, let slot = base.find(key, hash: known ?? hash(key)), !isShadowed(slot) else { return nil }
+        return slot
+    }
+
+    /// The record of `key`, without counting it as use.
+    func peek(_ key: String) -> DiskRecord? {
+        if !overlay.isEmpty, let entry = overlay[key] { return entry.record }
+        return baseSlot(key).flatMap { base?.record(at: $0) }
+    }
+
+    /// Marks `key` used at `time`; returns its record as it is now, nil if absent.
+    package mutating func touch(_ key: String, time: Double) -> DiskRecord? {
+        let recency = nextRecency
+        if !overlay.isEmpty, let index = overlay.index(forKey: key) {
+            nextRecency += 1
+            overlay.values[index].recency = recency
+            overlay.values[index].record.lastAccess = time
+            return overlay.values[index].record
+        }
+        guard let base, let slot = baseSlot(key) else { return nil }
+        nextRecency += 1
+        base.touch(slot, recency: recency, time: time)
+        return base.record(at: slot)
+    }
+
+    /// Marks used the base entry whose record is at `offset` of `segment` (an access record replayed),
+    /// found by its key's hash; false if the base has no such live entry.
+    mutating func touchBase(hash: UInt64, segment: UInt32, offset: UInt32, time: Double) -> Bool {
+        guard let base, let slot = base.find(hash: hash, segment: segment, offset: offset), !isShadowed(slot) else { return false }
+        base.touch(slot, recency: nextRecency, time: time)
+        nextRecency += 1
+        return true
+    }
+
+    // MARK: Changes
+
+    /// Sets the record of `key`, as its most recent use; returns the one it replaced.
+    @discardableResult
+    package mutating func set(_ key: String, _ record: DiskRecord) -> DiskRecord? {
+        var record = record
+        if record.keyHash == 0 { record.keyHash = hash(key) } // the directory and access records need it
+        let entry = Entry(record: record, recency: nextRecency)
+        nextRecency += 1
+        if let old = overlay.updateValue(entry, forKey: key) { return old.record }
+        if let slot = baseSlot(key, hash: record.keyHash) {
+            shadow(slot)
+            return base?.record(at: slot)
+        }
+        count += 1
+        return nil
+    }
+
+    /// Removes `key`; returns its record.
+    @discardableResult
+    package mutating func remove(_ key: String) -> DiskRecord? {
+        if !overlay.isEmpty, let old = overlay.removeValue(forKey: key) {
+            count -= 1
+            return old.record
+        }
+        guard let slot = baseSlot(key) else { return nil }
+        shadow(slot)
+        count -= 1
+        return base?.record(at: slot)
+    }
+
+    /// Changes the record of `key` in place, keeping its recency; false if absent.
+    @discardableResult
+    package mutating func update(_ key: String, _ change: (inout DiskRecord) -> Void) -> Bool {
+        if !overlay.isEmpty, let index = overlay.index(forKey: key) {
+            change(&overlay.values[index].record)
+            return true
+        }
+        guard let base, let slot = baseSlot(key), let old = base.record(at: slot) else { return false }
+        var record = old
+        change(&record)
+        if record.value == old.value, record.expiry == old.expiry, record.lastAccess == old.lastAccess, record.keyHash == old.keyHash {
+            // Only where the record is changed (compaction): in place, in the private copy of the page.
+            base.move(slot, segment: record.segment, offset: record.offset, length: record.length)
+            basePositionsMoved = true
+            return true
+        }
+        shadow(slot)
+        overlay[key] = Entry(record: record, recency: base.recency(at: slot))
+        queue = [] // the queue names the slot: built again when needed
+        return true
+    }
+
+    package mutating func removeAll() {
+        base = nil
+        basePositionsMoved = false
+        shadowed = []
+        overlay = [:]
+        count = 0
+        queue = []
+    }
+
+    // MARK: Listing
+
+    /// Calls `body` with every live entry's reference and recency.
+    private func forEachReference(_ body: (UInt64, Reference) -> Void) {
+        if let base {
+            for slot in 0..<base.slotCount where base.isOccupied(slot) && !isShadowed(slot) {
+                body(base.recency(at: slot), .slot(slot))
+            }
+        }
+        for (key, entry) in overlay { body(entry.recency, .key(key)) }
+    }
+
+    private func entry(_ reference: Reference) -> (key: String, record: DiskRecord)? {
+        switch reference {
+        case .slot(let slot):
+            guard let base, let key = base.key(at: slot), let record = base.record(at: slot) else { return nil }
+            return (key, record)
+        case .key(let key):
+            return overlay[key].map { (key, $0.record) }
+        }
+    }
+
+    private func recency(of reference: Reference) -> UInt64? {
+        switch reference {
+        case .slot(let slot): isShadowed(slot) ? nil : base?.recency(at: slot)
+        case .key(let key): overlay[key]?.recency
+        }
+    }
+
+    /// Every entry, in no particular order.
+    package var entries: [(key: String, value: DiskRecord)] {
+        var result: [(key: String, value: DiskRecord)] = []
+        result.reserveCapacity(count)
+        forEachReference { _, reference in
+            if let (key, record) = entry(reference) { result.append((key, record)) }
+        }
+        return result
+    }
+
+    /// Every entry, least recently used first.
+    package var entriesOldestFirst: [(key: String, value: DiskRecord)] {
+        referencesByRecency().compactMap { entry($0.reference) }.map { ($0.key, $0.record) }
+    }
+
+    /// Every live entry's reference, least recently used first.
+    private func referencesByRecency() -> [(recency: UInt64, reference: Reference)] {
+        var all: [(recency: UInt64, reference: Reference)] = []
+        all.reserveCapacity(count)
+        forEachReference { all.append(($0, $1)) }
+        all.sort { $0.recency < $1.recency }
+        return all
+    }
+
+    package var keys: [String] { keys { _ in true } }
+
+    /// The keys that `isIncluded` accepts, in no particular order.
+    package func keys(where isIncluded: (String) -> Bool) -> [String] {
+        var result: [String] = []
+        forEachReference { _, reference in
+            switch reference {
+            case .slot(let slot): if let key = base?.key(at: slot), isIncluded(key) { result.append(key) }
+            case .key(let key): if isIncluded(key) { result.append(key) }
+            }
+        }
+        return result
+    }
+
+    /// Calls `body` with every live record, in no particular order.
+    package func forEachValue(_ body: (DiskRecord) -> Void) {
+        forEachReference { _, reference in
+            switch reference {
+            case .slot(let slot): if let record = base?.record(at: slot) { body(record) }
+            case .key(let key): if let record = overlay[key]?.record { body(record) }
+            }
+        }
+    }
+
+    /// The keys of the live entries whose records are at `positions` (segment, offset), found in the base by
+    /// their hashes (`positions`' values) and among the entries written since it: without a pass over the base.
+    package func keys(at positions: [UInt64: UInt64]) -> [UInt64: String] {
+        var found: [UInt64: String] = [:]
+        for (key, entry) in overlay {
+            let position = UInt64(entry.record.segment) << 32 | UInt64(entry.record.offset)
+            if positions[position] != nil { found[position] = key }
+        }
+        if let base {
+            for (position, hash) in positions where found[position] == nil {
+                if let slot = base.find(hash: hash, segment: UInt32(position >> 32), offset: UInt32(truncatingIfNeeded: position)),
+                   !isShadowed(slot), let key = base.key(at: slot) {
+                    found[position] = key
+                }
+            }
+        }
+        return found
+    }
+
+    /// The entries written or changed since the base, in no particular order (replay maps their positions).
+    var overlayEntries: [(key: String, value: DiskRecord)] {
+        overlay.map { ($0.key, $0.value.record) }
+    }
+
+    /// Live record bytes per segment.
+    func liveBytesBySegment() -> [UInt32: Int] {
+        var live: [UInt32: Int] = [:]
+        if basePositionsMoved {
+            forEachValue { live[$0.segment, default: 0] += FileNumber.saturating($0.length) }
+            return live
+        }
+        if let base {
+            for segment in base.header.segments { live[segment.id] = segment.liveBytes }
+            for (word, bits) in shadowed.enumerated() where bits != 0 {
+                for bit in 0..<64 where bits & (1 << UInt64(bit)) != 0 {
+                    if let record = base.record(at: word << 6 | bit) { live[record.segment, default: 0] -= FileNumber.saturating(record.length) }
+                }
+            }
+        }
+        for entry in overlay.values { live[entry.record.segment, default: 0] += FileNumber.saturating(entry.record.length) }
+        return live.filter { $0.value > 0 }
+    }
+
+    /// Every entry with its record, least recently used first: what a new directory file is written
+    /// from (``forEach(_:writing:)``), sorted once.
+    func writingOrder() -> [(reference: Reference, record: DiskRecord)] {
+        var all: [(recency: UInt64, reference: Reference, record: DiskRecord)] = []
+        all.reserveCapacity(count)
+        if let base {
+            for slot in 0..<base.slotCount where base.isOccupied(slot) && !isShadowed(slot) {
+                if let record = base.record(at: slot) { all.append((base.recency(at: slot), .slot(slot), record)) }
+            }
+        }
+        for (key, entry) in overlay { all.append((entry.recency, .key(key), entry.record)) }
+        all.sort { $0.recency < $1.recency }
+        return all.map { ($0.reference, $0.record) }
+    }
+
+    /// Hands each entry of `order` to `visit` with its key's UTF-8.
+    package func forEach(_ order: [(reference: Reference, record: DiskRecord)], writing visit: DirectoryFormat.Visit) {
+        for (reference, record) in order {
+            switch reference {
+            case .slot(let slot):
+                if let key = base?.keyBytes(at: slot) { visit(key, record) }
+            case .key(var key):
+                key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) }
+            }
+        }
+    }
+
+    // MARK: Eviction
+
+    /// Calls `body` with entries from the least recently used on, until it returns false.
+    mutating func forEachOldestFirst(_ body: (String, DiskRecord) -> Bool) {
+        var yielded = Set<Reference>()
+        var rebuilds = 0
+        while true {
+            if queueStart >= queue.count {
+                // The oldest eighth (at least 4,096) by one pass, amortised over that many evictions;
+                // if a caller wants more in one call, everything.
+                guard rebuilds < 2 else { return }
+                let all = referencesByRecency()
+                guard !all.isEmpty else { return }
+                queue = rebuilds == 0 ? Array(all.prefix(max(4096, all.count / 8))) : all
+                queueStart = 0
+                rebuilds += 1
+            }
+            var position = queueStart
+            while position < queue.count {
+                let (recency, reference) = queue[position]
+                position += 1
+                guard self.recency(of: reference) == recency else {
+                    if position - 1 == queueStart { queueStart = position } // gone or used since: never again the oldest
+                    continue
+                }
+                guard !yielded.contains(reference), let (key, record) = entry(reference) else { continue }
+                guard body(key, record) else { return }
+                yielded.insert(reference)
+            }
+            queueStart = queue.count // every queued entry was offered: the next round builds the queue again
+        }
+    }
+}

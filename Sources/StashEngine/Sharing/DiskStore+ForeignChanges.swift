@@ -1,0 +1,119 @@
+package import Foundation
+
+/// A change another process made, read from the records it appended: what this process's observers
+/// are told when the store catches up (a reader's ``DiskStore/catchUp()``, a shared writer's
+/// ``DiskStore/beginSharedOperation()``).
+package enum ForeignChange {
+    /// A set; the value's bytes when packed, else its file (read when the change is published).
+    case set(key: String, inline: Data?, file: (id: UInt64, size: Int, hash: UInt64)?)
+    case remove(key: String)
+    case clear
+}
+
+extension DiskStore {
+    /// Whether anyone in this process observes the store: changes of other processes are read for
+    /// observers only then.
+    var isObserved: Bool { client?.hasObservers == true }
+
+    /// The changes the records in `raw` at `records` (offset and length in `raw`) make, in order.
+    static func foreignChanges(in raw: UnsafeRawBufferPointer, _ records: [(record: SegmentRecord, offset: Int, length: Int)])
+        -> [ForeignChange] {
+        records.compactMap { record, offset, length in
+            switch record {
+            case .set(let key, let info):
+                switch info.value {
+                case .inline(let size):
+                    // A packed value is the record's last bytes.
+                    return .set(key: key, inline: Data(raw[(offset + length - size)..<(offset + length)]), file: nil)
+                case .file(let id, let size, let hash):
+                    return .set(key: key, inline: nil, file: (id, size, hash))
+                }
+            case .remove(let key): return .remove(key: key)
+            case .clear: return .clear
+            case .access, .batch: return nil
+            }
+        }
+    }
+
+    /// The changes in records another process wrote that this store has not replayed yet, before it
+    /// opens the store anew because that process changed its files: the rest of the active segment it
+    /// followed, then the segments numbered after it (not a compaction's outputs, which hold copies).
+    /// Empty when nothing observes the store.
+    func unseenChanges(after followedID: UInt32?, from start: Int) -> [ForeignChange] {
+        guard isObserved, let followedID else { return [] }
+        var changes: [ForeignChange] = []
+        if let file = segments[followedID] {
+            var info = stat()
+            if fstat(file.fd, &info) == 0, let size = FileNumber.int(info.st_size), size > start,
+               let bytes = try? FileIO.read(file.fd, at: start, count: size - start, path: file.path) {
+                changes += Self.changes(in: bytes, from: 0, salt: file.salt)
+            }
+        }
+        let later = ((try? folder.files().segments) ?? []).filter { $0 > followedID }
+        for id in later {
+            guard let (file, bytes) = try? SegmentFile.open(id, in: folder.handle, writable: false),
+                  file.flags & SegmentFormat.compactionFlag == 0, file.store == folder.storeID else { continue }
+            changes += Self.changes(in: bytes, from: file.recordsStart, salt: file.salt)
+        }
+        return changes
+    }
+
+    private static func changes(in bytes: [UInt8], from start: Int, salt: UInt64) -> [ForeignChange] {
+        bytes.withUnsafeBytes { raw in
+            var records: [(record: SegmentRecord, offset: Int, length: Int)] = []
+            _ = SegmentFormat.scan(raw, salt: salt, from: start) { records.append(($0, $1, $2)) }
+            return foreignChanges(in: raw, records)
+        }
+    }
+
+    /// Tells this process's observers of `changes`, in order, once the index holds them; `before` is
+    /// what the store had before them (the keys a `clear` among them removed, the values sets replaced).
+    func publishForeign(_ changes: [ForeignChange], before: ForeignBefore) {
+        guard let client, !changes.isEmpty else { return }
+        var (keys, replaced) = (before.keys, before.values)
+        // Whole commits of other processes, published as one change (a batch is never seen in halves).
+        var events: [StoreEvent] = []
+        for change in changes {
+            switch change {
+            case .set(let key, let inline, let file):
+                // A file an overwrite after it replaced may be gone: that overwrite is told instead.
+                guard let value = inline ?? file.flatMap({ try? values.read($0.id, size: $0.size, hash: $0.hash) }) else { continue }
+                keys.insert(key)
+                let previous = replaced.updateValue(value, forKey: key)
+                events.append(.set(key: key, value: value, previous: previous))
+            case .remove(let key):
+                replaced[key] = nil
+                // A tombstone of a key that was not there removed nothing.
+                if keys.remove(key) != nil { events.append(.remove(keys: [key], reason: .removed)) }
+            case .clear:
+                events.append(.removeAll(keys: keys.sorted()))
+                keys = []
+                replaced = [:]
+            }
+        }
+        client.publish(events)
+    }
+
+    /// What ``publishForeign(_:before:)`` needs of the store before `changes` apply: every key if they
+    /// hold a `clear`, else those of their removals the store has; and for the keys their sets change
+    /// that key observers watch, the value the store has (`KeyChange.edit(before:after:)`, as for this
+    /// process's own writes). Read before the index takes the changes.
+    func foreignBefore(_ changes: [ForeignChange]) -> ForeignBefore {
+        var before = ForeignBefore()
+        if changes.contains(where: { if case .clear = $0 { true } else { false } }) {
+            before.keys = Set(keys)
+        } else {
+            for case .remove(let key) in changes where record(forKey: key) != nil { before.keys.insert(key) }
+        }
+        for case .set(let key, _, _) in changes where before.values[key] == nil && client?.hasKeyObservers(key) == true {
+            if let record = record(forKey: key), let data = try? load(key, record) { before.values[key] = data }
+        }
+        return before
+    }
+}
+
+/// The store's keys and values before another process's changes (``DiskStore/foreignBefore(_:)``).
+package struct ForeignBefore {
+    package var keys = Set<String>()
+    package var values: [String: Data] = [:]
+}

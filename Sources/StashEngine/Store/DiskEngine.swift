@@ -1,0 +1,435 @@
+package import Foundation
+
+/// The one engine behind every storage opened on a directory in this process: its serial queue,
+/// its disk index, and the one client (``EngineClient``) of the layers above it.
+///
+/// Opening the same directory twice returns the same engine, so two storages of any layer on one
+/// folder see each other's writes, in one order. Another process that
+/// would write is kept out with an exclusive lock on the folder (``StorageError/inUse(directory:)``),
+/// unless writers in several processes are allowed: each call then holds that lock while it runs
+/// (``DiskStore/beginSharedOperation()``).
+package final class DiskEngine: @unchecked Sendable {
+    // @unchecked Sendable: `store` is only touched on `queue` (through `sync`/`async`);
+    // everything else is immutable or Sendable.
+    package let directory: String
+    package let queue: DispatchQueue
+    /// The layers above (memory, observers), made by the first opener (``open(_:readOnly:maxSize:durable:sharedWriters:client:)``).
+    package let client: any EngineClient
+    /// The first opener's ``DiskConfig/maxSize`` and ``DiskConfig/durable``, which every storage of
+    /// this folder must share (``open(_:maxSize:durable:)``).
+    package let maxSize: Int
+    package let durable: Bool
+    /// Whether writers in other processes share the store (``DiskConfig/allowsWritersInOtherProcesses``).
+    package let sharedWriters: Bool
+    private let store: DiskStore
+    /// The store's index (``DiskStore/sharedIndex``), which has a lock of its own.
+    private let index: Locked<KeyDirectory>
+    /// The store's value files (thread-safe): written off the queue for large values.
+    private let values: ValueFiles
+    let groupCommit: GroupCommit
+    /// Whether the store was opened read-only.
+    package let readOnly: Bool
+    private let queueID: Int
+    /// A read-only engine, or one of writers in several processes: what its store has caught up to,
+    /// checked outside the queue.
+    private let followWatch: FollowWatch
+
+    private static let queueKey = DispatchSpecificKey<Int>()
+    private static let nextQueueID = Locked(0)
+    private static let registry = Registry()
+
+    /// The folder identity the engine is registered under (see ``Registry``).
+    private let registeredIdentity: Locked<FolderIdentity>
+    /// The store's folder now (it changes when the store opens its path anew).
+    private let folder: Locked<FolderHandle>
+
+    private init(directory: String, identity: FolderIdentity, readOnly: Bool, maxSize: Int, durable: Bool, sharedWriters: Bool,
+                 client: any EngineClient) throws {
+        self.directory = directory
+        self.client = client
+        registeredIdentity = Locked(identity)
+        self.readOnly = readOnly
+        self.maxSize = maxSize
+        self.durable = durable
+        self.sharedWriters = sharedWriters && !readOnly
+        store = try DiskStore(directory: directory, readOnly: readOnly, durable: durable, sharedWriters: sharedWriters)
+        index = store.sharedIndex
+        folder = Locked(store.folder.handle)
+        values = store.values
+        groupCommit = store.groupCommit
+        followWatch = store.followWatch
+        queueID = Self.nextQueueID.withLock { id in
+            id += 1
+            return id
+        }
+        queue = DispatchQueue(label: "Stash.DiskEngine(\((directory as NSString).lastPathComponent))")
+        queue.setSpecific(key: Self.queueKey, value: queueID)
+        store.client = client
+        store.isOnOwningQueue = { [queueID] in DispatchQueue.getSpecific(key: Self.queueKey) == queueID }
+        store.schedule = { [weak self] work in self?.async(work) }
+        // A folder made anew at the path has another identity: openers of the path find this engine.
+        store.didReopen = { [weak self] handle in
+            guard let self, let identity = handle.identity else { return }
+            folder.withLock { $0 = handle }
+            let old = registeredIdentity.withLock { old in
+                defer { old = identity }
+                return old
+            }
+            Self.registry.move(self, from: old, to: identity)
+        }
+    }
+
+    deinit {
+        // No other reference exists, so touching `store` off the queue is safe here. The lock goes
+        // with the store (closed here), before an opener of this folder waiting in the registry goes on.
+        store.close()
+        Self.registry.closed(registeredIdentity.withLock { $0 })
+    }
+
+    /// The engine for `url`, shared with every other open storage of that folder; creates the folder
+    /// unless `readOnly`.
+    ///
+    /// A folder is known by what it is (its device and inode), not by how it was named: a symbolic
+    /// link, a bind mount, or another spelling on a case- or normalization-insensitive file system
+    /// reaches the same engine. An engine of the folder that is being closed (its last storage
+    /// released on another thread) is waited for, so opening never races a close into ``StorageError/inUse(directory:)``.
+    ///
+    /// The first opener's `maxSize` and `durable` hold while the engine is open: two storages with
+    /// different limits on one folder would evict each other's data by their own rule, so a second
+    /// opener asking for others gets an error instead (see Docs/Architecture.md, "Sharing a folder").
+    /// A reader may share a writer's engine; a writer cannot use a read-only one.
+    /// - Throws: ``StorageError/configurationConflict(directory:setting:inForce:requested:)``,
+    ///   ``StorageError/readOnly(directory:)``.
+    package static func open(_ url: URL, readOnly: Bool = false, maxSize: Int = 0, durable: Bool = false,
+                     sharedWriters: Bool = false, client makeClient: () -> any EngineClient) throws -> DiskEngine {
+        let path = url.standardizedFileURL.path
+        if !readOnly { try FileIO.createDirectory(path) }
+        let canonical = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        guard let identity = FolderIdentity(path: canonical) else { throw FileIO.error("open", canonical, code: ENOENT) }
+        let engine = try registry.engine(for: identity, directory: canonical, readOnly: readOnly) {
+            try DiskEngine(directory: canonical, identity: identity, readOnly: readOnly, maxSize: maxSize, durable: durable,
+                           sharedWriters: sharedWriters, client: makeClient())
+        }
+        if engine.readOnly, !readOnly { throw StorageError.readOnly(directory: engine.directory) }
+        if !readOnly { try engine.checkSettings(maxSize: maxSize, durable: durable, sharedWriters: sharedWriters) }
+        if !readOnly, !engine.isRegistered(as: identity) {
+            // The engine's folder was removed and this open made the path anew: it takes the new folder now.
+            _ = try engine.sync { try $0.ensureActive(checkingNow: true) }
+        }
+        return engine
+    }
+
+    private func isRegistered(as identity: FolderIdentity) -> Bool {
+        registeredIdentity.withLock { $0 == identity }
+    }
+
+    /// Whether this is a writer whose folder was removed underneath: it opens the folder made anew at
+    /// its path on its next write, and a writer opening that path shares it.
+    private var isOrphanedWriter: Bool {
+        !readOnly && folder.withLock { $0 }.isRemoved
+    }
+
+    /// Throws when a second opener asks for other settings than this engine's.
+    private func checkSettings(maxSize: Int, durable: Bool, sharedWriters: Bool) throws {
+        if sharedWriters != self.sharedWriters {
+            throw StorageError.configurationConflict(directory: directory, setting: "allowsWritersInOtherProcesses",
+                                                     inForce: String(self.sharedWriters), requested: String(sharedWriters))
+        }
+        if maxSize != self.maxSize {
+            throw StorageError.configurationConflict(directory: directory, setting: "maxSize",
+                                                     inForce: String(self.maxSize), requested: String(maxSize))
+        }
+        if durable != self.durable {
+            throw StorageError.configurationConflict(directory: directory, setting: "durable",
+                                                     inForce: String(self.durable), requested: String(durable))
+        }
+    }
+
+    /// The index entry of `key`, from any thread, without the queue.
+    ///
+    /// Linearizable with the operations on the queue: each applies its change to the index in one
+    /// hold of the index's lock (its linearization point for this reader), after it dropped the
+    /// keys from memory, and a reader consults memory before the index.
+    package func record(forKey key: String) -> DiskRecord? {
+        followOtherProcesses()
+        return index.withLock { $0.peek(key) }
+    }
+
+    /// A read-only engine, or one of writers in several processes: catches up with what another process
+    /// did first if the shared file says it changed the store (two loads and one `fstat` when it did not; see ``DiskStore/catchUp()`` and ``DiskStore/beginSharedOperation()``).
+    /// For the paths that answer without the queue (the index, memory hits); the queue's hop does it itself.
+    @inline(__always)
+    package func followOtherProcesses() {
+        guard readOnly || sharedWriters else { return }
+        // The file must also still be the one at its name, unchanged in place (``FollowWatch/isCurrent``).
+        guard !followWatch.isCurrent else { return }
+        run { _ in }
+    }
+
+    /// The bytes stored for `key`, read on the queue and counted as use (``DiskStore/read(_:now:)``):
+    /// the non-generic core of the typed layers' reads, which decode off the queue.
+    package func read(_ key: String, now: Date) throws -> (data: Data, expiry: Double, path: String?) {
+        try sync(readsWithoutLock: true) { store in
+            let (data, record, path) = try store.read(key, now: now)
+            return (data, record.expiry, path)
+        }
+    }
+
+    /// Stores `data` for `key`: the one write path of every layer above.
+    ///
+    /// The steps, in this order: a value kept in a file of its own is written on the calling thread,
+    /// in parallel with other writers (staged); the queue commits the record that names it, and runs
+    /// `onCommit` there (a memory layer remembers the value); off the queue, a durable write waits
+    /// until its record is on stable storage; only then does the value file it replaced go, so a
+    /// power cut never leaves a durable write's key without a value.
+    /// - Throws: The write's error; or, once committed, a failed `fsync` or a trim that could not
+    ///   hold `maxSize`.
+    package func write(_ key: String, _ data: Data, expiry: Date, now: Date, config: WriteSettings,
+               onCommit: (DiskStore, _ path: String?) -> Void = { _, _ in }) throws {
+        let staged = stage(key, data, config: config)
+        let outcome = try sync { store in
+            let outcome = try store.write(key, data, staged: staged, expiry: expiry, now: now, maxSize: config.maxSize,
+                                          durable: config.durable, storesValuesAsFiles: config.storesValuesAsFiles)
+            onCommit(store, outcome.path)
+            return outcome
+        }
+        // A failed fsync keeps the replaced file: the old record may be what a power cut leaves, and
+        // the next open removes whichever file no record names.
+        if let position = outcome.syncPosition { try groupCommit.waitUntilSynced(position) }
+        outcome.replaced?.remove()
+        if let trimError = outcome.trimError { throw trimError }
+    }
+
+    /// Applies `changes` all or none, with one commit (``DiskStore/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``);
+    /// `onCommit` runs on the queue with each change's value file path. As for ``write(_:_:expiry:now:config:onCommit:)``,
+    /// a durable batch returns once it is on stable storage, and only then go the value files it replaced.
+    package func writeBatch(_ changes: [DiskBatchChange], now: Date, config: WriteSettings,
+                    onCommit: (DiskStore, _ paths: [String?]) -> Void = { _, _ in }) throws {
+        let outcome = try sync { store in
+            let outcome = try store.writeBatch(changes, now: now, maxSize: config.maxSize, durable: config.durable,
+                                               storesValuesAsFiles: config.storesValuesAsFiles)
+            onCommit(store, outcome.paths)
+            return outcome
+        }
+        if let position = outcome.syncPosition { try groupCommit.waitUntilSynced(position) }
+        for file in outcome.replaced { file.remove() }
+        if let trimError = outcome.trimError { throw trimError }
+    }
+
+    /// Writes `data` as a new value file on the calling thread, before its write enters the queue,
+    /// when the value is kept in a file of its own; nil otherwise (it is packed into a record on the
+    /// queue), or when the write will fail anyway (the queue then writes it, or reports why).
+    private func stage(_ key: String, _ data: Data, config: WriteSettings) -> StagedValue? {
+        // Not with writers in other processes: one of them opening the store anew meanwhile would take
+        // the file for a crash's leftover (no record names it yet) and remove it.
+        guard !readOnly, !sharedWriters, DiskStore.needsFile(size: data.count, storesValuesAsFiles: config.storesValuesAsFiles),
+              (try? DiskStore.validate(key: key, size: data.count, maxSize: config.maxSize)) != nil else { return nil }
+        let folder = values.handle
+        guard let file = try? values.write(data, durable: config.durable) else { return nil }
+        return StagedValue(file, folder: folder, size: data.count)
+    }
+
+    /// Removes `key`; a durable removal returns once its tombstone is on stable storage, and only
+    /// then is the value file it named removed.
+    package func remove(_ key: String, durable: Bool) throws {
+        let (position, files) = try sync { try $0.remove(key, durable: durable) }
+        if let position, durable { try groupCommit.waitUntilSynced(position) }
+        for file in files { file.remove() }
+    }
+
+    /// Whether the caller runs on this engine's queue (then work runs inline: no deadlock).
+    var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == queueID }
+
+    /// Runs `body` on the serial queue and waits for it; inline when already on the queue.
+    ///
+    /// Off the queue, the changes `body` committed reach their observers before this returns
+    /// (``EngineClient/deliver(through:)``); inline, the outer operation's caller delivers them.
+    /// An operation that committed none (a read) does not wait for other threads' deliveries.
+    ///
+    /// Generic only in this thin shell, which is inlined into each caller (and so specialised for its
+    /// result type there): the hop itself is ``run(_:)``, which is not generic. The generic
+    /// `DispatchQueue.sync<T>` of swift-corelibs-libdispatch is not specialised for the caller's type
+    /// (it lives in another module) and cost ~1,300 instructions more per call than the
+    /// `sync(execute: () -> Void)` that ``run(_:)`` uses (see Docs/Architecture.md, "The hot path").
+    ///
+    /// `readsWithoutLock`: a read (``DiskStore/read(_:now:)``) of a store shared with writers in other
+    /// processes runs without the store's lock when the shared file says nothing changed since this
+    /// process's last call, and again holding it if the read finds it needs it (``run(readsWithoutLock:_:)``).
+    @inline(__always)
+    package func sync<Result, Failure: Error>(readsWithoutLock: Bool = false,
+                                      _ body: (DiskStore) throws(Failure) -> Result) throws(Failure) -> Result {
+        var result: Result?
+        var failure: Failure?
+        run(readsWithoutLock: readsWithoutLock) { store in
+            (result, failure) = (nil, nil) // run again after a read without the lock that needed it
+            do throws(Failure) {
+                result = try body(store)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        return result.unsafelyUnwrapped // `run` ran `body`, which returned or threw
+    }
+
+    /// The non-generic queue hop under ``sync(_:)``: runs `body` on the queue (inline when already
+    /// on it, so a call from inside a transformer or another operation never deadlocks) and delivers
+    /// what it committed to observers once off the queue.
+    ///
+    /// With writers in other processes the call holds the store's lock and catches up first; a read
+    /// (`readsWithoutLock`) skips both when the shared file says nothing changed since this process's
+    /// last call (two loads), as a reader in another process does: the records it reads never change,
+    /// and a file another process removed meanwhile makes the read run again, holding the lock
+    /// (``DiskStore/readNeededLock``).
+    @inline(never)
+    private func run(readsWithoutLock: Bool = false, _ body: (DiskStore) -> Void) {
+        if isOnQueue {
+            // A call from inside a read that runs without the lock (a transformer that calls back into
+            // the store): it must not write beside another process, so the lock is taken (and the store
+            // caught up) here; the read runs again once it ends (``DiskStore/readWithoutLock(_:)``).
+            if store.readingWithoutLock, !store.holdsOperationLock { store.beginSharedOperation() }
+            return body(store)
+        }
+        var before: UInt64 = 0
+        var after: UInt64 = 0
+        queue.sync { // the non-generic overload: `() -> Void`
+            before = client.lastPublished
+            // A reader sees every write another process made before this call (Contract item 11).
+            if readOnly { store.catchUp() }
+            if sharedWriters {
+                if !(readsWithoutLock && store.readWithoutLock(body)) {
+                    store.beginSharedOperation()
+                    body(store)
+                    store.endSharedOperation()
+                }
+            } else {
+                body(store)
+            }
+            after = client.lastPublished
+        }
+        if after > before { client.deliver(through: after) }
+    }
+
+    /// Runs `body` on the serial queue, after every operation submitted before it.
+    package func async(_ body: @escaping @Sendable (DiskStore) -> Void) {
+        queue.async {
+            // As in ``run(_:)``; what other processes changed reaches observers off the queue.
+            let before = self.client.lastPublished
+            if self.readOnly { self.store.catchUp() }
+            if self.sharedWriters { self.store.beginSharedOperation() }
+            let caughtUp = self.client.lastPublished
+            if caughtUp > before { DispatchQueue.global().async { self.client.deliver(through: caughtUp) } }
+            body(self.store)
+            if self.sharedWriters { self.store.endSharedOperation() }
+        }
+    }
+}
+
+extension DiskEngine {
+    /// The engines open in this process, by folder identity. A folder has at most one engine; while
+    /// one is being opened or closed, other openers of that folder wait (not openers of other folders).
+    ///
+    /// Every strong reference to an engine taken while the lock is held is released only after it is
+    /// unlocked (``withLock(_:)``): the last reference going there would run the engine's deinit,
+    /// which takes this lock.
+    private final class Registry: @unchecked Sendable {
+        // @unchecked Sendable: `slots` is only touched while `condition` is locked.
+        private enum Slot {
+            case opening
+            /// Open; the engine is nil once its last storage let go, until its deinit has closed it.
+            case open(Weak)
+        }
+
+        private struct Weak {
+            package weak var engine: DiskEngine?
+        }
+
+        private let condition = NSCondition()
+        private var slots: [FolderIdentity: Slot] = [:]
+
+        /// Runs `body` with the lock held; the engines it puts in `retained` are released after unlocking.
+        private func withLock<Result>(_ body: (_ retained: inout [DiskEngine]) throws -> Result) rethrows -> Result {
+            var retained: [DiskEngine] = []
+            defer { withExtendedLifetime(retained) {} }
+            #if DEBUG
+            let held = HeldLocks.willTake(.engineRegistry)
+            defer { HeldLocks.didRelease(restoring: held) }
+            #endif
+            condition.lock()
+            defer { condition.unlock() }
+            return try body(&retained)
+        }
+
+        /// The open engine of `identity`, or, for a writer, the writer engine of `directory` whose folder
+        /// was removed underneath (the path now names a new folder, which it takes over), or a new one
+        /// from `make`. A folder moved away keeps its engine; the path then gets one of its own.
+        package func engine(for identity: FolderIdentity, directory: String, readOnly: Bool, make: () throws -> DiskEngine) throws -> DiskEngine {
+            let found: DiskEngine? = withLock { retained in
+                while true {
+                    switch slots[identity] {
+                    case nil:
+                        if !readOnly, let orphan = orphanedWriter(of: directory, retained: &retained) { return orphan }
+                        slots[identity] = .opening
+                        return nil
+                    case .open(let weak):
+                        if let engine = weak.engine {
+                            retained.append(engine)
+                            return engine
+                        }
+                        condition.wait() // being closed: its deinit frees the slot
+                    case .opening:
+                        condition.wait()
+                    }
+                }
+            }
+            if let found { return found }
+            do {
+                let engine = try make()
+                withLock { _ in
+                    slots[identity] = .open(Weak(engine: engine))
+                    condition.broadcast()
+                }
+                return engine
+            } catch {
+                withLock { _ in
+                    slots[identity] = nil
+                    condition.broadcast()
+                }
+                throw error
+            }
+        }
+
+        /// An open writer engine of `directory` whose folder was removed underneath it.
+        private func orphanedWriter(of directory: String, retained: inout [DiskEngine]) -> DiskEngine? {
+            for slot in slots.values {
+                guard case .open(let weak) = slot, let engine = weak.engine else { continue }
+                retained.append(engine)
+                if engine.directory == directory, engine.isOrphanedWriter { return engine }
+            }
+            return nil
+        }
+
+        /// Called by a closed engine's deinit: frees its slot unless a new engine holds it.
+        package func closed(_ identity: FolderIdentity) {
+            withLock { retained in
+                if case .open(let weak) = slots[identity] {
+                    if let engine = weak.engine { retained.append(engine) } else { slots[identity] = nil }
+                }
+                condition.broadcast()
+            }
+        }
+
+        /// Registers `engine` under the identity of the folder it opened anew (unless another engine
+        /// has that folder already).
+        package func move(_ engine: DiskEngine, from old: FolderIdentity, to new: FolderIdentity) {
+            withLock { retained in
+                if case .open(let weak) = slots[old], let registered = weak.engine {
+                    retained.append(registered)
+                    if registered === engine { slots[old] = nil }
+                }
+                if slots[new] == nil { slots[new] = .open(Weak(engine: engine)) }
+                condition.broadcast()
+            }
+        }
+    }
+}

@@ -1,0 +1,268 @@
+package import Foundation
+
+extension DiskStore {
+    /// Removes `key`'s value, if any; returns the group commit position a durable caller waits for,
+    /// and (for a durable removal) the value file to remove once it has.
+    @discardableResult
+    package func remove(_ key: String, durable: Bool = false) throws -> (position: UInt64?, files: [ValueFileRef]) {
+        assertOnQueue()
+        try checkWritable()
+        guard record(forKey: key) != nil else { return (nil, []) }
+        let removed = try removeKeys([key], durable: durable)
+        client?.publish(.remove(keys: [key], reason: .removed))
+        return removed
+    }
+
+    /// Empties the store at once: a new segment whose header supersedes every older one (its
+    /// `floor`), with a `clear` record; the index is swapped for an empty one, and the old segments
+    /// and value files are deleted off the queue (space is reclaimed after the call returns; a crash
+    /// meanwhile leaves files that the next open removes). When no new segment can be written (a
+    /// full disk), the old files are deleted first instead (``deleteEverything()``).
+    package func removeAll() throws {
+        assertOnQueue()
+        try checkWritable()
+        try ensureActive()
+        let retired = segments.values.sorted { $0.id < $1.id }
+        do {
+            try roll(floor: nextSegmentID)
+        } catch where Self.isDiskFull(error) {
+            let keys = client?.hasObservers == true ? keys : []
+            try deleteEverything()
+            client?.publish(.removeAll(keys: keys))
+            return
+        }
+        // From here the new segment's header supersedes the old ones: the store is empty, whatever fails.
+        var failure: (any Error)?
+        do {
+            try append { buffer, salt in SegmentFormat.appendClear(salt: salt, to: &buffer) }
+            // The new segment (and its name) must be on stable storage before old segments go.
+            try active?.sync()
+            try folder.handle.sync()
+        } catch {
+            failure = error
+        }
+        let oldIndex = emptyIndex()
+        // Listing a million keys takes a while: only for observers, who are told which keys went.
+        let keys = client?.hasObservers == true ? oldIndex.keys : []
+        try? folder.handle.remove(StoreFolder.directoryName) // it names the old segments
+        for segment in retired { segments[segment.id] = nil }
+        publishStructure()
+        let folder = folder.handle // not the folder the store may have opened anew by then
+        let discarded = Discarded(oldIndex)
+        let deleteOldFiles: @Sendable () -> Void = {
+            // Oldest first: should the new segment be lost (a power cut before it was flushed), what
+            // remains is a later part of the history, where each key has its newest value or none.
+            for segment in retired { segment.remove() }
+            for id in discarded.fileIDs() { try? folder.remove(ValueFiles.name(of: id)) }
+            discarded.release()
+        }
+        if sharedWriters {
+            // Inside the operation, holding the lock: a reader that holds it finds no work in progress.
+            deleteOldFiles()
+        } else {
+            // A million entries take a while to list and free: not on the caller's path.
+            DispatchQueue.global(qos: .utility).async(group: housekeeping, execute: deleteOldFiles)
+        }
+        client?.publish(.removeAll(keys: keys))
+        if let failure { throw failure }
+    }
+
+    static func isDiskFull(_ error: any Error) -> Bool {
+        FileIO.isErrno(error, .ENOSPC) || FileIO.isErrno(error, .EDQUOT)
+    }
+
+    /// Swaps the index for an empty one; returns the old one.
+    private func emptyIndex() -> KeyDirectory {
+        epoch += 1 // a compaction under way is discarded
+        invalidateMemory(nil) // before the index: see `sharedIndex`
+        let oldIndex = withIndex { index in
+            defer { index = KeyDirectory(seed: folder.storeID) }
+            return index
+        }
+        totalSize = 0
+        earliestExpiry = .infinity
+        changesSinceDirectory += 1
+        pendingAccesses.removeAll()
+        return oldIndex
+    }
+
+    /// Empties the store by deleting its files, writing nothing first, so that it works on a full
+    /// disk: the key directory, then the segments oldest first (what a crash partway leaves is a later
+    /// part of the history: each key has its newest value or none, never an older one), then the
+    /// value files; then a new segment, in the room just freed. If even that cannot be written, the
+    /// next write starts it.
+    func deleteEverything() throws {
+        let oldIndex = emptyIndex()
+        try? folder.handle.remove(StoreFolder.directoryName)
+        for segment in segments.values.sorted(by: { $0.id < $1.id }) {
+            segment.remove()
+            segments[segment.id] = nil
+        }
+        active = nil
+        try? groupCommit.switchFile(to: nil)
+        oldIndex.forEachValue { record in if let id = record.fileID { values.remove(id) } }
+        if durable { try folder.handle.sync() }
+        // The next segment supersedes whatever was deleted, also if it can only be made later.
+        floor = nextSegmentID
+        try? roll()
+        publishStructure()
+    }
+
+    /// Removes every value that expired at or before `now`; returns their keys.
+    @discardableResult
+    package func removeExpired(now: Date) throws -> [String] {
+        assertOnQueue()
+        let cutoff = StoredTime.seconds(now)
+        // Trimming calls this on every write of a full store: skip the scan while nothing can have expired.
+        guard cutoff >= earliestExpiry else { return [] }
+        try checkWritable()
+        var expired: [String] = []
+        var earliestRemaining = Double.infinity
+        withIndex { index in
+            for (key, record) in index.entries {
+                if record.expiry <= cutoff { expired.append(key) } else { earliestRemaining = min(earliestRemaining, record.expiry) }
+            }
+        }
+        try removeAndPublish(expired, reason: .expired)
+        earliestExpiry = earliestRemaining
+        return expired
+    }
+
+    /// Removes expired values, then least recently used ones, until at most `maxSize` bytes remain.
+    package func trim(toSize maxSize: Int, now: Date) throws {
+        assertOnQueue()
+        guard totalSize > maxSize else { return }
+        try checkWritable()
+        applyMemoryHits(now: now)
+        try removeExpired(now: now)
+        var evicted: [String] = []
+        var freed = 0
+        let totalSize = totalSize
+        withIndex { index in
+            index.forEachOldestFirst { key, record in
+                guard totalSize - freed > maxSize else { return false }
+                evicted.append(key)
+                freed += record.size
+                return true
+            }
+        }
+        try removeAndPublish(evicted, reason: .evicted)
+    }
+
+    /// Drops `key` after its data proved damaged. Unlike ``remove(_:)`` this never throws: the
+    /// entry goes from the index even if its tombstone cannot be written (the damage stays detectable).
+    package func drop(_ key: String) {
+        guard record(forKey: key) != nil else { return }
+        if !readOnly { _ = try? removeKeys([key]) }
+        if record(forKey: key) != nil {
+            invalidateMemory([key])
+            withIndex { index in
+                if let old = index.remove(key) { forget(old) }
+            }
+        }
+        client?.publish(.remove(keys: [key], reason: .removed))
+    }
+
+    /// Removes `keys` and tells observers about them.
+    private func removeAndPublish(_ keys: [String], reason: StoreEvent.RemovalReason) throws {
+        guard !keys.isEmpty else { return }
+        try removeKeys(keys)
+        client?.publish(.remove(keys: keys, reason: reason))
+    }
+
+    /// Removes `keys` with one append of their tombstones, then from memory and the index (in one
+    /// hold of its lock: a reader off the queue sees all of them removed or none), then deletes
+    /// their value files — at once, or, for a `durable` removal, once its tombstones are on stable
+    /// storage (returned to the caller, who waits for the group commit position returned). A store
+    /// emptied this way deletes its segments (``deleteEverything()``): a full disk is freed without
+    /// waiting for a compaction, which would need room to write.
+    @discardableResult
+    package func removeKeys(_ keys: [String], durable: Bool = false) throws -> (position: UInt64?, files: [ValueFileRef]) {
+        assertOnQueue()
+        try ensureActive()
+        let records = withIndex { index in keys.compactMap { key in index.peek(key).map { (key, $0) } } }
+        guard !records.isEmpty else { return (nil, []) }
+        var tombstoneBytes = 0
+        let end: UInt64
+        do {
+            let length = records.reduce(0) { $0 + SegmentFormat.removeLength(keyCount: $1.0.utf8.count) }
+            end = try append(durable: durable, length: length) { out, salt in
+                var last = 0
+                for (key, _) in records {
+                    var key = key
+                    last = key.withUTF8 { utf8 in
+                        let length = SegmentFormat.removeLength(keyCount: utf8.count)
+                        SegmentFormat.encodeRemove(key: UnsafeRawBufferPointer(utf8), salt: salt,
+                                                   into: UnsafeMutableRawBufferPointer(rebasing: out[tombstoneBytes..<(tombstoneBytes + length)]))
+                        return length
+                    }
+                    tombstoneBytes += last
+                }
+                return last
+            }.end
+        } catch where Self.isDiskFull(error) && records.count == withIndex({ $0.count }) {
+            // No room for the tombstones of the last entries (a full disk): delete the files instead.
+            try deleteEverything()
+            return (nil, [])
+        }
+        active?.deadBytes += tombstoneBytes
+        invalidateMemory(keys) // before the index: see `sharedIndex`
+        let isEmpty = withIndex { index in
+            for (key, _) in records {
+                if let old = index.remove(key) { forget(old) }
+            }
+            return index.count == 0
+        }
+        changesSinceDirectory += 1
+        let files = records.compactMap { $0.1.fileID.map(values.ref) }
+        if isEmpty, segments.values.reduce(0, { $0 + $1.recordBytes }) >= Self.emptyStoreResetMinimum {
+            try? deleteEverything()
+        } else {
+            startCompactionIfNeeded()
+        }
+        guard !durable else { return (end, files) }
+        for file in files { file.remove() } // an orphan if this fails: the next open removes it
+        return (end, [])
+    }
+
+    // MARK: Memory layers
+
+    /// Counts memory hits as use, like disk reads (recorded, so the order survives a restart):
+    /// a value that is hot in memory must not be the first evicted from disk.
+    package func applyMemoryHits(now: Date) {
+        if let client { recordHits(client.takeMemoryHits(), now: now) }
+    }
+
+    /// Records `hits` (keys served from memory) as use at `now` (also when a memory layer goes).
+    package func recordHits(_ hits: [String], now: Date) {
+        let time = StoredTime.seconds(now)
+        guard !hits.isEmpty else { return }
+        let used = withIndex { index in hits.compactMap { index.touch($0, time: time) } }
+        for record in used { noteAccess(record, time: time) }
+    }
+
+    func invalidateMemory(_ keys: [String]?) {
+        client?.dropFromMemory(keys)
+    }
+}
+
+/// An index that `removeAll()` emptied, listed and freed on another thread.
+private final class Discarded: @unchecked Sendable {
+    // @unchecked Sendable: the index is handed over once and only touched there.
+    private var index: KeyDirectory?
+
+    package init(_ index: KeyDirectory) {
+        self.index = index
+    }
+
+    /// The value files its entries named.
+    func fileIDs() -> [UInt64] {
+        var ids: [UInt64] = []
+        index?.forEachValue { record in if let id = record.fileID { ids.append(id) } }
+        return ids
+    }
+
+    package func release() {
+        index = nil
+    }
+}
