@@ -736,8 +736,7 @@ private enum Host {
     /// Tests/Support/casefold-fuse.py: a case-insensitive FUSE view of a folder kept in the given
     /// folder. It returns once the mount is in place and serves it in the background until unmounted.
     private static func casefoldFUSE() throws -> CaseInsensitiveMounter {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Support/casefold-fuse.py").path
+        let script = packageFile("Tests/Support/casefold-fuse.py").path
         // Debian's python, which has python3-fusepy; not whichever python3 comes first on the PATH.
         let python = "/usr/bin/python3"
         guard FileManager.default.isExecutableFile(atPath: python) else { throw ToolFailure(message: "needs \(python)") }

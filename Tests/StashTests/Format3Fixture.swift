@@ -157,8 +157,7 @@ enum Format3Fixture {
 
     /// The fixture folder in the source tree (read only: open a ``copy(_:to:)``).
     static func path(of store: Store) -> String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Fixtures").appendingPathComponent(store.rawValue).path
+        packageFile("Tests/StashTests/Fixtures").appendingPathComponent(store.rawValue).path
     }
 
     /// Copies the fixture `store` to `destination`, a folder that must not exist yet (its parent

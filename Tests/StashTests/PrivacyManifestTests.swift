@@ -86,8 +86,7 @@ private struct PrivacyManifest {
 /// Apple's list of required-reason APIs ("Describing use of required reason API"), as patterns over
 /// Swift source, and the reasons each category allows.
 private enum RequiredReasonAPI {
-    static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources")
+    static let sources = packageFile("Sources")
 
     static let patterns: [String: String] = [
         "NSPrivacyAccessedAPICategoryFileTimestamp":
