@@ -6,18 +6,18 @@ import Testing
 /// background compaction is under way must not let two compactions overlap: it used to clear
 /// `isCompacting` while the background one was still copying, so the next write could start a second.
 @Suite("Compaction on demand during a background compaction", .serialized)
-struct CompactionOverlapTests {
-    private typealias Held = EngineAttackTests.HeldCompaction
+struct CompactionOverlapTests: DiskStoreScenario {
+    private typealias Held = HeldCompaction
 
     private func fill(_ store: DiskStore, rounds: Int = 3) throws {
         for round in 0..<rounds {
-            for index in 0..<20 { try EngineAttackTests.set(store, "k\(index)", Data("value \(index) \(round)".utf8)) }
+            for index in 0..<20 { try Self.set(store, "k\(index)", Data("value \(index) \(round)".utf8)) }
         }
     }
 
     private func expectIntact(_ store: DiskStore, round: Int = 2) throws {
         for index in 0..<20 {
-            #expect(try EngineAttackTests.get(store, "k\(index)") == Data("value \(index) \(round)".utf8))
+            #expect(try Self.get(store, "k\(index)") == Data("value \(index) \(round)".utf8))
         }
     }
 
@@ -42,8 +42,8 @@ struct CompactionOverlapTests {
         #expect(held.finish(store))
         #expect(!store.isCompacting)
         try expectIntact(store)
-        #expect(!EngineAttackTests.fileNames(path).contains { $0.hasSuffix(SegmentFile.unpublishedSuffix) },
-                "\(EngineAttackTests.fileNames(path))")
+        #expect(!Self.fileNames(path).contains { $0.hasSuffix(SegmentFile.unpublishedSuffix) },
+                "\(Self.fileNames(path))")
         // And the next background compaction runs normally.
         held.start(store)
         #expect(store.isCompacting)
@@ -78,7 +78,7 @@ struct CompactionOverlapTests {
             let reopened = try openDataStore(path)
             #expect(reopened.recoveryIssues.isEmpty)
             for index in 0..<20 { #expect(try reopened.object(forKey: "k\(index)") == value(index, 29)) }
-            #expect(!EngineAttackTests.fileNames(path).contains { $0.hasSuffix(SegmentFile.unpublishedSuffix) })
+            #expect(!Self.fileNames(path).contains { $0.hasSuffix(SegmentFile.unpublishedSuffix) })
         }
     }
 }

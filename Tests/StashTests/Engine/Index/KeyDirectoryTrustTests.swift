@@ -2,32 +2,12 @@ import Foundation
 import Testing
 @testable import Stash
 
-/// The outside attack on engine v3's index: the key directory file mapped as the index's base, the
-/// overlay of changes over it, recency as a counter and the eviction queue. Each defect found has a
-/// test here that failed before its fix; attacks the engine held are kept too (their names say "held").
-@Suite("Engine v3 attack", .serialized)
-struct EngineV3AttackTests {
-    static let now = Date(timeIntervalSince1970: 1_800_000_000)
-
-    static func set(_ store: DiskStore, _ key: String, _ data: Data, now: Date = now) throws {
-        let outcome = try store.write(key, data, expiry: .distantFuture, now: now, maxSize: 0, durable: false)
-        outcome.replaced?.remove()
-    }
-
-    static func value(_ store: DiskStore, _ key: String) -> Data? {
-        try? store.read(key, now: now).data
-    }
-
-    static func payload(_ index: Int, _ round: Int = 0) -> Data {
-        Data("value \(index) round \(round) ".utf8) + Data(repeating: UInt8(index & 0xFF), count: 200)
-    }
-
-    static func segmentPath(_ path: String, _ id: UInt32) -> String { path + "/" + SegmentFile.name(of: id) }
-
-    static func directoryPath(_ path: String) -> String { path + "/" + StoreFolder.directoryName }
-
-    // MARK: Batches and the directory
-
+/// The key directory is taken at open only when it still matches the segments: entries a batch wrote
+/// are found through it, a directory found stale once (a power cut took the segment's tail) or written
+/// by a copy of the store that went on writing is never taken, a segment removed at open does not make
+/// it stale, and a folder in its place does not keep compaction from freeing space.
+@Suite("When the key directory is trusted", .serialized)
+struct KeyDirectoryTrustTests: KeyDirectoryScenario {
     /// A batch's set records were indexed with no key hash (0): the directory file then held them
     /// as empty slots, so every entry a batch wrote vanished once a directory was written.
     @Test("entries written by a batch are found again through the key directory")
@@ -58,8 +38,6 @@ struct EngineV3AttackTests {
             reopened.close()
         }
     }
-
-    // MARK: A directory that no longer matches its segment
 
     /// A directory claims records up to its position; a power cut can take the segment's unsynced
     /// tail (the directory itself is written durably). The open that finds the segment shorter
@@ -121,8 +99,6 @@ struct EngineV3AttackTests {
         }
     }
 
-    // MARK: Something else in the directory's place
-
     /// A folder named like the directory: compaction could neither write the directory nor remove
     /// it, and then kept its inputs, so every compaction added a copy of the live data.
     @Test("a folder in the directory's place does not keep compaction from freeing space")
@@ -146,8 +122,6 @@ struct EngineV3AttackTests {
             for index in 0..<10 { #expect(try reopened.object(forKey: "key \(index)") == Self.payload(index, 39)) }
         }
     }
-
-    // MARK: A directory of a copy of the store
 
     /// A store folder copied (a backup restored beside it, a cloned container) has the same identity
     /// and segment salts; after both went on writing, the copy's directory matched the other's
@@ -182,5 +156,4 @@ struct EngineV3AttackTests {
             reopened.close()
         }
     }
-
 }

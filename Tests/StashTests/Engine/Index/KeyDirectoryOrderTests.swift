@@ -2,52 +2,17 @@ import Foundation
 import Testing
 @testable import Stash
 
-/// The attacks on engine v3's index that it held (see ``EngineV3AttackTests`` for the defects found):
-/// kept, since each would fail if the key directory, its overlay or the eviction queue broke.
-@Suite("Engine v3 attack, held", .serialized)
-struct EngineV3HeldAttackTests {
-    static let now = EngineV3AttackTests.now
-
-    static func set(_ store: DiskStore, _ key: String, _ data: Data, now: Date = now) throws {
-        try EngineV3AttackTests.set(store, key, data, now: now)
-    }
-
-    static func value(_ store: DiskStore, _ key: String) -> Data? { EngineV3AttackTests.value(store, key) }
-    static func payload(_ index: Int, _ round: Int = 0) -> Data { EngineV3AttackTests.payload(index, round) }
-    static func segmentPath(_ path: String, _ id: UInt32) -> String { EngineV3AttackTests.segmentPath(path, id) }
-    static func directoryPath(_ path: String) -> String { EngineV3AttackTests.directoryPath(path) }
-    // MARK: The directory against a whole replay
-
-    /// Keys of every kind the index must treat as one or as different: canonically equivalent
-    /// spellings (é precomposed and decomposed, a Hangul syllable and its jamo), empty, NUL, `/`, `..`.
-    static let keyPool = ["a", "b", "c", "d", "e", "f", "g", "h", "caf\u{E9}", "cafe\u{301}", "\u{AC00}", "\u{1100}\u{1161}",
-                          "", "k\u{0}nul", "x/../y", "..", "user.1", "user.10", "user.100", "\u{1F600}"]
-
-    /// The index a store opened with its directory, against the one a whole replay of the same
-    /// files builds (a copy without the directory, read-only): the same entries, records, order
-    /// (least recently used first), count and total size.
-    static func expectSameAsWholeReplay(_ path: String, _ store: DiskStore, _ context: String) throws {
-        let copy = path + "-replay"
-        try? FileManager.default.removeItem(atPath: copy)
-        try FileManager.default.copyItem(atPath: path, toPath: copy)
-        defer { try? FileManager.default.removeItem(atPath: copy) }
-        try? FileManager.default.removeItem(atPath: directoryPath(copy))
-        let replayed = try DiskStore(directory: copy, readOnly: true)
-        defer { replayed.close() }
-        let mine = store.withIndex { $0.entriesOldestFirst }
-        let theirs = replayed.withIndex { $0.entriesOldestFirst }
-        #expect(mine.map(\.key) == theirs.map(\.key), "order, \(context)")
-        #expect(mine.map(\.value) == theirs.map(\.value), "records, \(context)")
-        #expect(store.withIndex { $0.count } == theirs.count, "count, \(context)")
-        #expect(store.totalSize == replayed.totalSize, "total size, \(context)")
-        #expect(store.totalSize == mine.reduce(0) { $0 + $1.value.size }, "total size of the entries, \(context)")
-    }
-
+/// The index built on the key directory is the one a whole replay builds (entries, records, use order,
+/// count, size) across random sessions; eviction over a large base takes exactly the least recently
+/// used; memory hits and reads under a frozen clock order eviction across reopens; keys with equal
+/// hashes stay two entries.
+@Suite("The index over a key directory against a whole replay", .serialized)
+struct KeyDirectoryOrderTests: KeyDirectoryScenario {
     /// Random sessions of writes (in either spelling of a key), batches, reads, removals, trims,
     /// compactions and `removeAll`, with a frozen or backwards clock, each ended by a close or a
     /// crash; after every open the index built on the directory is the one a whole replay builds,
     /// every value is the last one written, and a trim evicts exactly the least recently used.
-    @Test("held: the index over a directory equals a whole replay across random sessions", arguments: [1, 2, 3, 4])
+    @Test("the index over a directory equals a whole replay across random sessions", arguments: [1, 2, 3, 4])
     func directoryEqualsWholeReplay(seed: Int) throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
@@ -114,13 +79,11 @@ struct EngineV3HeldAttackTests {
         }
     }
 
-    // MARK: The eviction queue over a base
-
     /// With more than 4,096 entries the queue holds only the oldest eighth, built by one pass; its
     /// entries go stale as they are used, overwritten, removed, or moved from the base to the overlay
     /// (compaction's `update`). Against a model of recencies, each round of eviction takes exactly
     /// the least recently used, with a base of 30,000 entries and changes aimed at the oldest.
-    @Test("held: eviction over a large base takes exactly the least recently used, round after round")
+    @Test("eviction over a large base takes exactly the least recently used, round after round")
     func evictionQueueOverALargeBase() throws {
         let seed: UInt64 = 0xA77AC
         let count = 30_000
@@ -190,133 +153,9 @@ struct EngineV3HeldAttackTests {
         }
     }
 
-    // MARK: The store around the directory
-
-    @Test("held: existsObject off the queue never misses a key while compactions swap the directory under it")
-    func existsWhileCompactionSwapsTheBase() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        try withEngineThresholds(in: path, compactionMinimum: 1 << 30, directoryMinimum: 1, segmentLimit: 4096) {
-            let storage = try openDataStore(path)
-            for index in 0..<50 { try storage.setObject(Self.payload(index), forKey: "stable \(index)") }
-            let stop = Locked(false)
-            let misses = Locked(0)
-            let done = DispatchSemaphore(value: 0)
-            Thread {
-                while !stop.withLock({ $0 }) {
-                    for index in 0..<50 where !storage.existsObject(forKey: "stable \(index)") { misses.withLock { $0 += 1 } }
-                }
-                done.signal()
-            }.start()
-            for round in 0..<30 {
-                for index in 0..<10 { try storage.setObject(Self.payload(index, round), forKey: "churn \(index)") }
-                try storage.compactNow()
-            }
-            stop.withLock { $0 = true }
-            done.wait()
-            #expect(misses.withLock { $0 } == 0)
-        }
-    }
-
-    @Test("held: value files named only by the directory survive the orphan clean-up at open")
-    func valueFilesNamedOnlyByTheDirectory() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        try withEngineThresholds(in: path, directoryMinimum: 1) {
-            do {
-                let storage = try openDataStore(path, valuesAsFiles: true)
-                for index in 0..<5 { try storage.setObject(Self.payload(index), forKey: "file \(index)") }
-            }
-            #expect(FileManager.default.fileExists(atPath: Self.directoryPath(path)))
-            let files = try StoreFiles(path).values
-            #expect(files.count == 5)
-            for _ in 0..<2 {
-                let storage = try openDataStore(path, valuesAsFiles: true)
-                #expect(try StoreFiles(path).values == files)
-                for index in 0..<5 { #expect(try storage.object(forKey: "file \(index)") == Self.payload(index)) }
-                try storage.setObject(Self.payload(9), forKey: "file 9") // a new file: a number none of them has
-                try storage.removeObject(forKey: "file 9")
-            }
-        }
-    }
-
-    @Test("held: a read-only open uses the directory, counts reads as use in memory only and leaves every file as it was")
-    func readOnlyOpenWithADirectory() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        try withEngineThresholds(in: path, directoryMinimum: 1) {
-            do {
-                let storage = try openDataStore(path)
-                for index in 0..<8 { try storage.setObject(Self.payload(index), forKey: "key \(index)") }
-            }
-            let before = try folderContents(path)
-            let reader = try openDataStore(path, readOnly: true)
-            #expect(reader.recoveryIssues.isEmpty)
-            #expect(try reader.object(forKey: "key 0") == Self.payload(0))
-            #expect(reader.entryInfos.map(\.key) == (1..<8).map { "key \($0)" } + ["key 0"])
-            #expect(try reader.check().isClean)
-            #expect(try folderContents(path) == before)
-        }
-    }
-
-    @Test("held: check, canonical spellings and accounting on a store whose keys are in the directory")
-    func canonicalSpellingsOverTheBase() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        try withEngineThresholds(in: path, directoryMinimum: 1) {
-            do {
-                let storage = try openDataStore(path)
-                try storage.setObject(Data(count: 10), forKey: "caf\u{E9}")
-                try storage.setObject(Data(count: 30), forKey: "\u{AC00}")
-                try storage.setObject(Data(count: 5), forKey: "other")
-            }
-            do {
-                let storage = try openDataStore(path)
-                try storage.setObject(Data(count: 20), forKey: "cafe\u{301}")
-                #expect(storage.allKeys.count == 3)
-                #expect(storage.totalSize == 55)
-                try storage.removeObject(forKey: "\u{1100}\u{1161}")
-                #expect(storage.totalSize == 25)
-                #expect(!storage.existsObject(forKey: "\u{AC00}"))
-                #expect(try storage.check().isClean)
-            }
-            let storage = try openDataStore(path)
-            #expect(storage.recoveryIssues.isEmpty)
-            #expect(Set(storage.allKeys) == ["caf\u{E9}", "other"])
-            #expect(try storage.object(forKey: "caf\u{E9}") == Data(count: 20))
-            #expect(storage.totalSize == 25)
-            #expect(try storage.check().entries == 2)
-        }
-    }
-
-    @Test("held: a store whose folder was removed while its directory was mapped opens the new folder afresh")
-    func folderRemovedUnderAMappedDirectory() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        try withEngineThresholds(in: path, directoryMinimum: 1) {
-            do {
-                let storage = try openDataStore(path)
-                for index in 0..<5 { try storage.setObject(Self.payload(index), forKey: "key \(index)") }
-            }
-            do {
-                let storage = try openDataStore(path)
-                #expect(try storage.object(forKey: "key 1") == Self.payload(1))
-                try FileManager.default.removeItem(atPath: path)
-                try storage.setObject(Self.payload(7), forKey: "after")
-                #expect(!storage.existsObject(forKey: "key 1"))
-                #expect(storage.allKeys == ["after"])
-            }
-            let storage = try openDataStore(path)
-            #expect(storage.allKeys == ["after"])
-            #expect(try storage.object(forKey: "after") == Self.payload(7))
-        }
-    }
-
-    // MARK: Use order across restarts
-
     /// Memory hits and disk reads are use (Contract item 5), with a clock that never moves: the order
     /// is the order of use, through a directory written at close and access records after one.
-    @Test("held: memory hits and reads under a frozen clock order eviction across reopens with a directory")
+    @Test("memory hits and reads under a frozen clock order eviction across reopens with a directory")
     func memoryHitsOrderEvictionAcrossReopens() throws {
         let directory = TemporaryDirectory()
         let frozen = Self.now
@@ -349,7 +188,7 @@ struct EngineV3HeldAttackTests {
     /// Two different keys whose hashes are equal (forced: 64-bit collisions cannot be found by
     /// brute force) are two entries: found each by its own key, and an access record finds each by
     /// its position.
-    @Test("held: keys with equal hashes in the directory stay two entries")
+    @Test("keys with equal hashes in the directory stay two entries")
     func equalHashesStayApart() throws {
         let hash: UInt64 = 0xC0FFEE
         let keys = ["first", "second", "caf\u{E9}"]
@@ -372,36 +211,5 @@ struct EngineV3HeldAttackTests {
             #expect(base.find(hash: hash, segment: 1, offset: UInt32(number * 100)) == slot)
             #expect(slot.flatMap { base.key(at: $0) } == keys[number])
         }
-    }
-
-    // MARK: The command line
-
-    @Test("held: stash check reads a store through its directory, and --repair writes a new one for a damaged one")
-    func checkWithADirectory() throws {
-        let directory = TemporaryDirectory()
-        let store = directory.storePath()
-        let count = DiskStore.Thresholds.standard.directoryMinimum + 1 // the child process has the standard thresholds
-        do {
-            let disk = try openDataStore(store)
-            var batch = StorageBatch<Data>()
-            for index in 0..<count { batch.setObject(Data("value \(index)".utf8), forKey: "k\(index)") }
-            try disk.write(batch)
-        }
-        try #require(FileManager.default.fileExists(atPath: Self.directoryPath(store)))
-        let before = try folderContents(store)
-        var run = try ReadOnlyHost.stash(["check"], store: store)
-        #expect(run.status == 0, "stderr: \(run.stderr)")
-        #expect(run.output.contains("\(count) entries"), "\(run.output)")
-        #expect(try folderContents(store) == before, "check changed the store")
-        try Damage.flip(Self.directoryPath(store), at: DirectoryFormat.headerLength + 5)
-        run = try ReadOnlyHost.stash(["check"], store: store)
-        #expect(run.status != 0 && run.output.contains("key directory"), "\(run.output)")
-        run = try ReadOnlyHost.stash(["check", "--repair"], store: store)
-        #expect(run.status == 0, "stdout: \(run.output) stderr: \(run.stderr)")
-        run = try ReadOnlyHost.stash(["check"], store: store)
-        #expect(run.status == 0, "after --repair: \(run.output)")
-        let disk = try openDataStore(store)
-        #expect(disk.recoveryIssues.isEmpty)
-        #expect(try disk.object(forKey: "k\(count - 1)") == Data("value \(count - 1)".utf8))
     }
 }
