@@ -97,7 +97,7 @@ struct MigrationCrashTests {
         print("crash: migration killed at \(syscall) #\(occurrence) with \(new) of \(count) values new; the rerun migrated \(report.migrated)")
     }
 
-    /// The migration of `StashTorture migrate` (Sources/StashTorture/Updates.swift).
+    /// The migration of `StashTorture migrate` (Tests/StashTorture/Updates.swift).
     private func tortureMigratorForTests() -> StorageMigrator<Data> {
         var migrator = StorageMigrator<Data>(batchSize: 10)
         migrator.registerMigration("old to new") { data in

@@ -3,7 +3,7 @@ import Testing
 @testable import Stash
 
 // A transaction killed at an exact system call (`strace -e inject`): all of it or none of it, after a
-// reopen. The child (`StashTorture transact`, Sources/StashTorture/Updates.swift) commits transactions
+// reopen. The child (`StashTorture transact`, Tests/StashTorture/Updates.swift) commits transactions
 // of 9 keys (one a value in a file of its own), durable, one after another.
 
 @Suite("Transactions killed at every system call", .serialized)

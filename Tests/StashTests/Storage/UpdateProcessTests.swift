@@ -3,7 +3,7 @@ import Testing
 @testable import Stash
 
 // `update` and `transaction` isolated from writers in other processes (`allowsWritersInOtherProcesses`):
-// real processes (`StashTorture increment|move|sum`, Sources/StashTorture/Updates.swift) change one
+// real processes (`StashTorture increment|move|sum`, Tests/StashTorture/Updates.swift) change one
 // store at once. Bounded in count and time.
 
 @Suite("Updates and transactions across processes", .serialized)

@@ -5,7 +5,7 @@ import Testing
 /// Contract item 11 under faults: two writer processes (`allowsWritersInOtherProcesses`), a read-only
 /// reader process and `stash get` share one store for ~25 s while writers and the reader are killed
 /// and stopped, `stash-shared` is deleted and `removeAll` runs; every read is checked against the
-/// writers' acknowledged logs (`StashTorture soak`, Sources/StashTorture/SoakCheck.swift). The long
+/// writers' acknowledged logs (`StashTorture soak`, Tests/StashTorture/SoakCheck.swift). The long
 /// run is `swift run StashTorture soak DIR --seconds 300` (Docs/Reliability.md).
 @Suite("Shared store soak")
 struct SharedStoreSoakTests {

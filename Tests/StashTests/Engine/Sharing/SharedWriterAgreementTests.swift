@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import Stash
-@testable import StashTorture // hexKey: the key spelling of `StashTorture attack`
+@testable import StashTorture // TortureValue and hexKey: the values and key spelling of `StashTorture attack`
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 @testable import Stash
-@testable import StashTorture // hexKey: the key spelling of `StashTorture attack`
 
 /// What one process's reads mean beside another writer process: a read's use survives the other
 /// process opening the store (`maxSize` evicts the value not read), and a key observer hears the other

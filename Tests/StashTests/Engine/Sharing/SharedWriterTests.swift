@@ -3,7 +3,7 @@ import Testing
 import Stash
 
 // Contract item 11, writers in several processes (`DiskConfig.allowsWritersInOtherProcesses`): real
-// processes (`StashTorture share`, see Sources/StashTorture/SharedWriters.swift) write one store at
+// processes (`StashTorture share`, see Tests/StashTorture/SharedWriters.swift) write one store at
 // once. Each logs every operation once it returned; the logs and the store's final state must fit one
 // serialisation of all the histories, no value read is one that was not written for its key, and a
 // write that returned is never lost, whichever process is killed and when. Bounded in count and time.

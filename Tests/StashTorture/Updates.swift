@@ -7,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 
-// Read-modify-write across processes and under kills, for Tests/StashTests/UpdateProcessTests.swift
+// Read-modify-write across processes and under kills, for Tests/StashTests/Storage/UpdateProcessTests.swift
 // and TransactionCrashTests.swift. A user of the public API only.
 //
 //   increment DIR --count N

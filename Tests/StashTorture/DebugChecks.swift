@@ -3,7 +3,7 @@ import Foundation
 @testable import Stash // the engine's internals: what the checks guard is not reachable through the public API
 
 // `StashTorture debug-check off-queue|lock-order DIR`: breaks one rule of the thread discipline of
-// Docs/Architecture.md ("Threads and queues") in a store under DIR, for Tests/StashTests/DebugCheckTests.swift.
+// Docs/Architecture.md ("Threads and queues") in a store under DIR, for Tests/StashTests/Engine/Store/DebugCheckTests.swift.
 // A debug build must stop at the check (a trap, with its message on standard error); a process that
 // gets past it prints `not trapped` and exits 0, which fails the test. Debug builds only: release builds
 // have no checks, and no testable import.

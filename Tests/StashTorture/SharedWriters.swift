@@ -10,7 +10,7 @@ import Darwin
 // `StashTorture lock-folder DIR` (below) holds the store's lock without letting go.
 //
 // `StashTorture share DIR --seed N --tag T --private P [--ops COUNT]`: one of several processes writing
-// one store at once (`DiskConfig.allowsWritersInOtherProcesses`), for Tests/StashTests/SharedWriterTests.swift.
+// one store at once (`DiskConfig.allowsWritersInOtherProcesses`), for Tests/StashTests/Engine/Sharing/SharedWriterTests.swift.
 //
 // Runs COUNT seeded random operations (0: until the end of stdin) on the shared keys k0…k15 and on the
 // keys P0…P7, which only processes with the same P write (one at a time). Operation I (from 1) writes

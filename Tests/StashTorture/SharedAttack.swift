@@ -4,9 +4,10 @@ import StashTestSupport
 
 // `StashTorture attack DIR --tag T [--durable] [--max-size BYTES] [--memory]`: one writer process of a
 // store shared by several (`DiskConfig.allowsWritersInOtherProcesses`), driven line by line, for
-// Tests/StashTests/SharedWriterAttackTests.swift. Keys are given as the hex of their UTF-8 bytes, so
-// that any spelling (NFC, NFD, `/`, spaces) passes through. Write N of the process writes sequence
-// T * 1,000,000,000 + N. Prints `ready` once open, then one line per command once it returned:
+// the shared-writer suites of Tests/StashTests/Engine/Sharing (OtherWriterScenario). Keys are given
+// as the hex of their UTF-8 bytes, so that any spelling (NFC, NFD, `/`, spaces) passes through.
+// Write N of the process writes sequence T * 1,000,000,000 + N. Prints `ready` once open, then one
+// line per command once it returned:
 //
 //   set HEX SIZE           `wrote HEX SEQ`       (a self-verifying value, SIZE payload bytes)
 //   get HEX                `got HEX SEQ|missing` (exits 3 if the value is no complete value of the key)

@@ -7,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 
-// `StashTorture`: the child process of the crash and multi-process tests (Tests/StashTests/CrashTests.swift).
+// `StashTorture`: the child process of the crash and multi-process tests (Tests/StashTests/Engine/Recovery/CrashTests.swift).
 // A user of the public API only.
 //
 //   write DIR --seed N [--max-size BYTES] [--keys K] [--fill]
