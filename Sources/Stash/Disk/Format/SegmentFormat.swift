@@ -291,15 +291,6 @@ enum SegmentFormat {
         return length
     }
 
-    static func appendVarint(_ value: Int, to buffer: inout [UInt8]) {
-        var rest = UInt64(value)
-        while rest >= 0x80 {
-            buffer.append(UInt8(truncatingIfNeeded: rest) | 0x80)
-            rest >>= 7
-        }
-        buffer.append(UInt8(rest))
-    }
-
     /// A LEB128 number at `offset` and its length in bytes; nil if torn or longer than 4 bytes (28 bits).
     static func varint(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> (Int, Int)? {
         var value = 0

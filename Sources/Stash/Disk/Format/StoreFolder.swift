@@ -27,8 +27,6 @@ final class StoreFolder {
     /// The lock file of format 2, which locked a file in the folder (the folder itself is locked
     /// now); a leftover one is left alone.
     static let lockName = "lock"
-    /// The shared file, which tells readers in other processes that the store changed (``SharedState``).
-    static let sharedName = SharedState.name
     /// The key directory (``DirectoryFormat``).
     static let directoryName = "key-directory"
     /// The index snapshot of format 3, which the key directory replaced: a writer removes it.

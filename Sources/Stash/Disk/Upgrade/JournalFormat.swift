@@ -108,26 +108,6 @@ enum JournalFormat {
         }
     }
 
-    /// How many entries replaying `bytes` is likely to leave: `set`s minus `remove`s, read from the
-    /// records' lengths and operation bytes alone (no checksums, no keys), to reserve the index once.
-    static func expectedEntries(_ bytes: [UInt8]) -> Int {
-        bytes.withUnsafeBytes { raw in
-            var (offset, count) = (magic.count, 0)
-            while offset + 5 <= raw.count {
-                let length = Int(exactly: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian) ?? .max
-                guard length > 0, length <= maxBodyLength else { break }
-                switch Operation(rawValue: raw[offset + 4]) {
-                case .set: count += 1
-                case .remove: count = max(0, count - 1)
-                case .clear: count = 0
-                default: break
-                }
-                offset += 4 + length + 4
-            }
-            return count
-        }
-    }
-
     /// Decodes one record's body (no copy of it).
     private static func decodeBody(_ body: UnsafeRawBufferPointer) -> JournalRecord? {
         let count = body.count
