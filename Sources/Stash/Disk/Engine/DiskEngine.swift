@@ -53,7 +53,7 @@ final class DiskEngine: @unchecked Sendable {
         self.sharedWriters = sharedWriters && !readOnly
         store = try DiskStore(directory: directory, readOnly: readOnly, durable: durable, sharedWriters: sharedWriters)
         index = store.sharedIndex
-        folder = Locked(store.folder.handle)
+        folder = Locked(store.folder.handle, order: .engineFolder)
         values = store.values
         groupCommit = store.groupCommit
         followWatch = store.followWatch
