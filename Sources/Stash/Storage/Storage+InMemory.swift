@@ -55,7 +55,7 @@ final class OwnedFolder: Sendable {
 
     init(path: String, engine: DiskEngine) {
         self.path = path
-        self.engine = Locked(engine)
+        self.engine = Locked(engine, order: .inMemoryFolder)
     }
 
     deinit {

@@ -21,8 +21,7 @@ enum JournalRecord: Equatable {
 
 /// The binary format of the journal of Stash's first disk format, kept to upgrade such stores.
 ///
-/// The file starts with ``magic``; then records, each `length (u32 LE) | body | crc32(body) (u32 LE)`.
-/// A body is an operation byte and its fields, little-endian, the key last as UTF-8.
+/// Layout: Docs/Format.md, "Version-1 journal".
 /// A record whose length or checksum is wrong ends the replay: it is a torn last write or damage.
 enum JournalFormat {
     static let magic = Array("STASHJ1\n".utf8)
