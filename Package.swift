@@ -33,7 +33,8 @@ let package = Package(
         // seeded generator, the child-process runner, the loopback HTTP server, the executable finder),
         // as swift-collections shares `_CollectionsTestSupport`. A plain target no product exports.
         .target(name: "StashTestSupport", dependencies: ["Stash", "StashEngine"], path: "Tests/StashTestSupport", swiftSettings: strictSettings),
-        .executableTarget(name: "StashTorture", dependencies: ["Stash", "StashEngine", "StashTestSupport"], swiftSettings: strictSettings),
+        // The child process of the crash and multi-process tests (a user of the public API), under Tests/ with them.
+        .executableTarget(name: "StashTorture", dependencies: ["Stash", "StashEngine", "StashTestSupport"], path: "Tests/StashTorture", swiftSettings: strictSettings),
         // Fixtures: stores written by older engines, copied by the tests that upgrade them (not resources).
         .testTarget(name: "StashTests", dependencies: ["Stash", "StashEngine", "StashTestSupport", "StashCLI", "StashTorture", "StashHTTP"],
                     exclude: ["Fixtures"], swiftSettings: strictSettings),

@@ -50,8 +50,7 @@ struct ReadmeURLProtocolTests {
 
     @Test("the README shows the code this test runs")
     func readmeHasTheSnippet() throws {
-        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("README.md")
+        let readme = packageFile("README.md")
         let text = try String(contentsOf: readme, encoding: .utf8)
         for line in ["let session = URLSession(configuration: .default.cached(by: cache))",
                      "let (data, response) = try await session.data(from: todosURL)   // offline: the stored response",

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Stash // Bundle.module: the Stash target's resource bundle, where the manifest ships
+@testable import StashEngine
 
 /// Apple's required-reason APIs (App Store rule ITMS-91053): an app whose binary calls one must declare
 /// why in a privacy manifest, and a package's manifest travels in its resource bundle. These tests keep
@@ -86,8 +87,7 @@ private struct PrivacyManifest {
 /// Apple's list of required-reason APIs ("Describing use of required reason API"), as patterns over
 /// Swift source, and the reasons each category allows.
 private enum RequiredReasonAPI {
-    static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources")
+    static let sources = packageFile("Sources")
 
     static let patterns: [String: String] = [
         "NSPrivacyAccessedAPICategoryFileTimestamp":

@@ -56,7 +56,7 @@ final class OwnedFolder: Sendable {
 
     init(path: String, engine: DiskEngine) {
         self.path = path
-        self.engine = Locked(engine)
+        self.engine = Locked(engine, order: .inMemoryFolder)
     }
 
     deinit {

@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 
 /// What a compaction produced off the queue, handed back to the store's queue.
 package struct CompactionResult: @unchecked Sendable {
@@ -16,7 +16,7 @@ extension DiskStore {
     ///
     /// Every segment so far is merged: the active one is sealed, ids are reserved for the output
     /// below the new active segment's, and the live records are copied, least recently used first,
-    /// off the queue (``compact(_:victims:into:count:directory:)``). Writes go on meanwhile to the
+    /// off the queue (``compact(_:victims:into:count:folder:store:segmentLimit:)``). Writes go on meanwhile to the
     /// new active segment, which replays after the output, so a copy never overrides a later write.
     /// Tombstones are not copied: no older segment survives the merge.
     func startCompactionIfNeeded() {

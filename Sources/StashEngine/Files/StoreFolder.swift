@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -13,22 +13,15 @@ import Musl
 /// Stash deletes or rewrites only files it created, in a folder it marked (Contract item 13): a
 /// non-empty folder without the marker is refused before anything is created in it.
 ///
-/// The marker (`stash-store`) reads `Stash store, format 4`, then `id <16 hex digits>`: the store's
-/// identity, a random number every segment of the store repeats in its header, so that a segment
-/// copied in from another store is recognised as foreign. A store upgraded from format 2 adds
-/// `legacy <8 hex digits>`: its segments below that number have version-2 headers, which carry no
-/// identity, and are still its own. The last line, `check <8 hex digits>`, is the low 32 bits of the
-/// XXH64 of the text before it: a flipped bit in the identity is damage, not another identity.
-/// Format 4 added the key directory and the key hash in access records; a writer rewrites a format-3
-/// marker (same lines) before it appends any record, so code that knows only format 3 refuses the store.
+/// The marker (`stash-store`) holds the store's identity, a random number every segment of the store
+/// repeats in its header, so that a segment copied in from another store is recognised as foreign.
+/// Layout: Docs/Format.md, "Marker".
 package final class StoreFolder {
     package static let markerName = "stash-store"
     package static let format = 4
     /// The lock file of format 2, which locked a file in the folder (the folder itself is locked
     /// now); a leftover one is left alone.
     static let lockName = "lock"
-    /// The shared file, which tells readers in other processes that the store changed (``SharedState``).
-    static let sharedName = SharedState.name
     /// The key directory (``DirectoryFormat``).
     static let directoryName = "key-directory"
     /// The index snapshot of format 3, which the key directory replaced: a writer removes it.
@@ -224,7 +217,7 @@ package final class StoreFolder {
 
     /// Reads the store's identity. A marker of a later format is refused; one of format 2 (no
     /// identity) is upgraded by a writer; a damaged one is reported, and a writer rewrites it with
-    /// the identity its segments carry (``adoptIdentity(_:)``): the marker's presence alone says
+    /// the identity its segments carry (``adoptIdentity(_:legacyBelow:rewrite:)``): the marker's presence alone says
     /// "this folder is a store".
     private func readMarker(names: [String]) throws {
         let path = directory + "/" + Self.markerName
@@ -287,7 +280,7 @@ package final class StoreFolder {
     /// Takes the folder's lock, or throws ``StorageError/inUse(directory:)``.
     ///
     /// A process that is just ending may hold the lock a moment longer; a storage of this process
-    /// that is being closed is waited for before this is called (``DiskEngine/open(_:readOnly:maxSize:durable:)``).
+    /// that is being closed is waited for before this is called (``DiskEngine/open(_:readOnly:maxSize:durable:sharedWriters:)``).
     private static func lock(_ handle: FolderHandle, exclusive: Bool) throws {
         for attempt in 0..<50 {
             if try handle.tryLock(exclusive: exclusive) { return }

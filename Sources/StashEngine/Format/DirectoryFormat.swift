@@ -21,26 +21,8 @@ package struct DirectoryPosition: Equatable {
 /// The key directory file (`key-directory`): a hash table of every key, read whole when a store opens
 /// (one `pread`, two hashes) instead of decoded, so opening builds nothing per key.
 ///
-/// Layout (little-endian), written whole under a temporary name and renamed, never changed in place:
-///
-/// ```
-/// header, 128 bytes:
-///   0  magic "STASHKD2"         8  store u64 (the store's identity; also the key hash's seed)
-///  16  position segment u32    20  segment count u32
-///  24  position salt u64       32  position offset u64
-///  40  entry count u64         48  slot count u64
-///  56  arena length u64        64  total value bytes u64
-///  72  earliest expiry f64     80  body hash u64 (XXH64 of everything after the header)
-///  88  highest value file id u64   96  zero to 120   120  header hash u64 (XXH64 of bytes 0..<120)
-/// segments: segment count × (id u32 | zero u32 | salt u64 | live record bytes u64) — every segment
-///   an entry names
-/// slots: slot count × 64 bytes, open addressing with linear probing from slot ⌊hash × count / 2⁶⁴⌋:
-///   0 key hash u64 (``KeyHash``; 0: empty)   8 key: arena offset << 24 | UTF-8 length
-///  16 segment u32  20 offset u32  24 record length u32  28 flags u32 (1: the value is a file)
-///  32 value size u64  40 expiry f64  48 last access f64  56 recency u64 (0 = least recently used)
-/// (times, and the header's earliest expiry, are ``StoredTime``s: seconds since 2001)
-/// arena: each key's UTF-8, followed for a value file by its id u64 and XXH64 u64
-/// ```
+/// Written whole under a temporary name and renamed, never changed in place.
+/// Layout: Docs/Format.md, "Key directory".
 ///
 /// It is derived data: the segments hold every record. A directory whose hashes do not verify, that
 /// names another store, a segment the store no longer has (or has with another salt), a position
@@ -97,7 +79,7 @@ package enum DirectoryFormat {
 
     /// The directory of `count` entries, which `forEach` hands over least recently used first (twice:
     /// once to size the arena, once to write), at `position`.
-    package static func encode(count: Int, position: DirectoryPosition, store: UInt64, segmentSalts: [UInt32: UInt64],
+    static func encode(count: Int, position: DirectoryPosition, store: UInt64, segmentSalts: [UInt32: UInt64],
                        forEach: (Visit) -> Void) -> UnsafeMutableRawBufferPointer {
         var arenaLength = 0
         var live: [UInt32: Int] = [:]

@@ -41,33 +41,9 @@ package enum SegmentRecord: Equatable {
     case batch(count: Int, length: Int)
 }
 
-/// The segment files' binary format (see Docs/Architecture.md, "Disk format").
-///
-/// A segment starts with an 80-byte header: two identical 40-byte copies of
-/// `magic "STASHSG3" | id u32 | floor u32 | salt u64 | store u64 | flags u32 | checksum u32` (one
-/// flipped byte leaves the other copy), where `store` is the identity of the store that wrote it (its
-/// marker's `id`), and `floor` says that every segment of the store numbered below it is superseded
-/// (merged into this one by a compaction, or emptied by a `removeAll`) and must not be replayed.
-/// Version-2 segments, of stores upgraded from format 2, have a 64-byte header of two 32-byte copies
-/// of `magic "STASHSG2" | id u64 | salt u64 | flags u32 | checksum u32` and no identity.
-/// The checksum is the low 32 bits of XXH64 of the bytes before it in the copy.
-///
-/// Records follow, each `checksum u32 | body length u32 | body`, where the checksum is
-/// the low 32 bits of XXH64(length and body, seed: the segment's salt). A record copied into a value
-/// from elsewhere (another segment, a hostile value) so never verifies here, and replay can resync
-/// after damage by looking for the next position where a record verifies.
-///
-/// Body: a kind byte (low nibble: the kind; bit 4: an expiry follows; bit 5: the times are seconds
-/// since 2001), then
-/// - set, value inline (1): `time f64 | [expiry f64] | key length (LEB128) | key | value`
-/// - set, value in a file (2): `time f64 | [expiry f64] | key length | key | file id u64 | size u64 | hash u64`
-/// - remove (3): `key`; clear (4): nothing; access (5): `segment u32 | offset u32 | time f64 | key hash u64` (format 4; the hash is absent before);
-///   batch (6): `count u32 | length u32`, the number and total length of the records that follow
-///   and are applied all or none.
-/// All integers and floats are little-endian; keys are UTF-8. A time (a set record's time and expiry,
-/// an access record's time) is a ``StoredTime``, seconds since 2001 exactly as `Date` keeps them, in
-/// records with bit 5 of the kind byte (``referenceSeconds``); without it (every record written before
-/// that bit existed) it is seconds since 1970, converted when read (``StoredTime/fromSeconds1970(_:)``).
+/// The segment files' binary format: a header in two checked copies, then checksummed records
+/// (set, remove, clear, access, batch) that replay can resync on after damage.
+/// Layout: Docs/Format.md, "Segments".
 package enum SegmentFormat {
     package static let magic = Array("STASHSG3".utf8)
     static let version2Magic = Array("STASHSG2".utf8)
@@ -289,15 +265,6 @@ package enum SegmentFormat {
             rest >>= 7
         }
         return length
-    }
-
-    static func appendVarint(_ value: Int, to buffer: inout [UInt8]) {
-        var rest = UInt64(value)
-        while rest >= 0x80 {
-            buffer.append(UInt8(truncatingIfNeeded: rest) | 0x80)
-            rest >>= 7
-        }
-        buffer.append(UInt8(rest))
     }
 
     /// A LEB128 number at `offset` and its length in bytes; nil if torn or longer than 4 bytes (28 bits).

@@ -291,7 +291,7 @@ package struct KeyDirectory {
     }
 
     /// Hands each entry of `order` to `visit` with its key's UTF-8.
-    package func forEach(_ order: [(reference: Reference, record: DiskRecord)], writing visit: DirectoryFormat.Visit) {
+    func forEach(_ order: [(reference: Reference, record: DiskRecord)], writing visit: DirectoryFormat.Visit) {
         for (reference, record) in order {
             switch reference {
             case .slot(let slot):

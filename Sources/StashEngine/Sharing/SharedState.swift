@@ -12,21 +12,8 @@ import CStashAtomics
 /// processes map (`MAP_SHARED`), so that a reader learns that the store changed with two loads from
 /// memory instead of a system call (SQLite's `-shm` WAL index plays this part for its readers).
 ///
-/// Layout (little-endian, every field 8 bytes and 8-byte aligned):
+/// Layout, who writes each word, and the memory-ordering rule: Docs/Format.md, "Shared file".
 ///
-/// | offset | field |
-/// |---|---|
-/// | 0 | magic `Stash sh` |
-/// | 8 | version (1) |
-/// | 16 | the store's identity (the marker's `id`) |
-/// | 24 | structure counter: bumped by the writer after each change to the set of files (a segment started, a compaction's inputs removed, a key directory written or removed, `removeAll`, the writer's open) |
-/// | 32 | the active segment's number |
-/// | 40 | the active segment's salt |
-/// | 48 | the published length of the active segment: every record before it was written (its `pwrite` returned) |
-/// | 56 | operation in progress: 1 while a writer of a store shared by several writer processes holds the store's lock (0 otherwise) |
-/// | 64 | reserved, 0 (an earlier version counted writers in several processes here; a count drifts when one is killed: readers now ask the folder's lock instead) |
-///
-/// A writer grows the file to 128 bytes (the rest is reserved, 0); a reader maps the first 64.
 /// It is a hint, never the truth: a reader that finds it missing, torn, of another store or of an
 /// older writer opens the store anew from its files (which are crash-consistent on their own). The
 /// writer rewrites it in place when it opens (never replaces the file: readers keep their mapping of
@@ -118,7 +105,7 @@ package final class SharedState: @unchecked Sendable {
             }
             let state = SharedState(fd: fd, bytes: address, isWritable: true)
             let previous = state.load(.magic) == magic && state.load(.version) == version ? state.load(.structure) : 0
-            state.store(0, .writers) // no longer used (see the table)
+            state.store(0, .writers) // no longer used (Docs/Format.md, "Shared file")
             state.store(magic, .magic)
             state.store(version, .version)
             state.store(store, .store)

@@ -16,7 +16,7 @@ package final class DiskEngine: @unchecked Sendable {
     /// The layers above (memory, observers), made by the first opener (``open(_:readOnly:maxSize:durable:sharedWriters:client:)``).
     package let client: any EngineClient
     /// The first opener's ``DiskConfig/maxSize`` and ``DiskConfig/durable``, which every storage of
-    /// this folder must share (``open(_:maxSize:durable:)``).
+    /// this folder must share (``open(_:readOnly:maxSize:durable:sharedWriters:client:)``).
     package let maxSize: Int
     package let durable: Bool
     /// Whether writers in other processes share the store (``DiskConfig/allowsWritersInOtherProcesses``).
@@ -54,7 +54,7 @@ package final class DiskEngine: @unchecked Sendable {
         self.sharedWriters = sharedWriters && !readOnly
         store = try DiskStore(directory: directory, readOnly: readOnly, durable: durable, sharedWriters: sharedWriters)
         index = store.sharedIndex
-        folder = Locked(store.folder.handle)
+        folder = Locked(store.folder.handle, order: .engineFolder)
         values = store.values
         groupCommit = store.groupCommit
         followWatch = store.followWatch
@@ -247,10 +247,10 @@ package final class DiskEngine: @unchecked Sendable {
     /// An operation that committed none (a read) does not wait for other threads' deliveries.
     ///
     /// Generic only in this thin shell, which is inlined into each caller (and so specialised for its
-    /// result type there): the hop itself is ``run(_:)``, which is not generic. The generic
+    /// result type there): the hop itself is ``run(readsWithoutLock:_:)``, which is not generic. The generic
     /// `DispatchQueue.sync<T>` of swift-corelibs-libdispatch is not specialised for the caller's type
     /// (it lives in another module) and cost ~1,300 instructions more per call than the
-    /// `sync(execute: () -> Void)` that ``run(_:)`` uses (see Docs/Architecture.md, "The hot path").
+    /// `sync(execute: () -> Void)` that ``run(readsWithoutLock:_:)`` uses (see Docs/Architecture.md, "The hot path").
     ///
     /// `readsWithoutLock`: a read (``DiskStore/read(_:now:)``) of a store shared with writers in other
     /// processes runs without the store's lock when the shared file says nothing changed since this
@@ -272,7 +272,7 @@ package final class DiskEngine: @unchecked Sendable {
         return result.unsafelyUnwrapped // `run` ran `body`, which returned or threw
     }
 
-    /// The non-generic queue hop under ``sync(_:)``: runs `body` on the queue (inline when already
+    /// The non-generic queue hop under ``sync(readsWithoutLock:_:)``: runs `body` on the queue (inline when already
     /// on it, so a call from inside a transformer or another operation never deadlocks) and delivers
     /// what it committed to observers once off the queue.
     ///

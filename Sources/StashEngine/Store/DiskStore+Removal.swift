@@ -149,7 +149,7 @@ extension DiskStore {
         try removeAndPublish(evicted, reason: .evicted)
     }
 
-    /// Drops `key` after its data proved damaged. Unlike ``remove(_:)`` this never throws: the
+    /// Drops `key` after its data proved damaged. Unlike ``remove(_:durable:)`` this never throws: the
     /// entry goes from the index even if its tombstone cannot be written (the damage stays detectable).
     package func drop(_ key: String) {
         guard record(forKey: key) != nil else { return }

@@ -28,7 +28,7 @@ package struct DiskRecord: Equatable {
 /// Small values are packed into append-only segment files (``SegmentFormat``): a write is one
 /// `pwrite` of one checksummed record to the active segment, a removal one tombstone. Large values
 /// (and all of them when asked) are files of their own (``ValueFiles``), named by a record. The index
-/// (key → where its record is) is the ``KeyDirectory``: the key directory file mapped at open, plus
+/// (key → where its record is) is the ``KeyDirectory``: the key directory file read at open, plus
 /// what changed since, replayed from the records after it. Compaction copies the live records into a new
 /// segment off the queue when most bytes are dead (``DiskStore/startCompactionIfNeeded()``).
 package final class DiskStore {

@@ -28,11 +28,17 @@ extension DiskStore {
 
 /// The order in which Stash's locks may nest: a thread holding one may take only a later one.
 /// Locks made without an order are not checked.
+/// Docs/Architecture.md, "Locks", lists every lock and queue, these ranks among them.
 package enum LockOrder: Int, Sendable {
+    /// The engine an in-memory store's folder holds (`OwnedFolder`): the engine is let go, and so
+    /// closed, while it is held, which takes the registry and the store's index.
+    case inMemoryFolder = 1
     /// ``DiskEngine``'s registry of open folders (never held while a store opens or closes).
-    case engineRegistry = 1
+    case engineRegistry = 2
+    /// An engine's folder handle, read under the registry (an orphaned writer is looked for there).
+    case engineFolder = 3
     /// A store's index (``DiskStore/sharedIndex``).
-    case storeIndex = 2
+    case storeIndex = 4
 }
 
 #if DEBUG

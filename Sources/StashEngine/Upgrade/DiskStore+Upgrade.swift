@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 
 extension DiskStore {
     /// Carries a store of the first disk format (a journal plus one file per value, named by a hash

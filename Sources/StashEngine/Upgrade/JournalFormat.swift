@@ -21,8 +21,7 @@ package enum JournalRecord: Equatable {
 
 /// The binary format of the journal of Stash's first disk format, kept to upgrade such stores.
 ///
-/// The file starts with ``magic``; then records, each `length (u32 LE) | body | crc32(body) (u32 LE)`.
-/// A body is an operation byte and its fields, little-endian, the key last as UTF-8.
+/// Layout: Docs/Format.md, "Version-1 journal".
 /// A record whose length or checksum is wrong ends the replay: it is a torn last write or damage.
 package enum JournalFormat {
     package static let magic = Array("STASHJ1\n".utf8)
@@ -105,26 +104,6 @@ package enum JournalFormat {
                 offset += 4 + length + 4
             }
             return (offset, nil)
-        }
-    }
-
-    /// How many entries replaying `bytes` is likely to leave: `set`s minus `remove`s, read from the
-    /// records' lengths and operation bytes alone (no checksums, no keys), to reserve the index once.
-    static func expectedEntries(_ bytes: [UInt8]) -> Int {
-        bytes.withUnsafeBytes { raw in
-            var (offset, count) = (magic.count, 0)
-            while offset + 5 <= raw.count {
-                let length = Int(exactly: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian) ?? .max
-                guard length > 0, length <= maxBodyLength else { break }
-                switch Operation(rawValue: raw[offset + 4]) {
-                case .set: count += 1
-                case .remove: count = max(0, count - 1)
-                case .clear: count = 0
-                default: break
-                }
-                offset += 4 + length + 4
-            }
-            return count
         }
     }
 

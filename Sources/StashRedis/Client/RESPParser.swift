@@ -19,9 +19,6 @@ struct RESPParser {
         buffer.append(contentsOf: bytes)
     }
 
-    /// Whether bytes of an unfinished reply are waiting.
-    var hasPartialReply: Bool { start < buffer.count }
-
     /// The next whole reply, or nil when more bytes are needed.
     mutating func next() throws -> RESPValue? {
         var index = start

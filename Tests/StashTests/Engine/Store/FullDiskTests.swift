@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+@testable import Stash
+@testable import StashEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A durable store whose large values filled the disk frees space by the calls meant to free it.
+@Suite("A full disk", .serialized)
+struct FullDiskTests: StoreFileScenario {
+    @Test("a durable store whose large values filled the disk frees space by removing one value, trimming, or removeAll",
+          .enabled(if: FullDiskTests.canMount, "needs root and permission to mount a tmpfs"),
+          arguments: ["removeObject", "trim", "removeAll"])
+    func durableFullDiskOfValueFiles(how: String) throws {
+        let directory = TemporaryDirectory()
+        let mountPoint = directory.path + "/small"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        try #require(Self.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint]) == 0)
+        defer { _ = Self.run("/usr/bin/umount", ["-l", mountPoint]) }
+        let config = DiskConfig(name: "store", directory: URL(fileURLWithPath: mountPoint), durable: true)
+        var keys: [String] = []
+        do {
+            let disk = try DiskStorage(config: config, transformer: TransformerFactory.forData())
+            for index in 0..<100 {
+                do {
+                    try disk.setObject(Data(repeating: UInt8(index), count: 300_000), forKey: "v\(index)")
+                    keys.append("v\(index)")
+                } catch {
+                    #expect(FileIO.isErrno(error, .ENOSPC), "\(error)")
+                    break
+                }
+            }
+            try #require(keys.count >= 3)
+            // The last free pages too: not even a tombstone fits.
+            let filler = FileManager.default.createFile(atPath: mountPoint + "/filler", contents: nil)
+            try #require(filler)
+            let fd = open(mountPoint + "/filler", O_WRONLY)
+            let page = [UInt8](repeating: 1, count: 4096)
+            while write(fd, page, page.count) == page.count {}
+            close(fd)
+            let before = Self.freeBytes(mountPoint)
+            do {
+                switch how {
+                case "removeObject": try disk.removeObject(forKey: keys[0])
+                case "trim": try disk.trim(toSize: 300_000)
+                default: try disk.removeAll()
+                }
+            } catch {
+                Issue.record("\(how) on a full disk failed: \(error)")
+            }
+            #expect(Self.freeBytes(mountPoint) >= before + 290_000, "\(how) freed no space")
+            try? FileManager.default.removeItem(atPath: mountPoint + "/filler")
+            try disk.setObject(Data("after".utf8), forKey: "after")
+        }
+        let reopened = try DiskStorage(config: config, transformer: TransformerFactory.forData())
+        #expect(try reopened.object(forKey: "after") == Data("after".utf8))
+        for key in keys.dropFirst(how == "removeObject" ? 1 : keys.count - 1) {
+            if let value = try? reopened.object(forKey: key) { #expect(value.count == 300_000, "\(key)") }
+        }
+        #expect(reopened.recoveryIssues.isEmpty, "\(reopened.recoveryIssues)")
+    }
+
+    static let canMount: Bool = geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/mount")
+
+    static func run(_ tool: String, _ arguments: [String]) -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        guard (try? process.run()) != nil else { return -1 }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    static func freeBytes(_ path: String) -> Int {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return 0 }
+        return Int(info.f_bavail) * Int(info.f_frsize)
+    }
+}
