@@ -121,11 +121,34 @@ struct CompactionStepTests {
             }
             model["tick"] = Data("tick".utf8)
             #expect(disk.engine.sync { $0.compactionCycle.drained } > 0, "no segment drained in \(calls) calls")
-            // A reader opens now, beside the writer that still has the store open (it writes no new directory).
-            let reader = try DiskStorage(config: DiskConfig(name: "store", directory: folder.url, readOnly: true),
-                                         transformer: TransformerFactory.forData())
+            // A reader opens now, beside the writer that still has the store open (it writes no new
+            // directory): a store of its own, not the writer's engine.
+            let reader = try DiskStore(directory: store, readOnly: true)
+            defer { reader.close() }
             #expect(!reader.recoveryIssues.contains { "\($0)".contains("key directory") }, "\(reader.recoveryIssues)")
-            for (key, value) in model { #expect((try? reader.object(forKey: key)) == value, "\(key)") }
+            for (key, value) in model { #expect((try? reader.read(key, now: Date()).data) == value, "\(key)") }
+        }
+    }
+
+    @Test("a segment a step stopped in, cut short in place by another program: the next steps neither trap nor stop the store",
+          arguments: [100, 40])
+    func segmentCutShortUnderAStep(keptBytes: Int) throws {
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        try withEngineThresholds(in: store, compactionMinimum: 8_192, segmentLimit: 32_768, compactionStep: Self.step) {
+            let disk = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
+            var calls = 0
+            while calls < 500, disk.engine.sync({ $0.compactionCycle.resume == nil }) {
+                try disk.setObject(Data(repeating: UInt8(truncatingIfNeeded: calls), count: 700), forKey: "k\(calls % 8)")
+                calls += 1
+            }
+            let resume = try #require(disk.engine.sync { $0.compactionCycle.resume }, "no step stopped inside a segment")
+            // Shorter than where the step stopped (100 bytes: a header and a little; 40: not even a header).
+            #expect(truncate(store + "/" + SegmentFile.name(of: resume.segment), off_t(keptBytes)) == 0)
+            for index in 0..<200 {
+                try disk.setObject(Data(repeating: 7, count: 700), forKey: "after\(index % 8)")
+            }
+            for index in 0..<8 { #expect(try disk.object(forKey: "after\(index)") == Data(repeating: 7, count: 700)) }
         }
     }
 

@@ -97,9 +97,13 @@ extension DiskStore {
         var read = 0
         for segment in segments.values.filter({ $0.id < min(cycleEnd, active.id) }).sorted(by: { $0.id < $1.id }) {
             guard read < limit, copier.buffer.count < limit else { break }
-            let resume = compactionCycle.resume
-            let start = resume.map { $0.segment == segment.id && $0.salt == segment.salt } == true ? resume!.offset : segment.recordsStart
             let size = try FileIO.size(segment.fd, path: segment.path)
+            // A sealed segment cut shorter by another program: read again from its start, or left alone.
+            guard size >= segment.recordsStart else { break }
+            var start = segment.recordsStart
+            if let resume = compactionCycle.resume, resume.segment == segment.id, resume.salt == segment.salt, resume.offset <= size {
+                start = resume.offset
+            }
             let window = try records(of: segment, from: start, size: size, count: limit)
             read += window.bytes.count
             var stop = window.next
