@@ -152,6 +152,44 @@ struct CompactionStepTests {
         }
     }
 
+    @Test("a step whose output cannot be published (its name taken) loses nothing: the next steps copy those records again")
+    func failedStepLosesNothing() throws {
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        var model: [String: Data] = [:]
+        try withEngineThresholds(in: store, compactionMinimum: .max / 4, segmentLimit: 32_768, compactionStep: Self.step) {
+            let disk = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
+            for key in 0..<60 { // written once, the first segment full of them: the steps copy them
+                model["stable\(key)"] = Data(repeating: UInt8(key), count: 700)
+                try disk.setObject(model["stable\(key)"]!, forKey: "stable\(key)")
+            }
+            for index in 0..<100 { try disk.setObject(Data(repeating: UInt8(index), count: 700), forKey: "churn") }
+            model["churn"] = Data(repeating: 99, count: 700)
+            // One step by hand: it copies part of the first segment and stops inside it.
+            let first = try #require(disk.engine.sync { store in
+                store.thresholds.compactionMinimum = 8_192
+                store.stepCompactionIfNeeded()
+                return store.compactionCycle.resume.map { $0.segment == store.segments.keys.min() ? $0.segment : nil } ?? nil
+            }, "the first step did not stop inside the first segment")
+            // The next step's output finds its name taken: it fails, its copies discarded.
+            let next = disk.engine.sync { $0.nextSegmentID }
+            try Data(repeating: 0xAB, count: 200).write(to: URL(fileURLWithPath: store + "/" + SegmentFile.name(of: next)))
+            #expect(disk.engine.sync { store in
+                store.stepCompactionIfNeeded()
+                return store.compactionCycle.failed
+            } == 1)
+            var steps = 0
+            while steps < 500, disk.engine.sync({ store in store.segments[first] != nil }) {
+                disk.engine.sync { $0.stepCompactionIfNeeded() }
+                steps += 1
+            }
+            #expect(disk.engine.sync { $0.segments[first] } == nil, "the first segment was not drained in \(steps) steps")
+        }
+        // Read from the files (the engine keeps values it wrote in memory).
+        let reopened = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
+        for (key, value) in model { #expect((try? reopened.object(forKey: key)) == value, "\(key)") }
+    }
+
     /// The bytes of the store's segment files.
     private func segmentBytes(_ store: String) throws -> Int {
         try StoreFiles(store).segments.reduce(0) { total, name in

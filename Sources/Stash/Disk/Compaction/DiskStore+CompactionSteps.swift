@@ -52,6 +52,8 @@ struct CompactionCycle {
     var largestCopy = 0
     var largestRead = 0
     var drained = 0
+    /// Steps that failed (their copies discarded).
+    var failed = 0
 }
 
 extension DiskStore {
@@ -82,7 +84,11 @@ extension DiskStore {
             }
             compactionCycle.end = self.active?.id
         }
-        try? compactionStep()
+        do {
+            try compactionStep()
+        } catch {
+            compactionCycle.failed += 1 // housekeeping: the next call goes on from where the last step that worked stopped
+        }
     }
 
     /// One step of the cycle (see the top of this file).
@@ -95,14 +101,16 @@ extension DiskStore {
         var copier = Copier()
         var drained: [SegmentFile] = []
         var read = 0
+        // Where this step stops: kept only once its copies are published (the records before it are dead then).
+        var resume = compactionCycle.resume
         for segment in segments.values.filter({ $0.id < min(cycleEnd, active.id) }).sorted(by: { $0.id < $1.id }) {
             guard read < limit, copier.buffer.count < limit else { break }
             let size = try FileIO.size(segment.fd, path: segment.path)
             // A sealed segment cut shorter by another program: read again from its start, or left alone.
             guard size >= segment.recordsStart else { break }
             var start = segment.recordsStart
-            if let resume = compactionCycle.resume, resume.segment == segment.id, resume.salt == segment.salt, resume.offset <= size {
-                start = resume.offset
+            if let hint = compactionCycle.resume, hint.segment == segment.id, hint.salt == segment.salt, hint.offset <= size {
+                start = hint.offset
             }
             let window = try records(of: segment, from: start, size: size, count: limit)
             read += window.bytes.count
@@ -111,23 +119,28 @@ extension DiskStore {
                 for (record, offset, length) in window.records {
                     guard case .set(let key, let info) = record, let current = withIndex({ $0.peek(key) }),
                           current.segment == segment.id, Int(current.offset) == offset, current.value == info.value else { continue }
-                    if !copier.buffer.isEmpty, copier.buffer.count + length > limit {
+                    let at = offset - start
+                    let before = copier.buffer.count
+                    try copier.copy(key, current, inline: UnsafeRawBufferPointer(rebasing: raw[(at + info.valueOffset)..<(at + length)]),
+                                    store: self)
+                    if before > 0, copier.buffer.count > limit { // over the bound: for the next step
+                        copier.undoLast(to: before)
                         stop = offset
                         break
                     }
-                    let at = offset - start
-                    try copier.copy(key, current, inline: UnsafeRawBufferPointer(rebasing: raw[(at + info.valueOffset)..<(at + length)]),
-                                    store: self)
                 }
             }
             guard stop == size else {
-                compactionCycle.resume = (segment.id, segment.salt, stop)
+                resume = (segment.id, segment.salt, stop)
                 break
             }
             drained.append(segment)
         }
         compactionCycle.largestRead = max(compactionCycle.largestRead, read)
-        guard copier.output != nil || !drained.isEmpty else { return }
+        guard copier.output != nil || !drained.isEmpty else {
+            compactionCycle.resume = resume
+            return
+        }
         compactionCycle.steps += 1
         if let output = copier.output {
             do {
@@ -150,6 +163,7 @@ extension DiskStore {
             }
             compactionCycle.largestCopy = max(compactionCycle.largestCopy, copier.buffer.count)
         }
+        compactionCycle.resume = resume
         guard !drained.isEmpty else { return }
         // The copies are on stable storage: a segment whose floor is the first one left supersedes the
         // drained ones (the one just started goes again if nothing was written to it), then they go.
@@ -220,6 +234,12 @@ extension DiskStore {
             var copy = record
             (copy.segment, copy.offset, copy.length) = (output.id, UInt32(offset), UInt32(length))
             moved.append((key, record, copy))
+        }
+
+        /// Takes the last copy back out (the buffer was `count` bytes long before it).
+        mutating func undoLast(to count: Int) {
+            buffer.removeSubrange(count...)
+            moved.removeLast()
         }
     }
 
