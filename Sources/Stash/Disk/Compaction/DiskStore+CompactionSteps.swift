@@ -29,7 +29,8 @@ import Foundation
 //   So deleting it, or a kill that keeps it, gives the same index. Tombstones are dropped this way only.
 // - A record once dead stays dead (a key's last record only moves forward in replay order), so where a
 //   step stopped is a valid place for any process's next step to go on from; a process that does not
-//   know it reads the segment from its start again.
+//   know it reads the segment from its start again. It is kept only once the step's copies are
+//   published: a step that fails (a full disk, its output's name taken) leaves it where it was.
 // - The floor makes a drained segment restored from a backup superseded. A key directory that names a
 //   drained segment still holds (``loadDirectory``): every entry it has there moved by a record after its
 //   position, since drained segments are older than the directory's own.
