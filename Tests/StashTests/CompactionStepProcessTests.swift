@@ -38,14 +38,16 @@ struct CompactionStepProcessTests {
 
     @Test("a kill at a pwrite, fsync, rename or unlink of a step loses nothing, and the store compacts on after it",
           .enabled(if: Strace.isAvailable),
-          // Numbered as the seeded run makes them: pwrite64 #2–#4 the first calls (a cycle starts, a step reads);
-          // #44–#47 and #49–#50 the first steps that copy (output header, copies, the two new segments'
-          // headers); fsync #1–#4 the outputs and the folder; rename #1–#2 an output published; unlink #1 a
-          // drained segment, #6 the empty segment a floor replaced, #7 and #9 drained segments after a copy.
-          arguments: [("pwrite64", 2), ("pwrite64", 4), ("pwrite64", 44), ("pwrite64", 45), ("pwrite64", 46), ("pwrite64", 47),
-                      ("pwrite64", 49), ("pwrite64", 50), ("fsync", 1), ("fsync", 2), ("fsync", 3), ("fsync", 4),
+          // Numbered as the seeded run makes them. First write: pwrite64 #1 its record, #2 the header of the
+          // segment a cycle starts with, #3 the output's header, #4 the copies, fsync #1 the output, #5 the
+          // header of the segment above it, rename #1 the output published, fsync #2 the folder, #6 the
+          // header of the segment whose floor supersedes the drained ones, unlink #1 the segment of #5
+          // (empty), #2–#4 the drained segments. Second write: pwrite64 #7 its record, #8 the output's
+          // header, #9 the copies, #10 the next segment's header, fsync #3 and #4, rename #2.
+          arguments: [("pwrite64", 2), ("pwrite64", 3), ("pwrite64", 4), ("pwrite64", 5), ("pwrite64", 6),
+                      ("pwrite64", 8), ("pwrite64", 9), ("pwrite64", 10), ("fsync", 1), ("fsync", 2), ("fsync", 3), ("fsync", 4),
                       ("?rename,renameat,renameat2", 1), ("?rename,renameat,renameat2", 2),
-                      ("?unlink,unlinkat", 1), ("?unlink,unlinkat", 6), ("?unlink,unlinkat", 7), ("?unlink,unlinkat", 9)])
+                      ("?unlink,unlinkat", 1), ("?unlink,unlinkat", 2), ("?unlink,unlinkat", 3), ("?unlink,unlinkat", 4)])
     func killedStep(syscall: String, occurrence: Int) throws {
         let folder = TemporaryDirectory()
         let store = folder.storePath()
@@ -58,6 +60,8 @@ struct CompactionStepProcessTests {
         defer { watchdog.cancel() }
         try #require(child.wait(upTo: 120), "the child never reached \(syscall) #\(occurrence)")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
+        // Inside a step of the first or second write, as numbered above.
+        #expect(child.lines().filter { $0.hasPrefix("set ") }.count <= 1, "killed after \(child.lines().count) writes")
         var acknowledged: [String: UInt64] = [:]
         for line in child.lines() {
             let words = line.split(separator: " ")

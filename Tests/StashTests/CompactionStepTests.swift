@@ -47,8 +47,9 @@ struct CompactionStepTests {
         #expect(reopened.recoveryIssues.isEmpty, "\(reopened.recoveryIssues)")
     }
 
-    @Test("a store that opens mostly dead is compacted over many calls, each within the bound, until the dead bytes are gone")
-    func deadBytesAreReclaimedOverManyCalls() throws {
+    @Test("a store that opens mostly dead is compacted over many calls, each within the bound, until the dead bytes are gone (also when each call forgets where the last step stopped, as a process launched for one write does)",
+          arguments: [false, true])
+    func deadBytesAreReclaimedOverManyCalls(forgetting: Bool) throws {
         let folder = TemporaryDirectory()
         let store = folder.storePath()
         var model: [String: Data] = [:]
@@ -67,6 +68,7 @@ struct CompactionStepTests {
             let disk = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
             var calls = 0
             repeat {
+                if forgetting { disk.engine.sync { $0.compactionCycle.resume = nil } }
                 try disk.setObject(Data("tick".utf8), forKey: "tick")
                 calls += 1
             } while calls < 1_000 && disk.engine.sync({ $0.compactionCycle.end != nil || $0.compactionCycle.steps == 0 })

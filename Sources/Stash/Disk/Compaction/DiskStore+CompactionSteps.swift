@@ -29,7 +29,8 @@ import Foundation
 //   So deleting it, or a kill that keeps it, gives the same index. Tombstones are dropped this way only.
 // - A record once dead stays dead (a key's last record only moves forward in replay order), so where a
 //   step stopped is a valid place for any process's next step to go on from; a process that does not
-//   know it reads the segment from its start again. It is kept only once the step's copies are
+//   know it starts at the segment's first live record (a pass over the index), or at its end if there
+//   is none: the segment is drained. It is kept only once the step's copies are
 //   published: a step that fails (a full disk, its output's name taken) leaves it where it was.
 // - The floor makes a drained segment restored from a backup superseded. A key directory that names a
 //   drained segment still holds (``loadDirectory``): every entry it has there moved by a record after its
@@ -109,9 +110,11 @@ extension DiskStore {
             let size = try FileIO.size(segment.fd, path: segment.path)
             // A sealed segment cut shorter by another program: read again from its start, or left alone.
             guard size >= segment.recordsStart else { break }
-            var start = segment.recordsStart
+            var start: Int
             if let hint = compactionCycle.resume, hint.segment == segment.id, hint.salt == segment.salt, hint.offset <= size {
                 start = hint.offset
+            } else {
+                start = max(segment.recordsStart, firstLiveOffset(in: segment.id, size: size))
             }
             let window = try records(of: segment, from: start, size: size, count: limit)
             read += window.bytes.count
@@ -182,6 +185,20 @@ extension DiskStore {
             if compactionCycle.resume?.segment == segment.id { compactionCycle.resume = nil }
         }
         publishStructure() // readers in other processes open the store anew, without them
+    }
+
+    /// Where the first record of segment `id` that an entry points at starts (`size` if none): every
+    /// record before it is dead. One pass over the index (no key decoded), made when this process comes to
+    /// a segment without knowing where a step stopped in it (another process's steps, a new launch), so
+    /// that each call makes progress whoever made the steps before.
+    private func firstLiveOffset(in id: UInt32, size: Int) -> Int {
+        var first = size
+        withIndex { index in
+            index.forEachValue { record in
+                if record.segment == id, let offset = FileNumber.int(record.offset) { first = min(first, offset) }
+            }
+        }
+        return first
     }
 
     /// The records of `segment` from `start` on, read in a window of about `count` bytes (the rest of
