@@ -5,7 +5,7 @@ import Testing
 
 /// Apple's required-reason APIs (App Store rule ITMS-91053): an app whose binary calls one must declare
 /// why in a privacy manifest, and a package's manifest travels in its resource bundle. These tests keep
-/// `Sources/Stash/PrivacyInfo.xcprivacy` equal to what the sources call: a new `stat` call, or a disk
+/// `Sources/Stash/PrivacyInfo.xcprivacy` equal to what the sources call (Stash's and the engine's): a new `stat` call, or a disk
 /// space or boot time call, without a declared category fails here; a category declared for calls that
 /// are gone fails too.
 @Suite("Privacy manifest")
@@ -111,16 +111,23 @@ private enum RequiredReasonAPI {
 
     /// Category → the lines (`file:line: code`) of `product`'s sources that call one of its APIs.
     static func calls(inSourcesOf product: String) throws -> [String: [String]] {
-        let folder = sources.appendingPathComponent(product)
         var found: [String: [String]] = [:]
-        let walker = try #require(FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil))
-        for case let file as URL in walker where file.pathExtension == "swift" {
-            let text = try String(contentsOf: file, encoding: .utf8)
-            for (category, lines) in categories(in: text) {
-                found[category, default: []] += lines.map { "\(file.lastPathComponent):\($0)" }
+        for target in targets(of: product) {
+            let walker = try #require(FileManager.default.enumerator(at: sources.appendingPathComponent(target), includingPropertiesForKeys: nil))
+            for case let file as URL in walker where file.pathExtension == "swift" {
+                let text = try String(contentsOf: file, encoding: .utf8)
+                for (category, lines) in categories(in: text) {
+                    found[category, default: []] += lines.map { "\(file.lastPathComponent):\($0)" }
+                }
             }
         }
         return found
+    }
+
+    /// The targets whose code a product puts in an app: `Stash` carries the engine, a target with no
+    /// product of its own, so Stash's manifest answers for both.
+    static func targets(of product: String) -> [String] {
+        product == "Stash" ? ["Stash", "StashEngine"] : [product]
     }
 
     /// Category → the line numbers of `code` that call one of its APIs; comments are left out.

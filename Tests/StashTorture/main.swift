@@ -314,6 +314,8 @@ func main(_ arguments: [String]) -> Never {
         case "attack":
             try runAttack(arguments, option: option)
         #if DEBUG
+        case "compact-steps":
+            try CompactionStepChild.run(arguments, option: option)
         case "debug-check":
             guard arguments.count == 3 else { fail(usage, status: 2) }
             try runDebugCheck(arguments[1], arguments[2])

@@ -18,21 +18,22 @@ extension DiskStore {
     /// below the new active segment's, and the live records are copied, least recently used first,
     /// off the queue (``compact(_:victims:into:count:folder:store:segmentLimit:)``). Writes go on meanwhile to the
     /// new active segment, which replays after the output, so a copy never overrides a later write.
-    /// Tombstones are not copied: no older segment survives the merge.
+    /// Tombstones are not copied: no older segment survives the merge. A writer in several processes
+    /// compacts in bounded steps instead, inside its calls (``stepCompactionIfNeeded()``).
     func startCompactionIfNeeded() {
         guard !readOnly, !isCompacting, active != nil else { return }
+        if sharedWriters {
+            // Other processes write between this store's operations: the copy is made now, holding the
+            // lock, rather than beside later writes it would not see; a bounded part of it in each call.
+            stepCompactionIfNeeded()
+            return
+        }
         var (dead, total) = (0, 0)
         for segment in segments.values {
             dead += segment.deadBytes
             total += segment.recordBytes
         }
         guard dead >= thresholds.compactionMinimum, dead * 2 > total else { return }
-        if sharedWriters {
-            // Other processes write between this store's operations: the copy is made now, holding
-            // the lock, rather than beside later writes it would not see.
-            try? compactNow()
-            return
-        }
         guard let plan = try? beginCompaction(liveBytes: total - dead) else { return }
         isCompacting = true
         let epoch = epoch

@@ -168,8 +168,11 @@ extension DiskStore {
             recoveryIssues.append(.corrupted("the key directory could not be read (\(error)); the segments were replayed whole"))
             return nil
         }
+        // A segment it names may be gone if the floor supersedes it: a shared writer's compaction step
+        // deletes the oldest segments once no entry is in them, and every entry the directory has there
+        // moved by a record after its position (``DiskStore/compactionStep()``).
         guard let loaded, loaded.header.store == folder.storeID,
-              loaded.header.segments.allSatisfy({ salts[$0.id] == $0.salt }),
+              loaded.header.segments.allSatisfy({ salts[$0.id] == $0.salt || (salts[$0.id] == nil && $0.id < floor) }),
               salts[loaded.header.position.segment] == loaded.header.position.salt else {
             if !DirectoryFormat.isFormerLayout(fd) { // an older layout is no damage: replaced once
                 recoveryIssues.append(.corrupted("the key directory was damaged or stale; the segments were replayed whole"))

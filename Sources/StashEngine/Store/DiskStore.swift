@@ -80,6 +80,8 @@ package final class DiskStore {
     /// Bumped by ``removeAll()`` and folder loss: a compaction begun before is discarded.
     package var epoch = 0
     var isCompacting = false
+    /// A shared writer's compaction, made in bounded steps (``DiskStore/stepCompactionIfNeeded()``).
+    var compactionCycle = CompactionCycle()
     /// How many appends (`pwrite`s of records) the store has made; for tests.
     var appendCount = 0
     /// The deletions `removeAll()` leaves to a background thread; ``close()`` waits for them.
@@ -115,6 +117,9 @@ package final class DiskStore {
         var segmentLimit = 64 << 20
         /// Compaction starts once dead bytes outweigh live ones and exceed this.
         var compactionMinimum = 4 << 20
+        /// A writer in several processes copies at most this many bytes of live records in one call
+        /// (a record longer than this alone), so that a call holds the folder's lock for a bounded time.
+        var compactionStep = 4 << 20
         /// A store with this many entries writes its key directory when it closes (a smaller one replays fast).
         var directoryMinimum = 20_000
         /// The size at which the version-1 upgrade starts a new segment.
