@@ -16,11 +16,6 @@ import Darwin
 /// reads first (reading two pipes one after the other deadlocks once the other one fills up). Its
 /// standard input is empty, a file holding given bytes, or a pipe the test writes lines to.
 public final class ChildProcess: @unchecked Sendable {
-    /// One launch at a time in this process: swift-corelibs-foundation's `Process.run()` crashed
-    /// (a bad pointer in its own copy of the arguments or environment) while other tests launched
-    /// children at the same moment on a loaded machine. Only the launch is serialised, not the wait.
-    private static let launching = NSLock()
-
     // @unchecked Sendable: the collected bytes live in `streams`, behind its lock; `process`, the pipes
     // and `inputFile` are set up in init and only read afterwards.
 
@@ -46,7 +41,7 @@ public final class ChildProcess: @unchecked Sendable {
         public var output: String { String(decoding: stdout, as: UTF8.self) }
     }
 
-    private let process = Process()
+    private let process: SpawnedProcess
     private let inputPipe = Pipe()
     private let outputPipe = Pipe()
     private let errorPipe = Pipe()
@@ -62,26 +57,28 @@ public final class ChildProcess: @unchecked Sendable {
     /// Starts `executable` with `arguments`; `environment` replaces the inherited one when given.
     public init(_ executable: URL, _ arguments: [String], input: Input = .empty,
                 environment: [String: String]? = nil, currentDirectory: URL? = nil) throws {
-        process.executableURL = executable
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+        let standardInput: FileHandle
         switch input {
         case .empty:
-            process.standardInput = FileHandle.nullDevice
+            standardInput = FileHandle.nullDevice
         case .data(let bytes):
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("StashChildInput-\(UUID().uuidString)")
             try bytes.write(to: file)
             inputFile = file
-            process.standardInput = try FileHandle(forReadingFrom: file)
+            standardInput = try FileHandle(forReadingFrom: file)
         case .held:
             // A child that dies while the test still writes must not take the test process with it.
             _ = ignoreBrokenPipes
-            process.standardInput = inputPipe
+            standardInput = inputPipe.fileHandleForReading
         }
-        process.standardOutput = outputPipe
-        process.standardError = errorPipe
-        try Self.launching.withLock { try process.run() }
+        process = try SpawnedProcess(executable.path, arguments, environment: environment ?? ProcessInfo.processInfo.environment,
+                                     currentDirectory: currentDirectory?.path, standardInput: standardInput.fileDescriptor,
+                                     standardOutput: outputPipe.fileHandleForWriting.fileDescriptor,
+                                     standardError: errorPipe.fileHandleForWriting.fileDescriptor)
+        // The child has its own copies: the drains see the end of its output once it closes them.
+        try? outputPipe.fileHandleForWriting.close()
+        try? errorPipe.fileHandleForWriting.close()
+        if case .held = input { try? inputPipe.fileHandleForReading.close() } else if case .data = input { try? standardInput.close() }
         drain(outputPipe.fileHandleForReading, isOutput: true)
         drain(errorPipe.fileHandleForReading, isOutput: false)
     }

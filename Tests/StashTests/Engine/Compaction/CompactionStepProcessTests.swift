@@ -5,7 +5,7 @@ import Stash
 import StashTestSupport
 
 // A shared writer's compaction in bounded steps, across processes (`StashTorture compact-steps`,
-// Sources/StashTorture/CompactionSteps.swift: a step copies at most 4,096 bytes there): writers and a
+// Tests/StashTorture/CompactionSteps.swift: a step copies at most 4,096 bytes there): writers and a
 // reader beside the steps, and kills at the system calls of a step (`strace -e inject`).
 
 @Suite("A shared writer's compaction in steps, across processes", .serialized)

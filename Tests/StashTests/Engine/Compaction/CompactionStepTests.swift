@@ -5,7 +5,7 @@ import Testing
 import StashTestSupport
 
 // A writer in several processes compacts in bounded steps inside its calls (Docs/Architecture.md,
-// "Compaction"; Sources/Stash/Disk/Compaction/DiskStore+CompactionSteps.swift): the bytes a call copies
+// "Compaction"; Sources/StashEngine/Compaction/DiskStore+CompactionSteps.swift): the bytes a call copies
 // are counted by the store (`compactionCycle`), never timed.
 
 @Suite("A shared writer's compaction in bounded steps")
