@@ -30,8 +30,13 @@ let package = Package(
         // as swift-collections shares `_CollectionsTestSupport`. A plain target no product exports.
         .target(name: "StashTestSupport", dependencies: ["Stash"], path: "Tests/StashTestSupport", swiftSettings: strictSettings),
         .executableTarget(name: "StashTorture", dependencies: ["Stash", "StashTestSupport"], swiftSettings: strictSettings),
+        // The JSON coder's allocation count: a process of its own whose malloc wrappers (glibc) count
+        // each thread's allocations, apart from the test process's allocator.
+        .target(name: "CStashMallocCounter", path: "Tests/CStashMallocCounter"),
+        .executableTarget(name: "StashAllocationCount", dependencies: ["Stash", "CStashMallocCounter"],
+                          path: "Tests/StashAllocationCount", swiftSettings: strictSettings),
         // Fixtures: stores written by older engines, copied by the tests that upgrade them (not resources).
-        .testTarget(name: "StashTests", dependencies: ["Stash", "StashTestSupport", "StashCLI", "StashTorture", "StashHTTP"],
+        .testTarget(name: "StashTests", dependencies: ["Stash", "StashTestSupport", "StashCLI", "StashTorture", "StashHTTP", "StashAllocationCount"],
                     exclude: ["Fixtures"], swiftSettings: strictSettings),
         .testTarget(name: "StashHTTPTests", dependencies: ["StashHTTP", "StashTestSupport"], swiftSettings: strictSettings),
         // The child process of the Redis two-process test: its own target, apart from StashTorture.

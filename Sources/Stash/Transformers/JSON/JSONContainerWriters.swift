@@ -89,24 +89,21 @@ struct JSONKeyedWriter<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     var codingPath: [any CodingKey] { Array(writer.path.prefix(depth)) }
 
-    mutating func encodeNil(forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.ascii("null") }
-    mutating func encode(_ value: Bool, forKey key: Key) throws {
-        try writer.key(key, id, depth: depth)
-        value ? writer.ascii("true") : writer.ascii("false")
-    }
-    mutating func encode(_ value: String, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.string(value) }
-    mutating func encode(_ value: Double, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.finite(writer.float(value)) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.finite(writer.float(value)) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
+    mutating func encodeNil(forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.null() }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: String, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         try writer.key(key, id, depth: depth)
         try writer.value(value, key: key, depth: depth + 1)
@@ -132,7 +129,7 @@ struct JSONKeyedWriter<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder() }
 }
 
-struct JSONUnkeyedWriter: UnkeyedEncodingContainer {
+struct JSONUnkeyedWriter: UnkeyedEncodingContainer, JSONScalarEncoding {
     let writer: JSONWriter
     let id: Int
     let depth: Int
@@ -141,22 +138,8 @@ struct JSONUnkeyedWriter: UnkeyedEncodingContainer {
     var count: Int { writer.frames.count > depth && writer.frames[depth].id == id ? writer.frames[depth].count : 0 }
 
     private func begin() throws { try writer.begin(id, depth: depth) }
+    func prepareScalar() throws { try begin() }
 
-    mutating func encodeNil() throws { try begin(); writer.ascii("null") }
-    mutating func encode(_ value: Bool) throws { try begin(); value ? writer.ascii("true") : writer.ascii("false") }
-    mutating func encode(_ value: String) throws { try begin(); writer.string(value) }
-    mutating func encode(_ value: Double) throws { try begin(); try writer.finite(writer.float(value)) }
-    mutating func encode(_ value: Float) throws { try begin(); try writer.finite(writer.float(value)) }
-    mutating func encode(_ value: Int) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: Int8) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: Int16) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: Int32) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: Int64) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: UInt) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: UInt8) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: UInt16) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: UInt32) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: UInt64) throws { try begin(); writer.integer(value) }
     mutating func encode<T: Encodable>(_ value: T) throws {
         try begin()
         try writer.value(value, key: JSONIndexKey(index: writer.frames[depth].count - 1), depth: depth + 1)
@@ -178,4 +161,40 @@ struct JSONUnkeyedWriter: UnkeyedEncodingContainer {
     }
 
     mutating func superEncoder() -> any Encoder { writer.fallback = true; return JSONStreamEncoder(writer: writer, slot: -1, depth: depth + 1) }
+}
+
+/// The scalar half of a single-value or unkeyed container: each scalar is written by the writer's
+/// `scalar(_:)` once `prepareScalar()` has checked that a value may go here (and written what goes
+/// before it).
+protocol JSONScalarEncoding {
+    var writer: JSONWriter { get }
+    func prepareScalar() throws
+}
+
+extension JSONScalarEncoding {
+    mutating func encodeNil() throws { try prepareScalar(); writer.null() }
+    mutating func encode(_ value: Bool) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: String) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Double) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Float) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Int) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Int8) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Int16) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Int32) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Int64) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: UInt) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: UInt8) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: UInt16) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: UInt32) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: UInt64) throws { try prepareScalar(); try writer.scalar(value) }
+}
+
+extension JSONWriter {
+    // The one place each scalar type is written, whatever container it comes through.
+    @inline(__always) func null() { ascii("null") }
+    @inline(__always) func scalar(_ value: Bool) throws { value ? ascii("true") : ascii("false") }
+    @inline(__always) func scalar(_ value: String) throws { string(value) }
+    @inline(__always) func scalar(_ value: Double) throws { try finite(float(value)) }
+    @inline(__always) func scalar(_ value: Float) throws { try finite(float(value)) }
+    @inline(__always) func scalar<I: FixedWidthInteger>(_ value: I) throws { integer(value) }
 }

@@ -21,9 +21,9 @@ final class JSONWriter {
 
     @exclusivity(unchecked) private(set) var base: UnsafeMutablePointer<UInt8>
     @exclusivity(unchecked) var count = 0
-    @exclusivity(unchecked) private var capacity: Int
-    let options: JSONCoderOptions
-    let userInfo: [CodingUserInfoKey: Any]
+    @exclusivity(unchecked) private(set) var capacity: Int
+    @exclusivity(unchecked) var options: JSONCoderOptions
+    @exclusivity(unchecked) var userInfo: [CodingUserInfoKey: Any]
     @exclusivity(unchecked) var frames: [Frame] = []
     /// The slot whose value goes at the end of the buffer next; 0: none.
     @exclusivity(unchecked) var openSlot = 0
@@ -42,6 +42,17 @@ final class JSONWriter {
     }
 
     deinit { base.deallocate() }
+
+    /// Forgets the last encoding, keeping the allocations. Ids keep counting: one from an earlier
+    /// encoding never names a container of the next.
+    func reset() {
+        count = 0
+        frames.removeAll(keepingCapacity: true)
+        path.removeAll(keepingCapacity: true)
+        openSlot = 0
+        fallback = false
+        userInfo = [:]
+    }
 
     func makeID() -> Int {
         defer { nextID += 1 }
@@ -134,7 +145,7 @@ final class JSONWriter {
     func float(_ value: Float) -> Bool { floatingPoint(value) }
     func float(_ value: Double) -> Bool { floatingPoint(value) }
 
-    @inline(__always) private func floatingPoint<F: BinaryFloatingPoint & LosslessStringConvertible>(_ value: F) -> Bool {
+    @inline(__always) private func floatingPoint<F: BinaryFloatingPoint & TextOutputStreamable>(_ value: F) -> Bool {
         guard value.isFinite else {
             guard let strings = options.floatStrings else { return false }
             string(value.isNaN ? strings.nan : value < 0 ? strings.negativeInfinity : strings.positiveInfinity)
@@ -145,12 +156,27 @@ final class JSONWriter {
             integer(Int64(value))
             return true
         }
-        var text = value.description
-        text.withUTF8 { utf8 in
-            let trimmed = utf8.count > 2 && utf8[utf8.count - 2] == UInt8(ascii: ".") && utf8[utf8.count - 1] == UInt8(ascii: "0")
-            bytes(UnsafeBufferPointer(rebasing: utf8[0..<(trimmed ? utf8.count - 2 : utf8.count)]))
+        // `description`'s text (Swift's shortest round-trip digits), streamed into the buffer: the
+        // standard library hands its ASCII bytes to `_writeASCII` without making a `String`.
+        let start = count
+        var stream = Stream(writer: self)
+        value.write(to: &stream)
+        if count - start > 2 && base[count - 2] == UInt8(ascii: ".") && base[count - 1] == UInt8(ascii: "0") {
+            count -= 2
         }
         return true
+    }
+
+    /// A `TextOutputStream` that appends to the writer's buffer.
+    private struct Stream: TextOutputStream {
+        unowned(unsafe) let writer: JSONWriter
+
+        mutating func write(_ string: String) {
+            var string = string
+            string.withUTF8 { writer.bytes($0) }
+        }
+
+        mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) { writer.bytes(buffer) }
     }
 
     /// A string with Foundation's escapes: `"`, `\`, `/` (unless `.withoutEscapingSlashes`), the short
