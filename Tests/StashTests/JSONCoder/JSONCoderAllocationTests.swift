@@ -13,11 +13,12 @@ struct JSONCoderAllocationTests {
     // container in, 3 (Foundation's encoder: 23); to decode, what it returns (the two strings longer
     // than the 15 bytes a `String` holds inline, the `roles` array), the reader, its keyed container
     // and that container's box, and the text of a `Double` of 17 digits for `strtod`, 7 (Foundation's
-    // decoder: 25). The tests run a debug build, where the compiler
-    // adds about one allocation per encode and thirty per decode of its own: the budgets allow those,
-    // not the coder's writer, buffers, container stack or float text coming back.
+    // decoder: 25). The tests run a debug build, where unoptimized generic code adds about three
+    // allocations per encode and thirty per decode of its own: the budgets allow those, not the
+    // coder's writer, buffer, container stack, key cache (five more per encode) or float text coming
+    // back.
 #if DEBUG
-    static let encodeBudget = 4.5
+    static let encodeBudget = 6.5
     static let decodeBudget = 45.0
 #else
     static let encodeBudget = 3.0

@@ -9,7 +9,7 @@ extension JSONWriter {
             fallback = true
             throw JSONFallback()
         }
-        close(above: depth)
+        if frames.count > depth + 1 { close(above: depth) }
         if frames[depth].count > 0 { byte(UInt8(ascii: ",")) }
         frames[depth].count += 1
     }
@@ -22,31 +22,42 @@ extension JSONWriter {
 
     func key(named name: String, _ id: Int, depth: Int) throws {
         try begin(id, depth: depth)
-        var name = name
         let keyStart = count
-        // One pass copies the key and hashes it; a key with characters to escape takes the long way.
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        let plain = name.withUTF8 { utf8 -> Bool in
-            reserve(utf8.count + 3)
-            base[count] = UInt8(ascii: "\"")
-            var index = count + 1
-            for unit in utf8 {
-                guard unit >= 0x20 && unit != UInt8(ascii: "\"") && unit != UInt8(ascii: "\\") && unit != UInt8(ascii: "/") else { return false }
-                base[index] = unit
-                hash = (hash ^ UInt64(unit)) &* 0x100_0000_01b3
-                index += 1
-            }
-            base[index] = UInt8(ascii: "\"")
-            count = index + 1
-            return true
-        }
-        if !plain {
-            hash = 0xcbf2_9ce4_8422_2325
+        let bits = JSONKeyCache.smallBits(name)
+        if let bits, let (written, hash) = keys.find(bits, escapesSlashes: options.escapeSlashes) {
+            reserve(written.count + 1)
+            (base + count).update(from: written.baseAddress!, count: written.count)
+            count += written.count
+            try checkUnique(hash, from: keyStart, depth: depth)
+        } else {
+            var name = name
             name.withUTF8 { escaped($0) }
-            for index in keyStart..<count { hash = (hash ^ UInt64(base[index])) &* 0x100_0000_01b3 }
+            let hash = Self.hash(base + keyStart + 1, count - keyStart - 2)
+            if let bits {
+                keys.keep(bits, escapesSlashes: options.escapeSlashes,
+                          written: UnsafeBufferPointer(start: base + keyStart, count: count - keyStart), hash: hash)
+            }
+            try checkUnique(hash, from: keyStart, depth: depth)
         }
-        try checkUnique(hash, from: keyStart, depth: depth)
         byte(UInt8(ascii: ":"))
+    }
+
+    /// A hash of a key as written (between its quotes), eight bytes at a time.
+    @inline(__always) private static func hash(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> UInt64 {
+        var hash = 0x9E37_79B9_7F4A_7C15 ^ UInt64(count)
+        var index = 0
+        while index + 8 <= count {
+            hash = (hash ^ UnsafeRawPointer(bytes + index).loadUnaligned(as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
+            hash ^= hash >> 32
+            index += 8
+        }
+        var tail: UInt64 = 0
+        while index < count {
+            tail = tail << 8 | UInt64(bytes[index])
+            index += 1
+        }
+        hash = (hash ^ tail) &* 0xC4CE_B9FE_1A85_EC53
+        return hash ^ (hash >> 33)
     }
 
     private func checkUnique(_ hash: UInt64, from keyStart: Int, depth: Int) throws {

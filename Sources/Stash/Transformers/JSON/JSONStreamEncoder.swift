@@ -99,6 +99,9 @@ extension JSONWriter {
         if T.self == Int.self { openSlot = 0; return try scalar(cast(value, to: Int.self)) }
         if T.self == Double.self { openSlot = 0; return try scalar(cast(value, to: Double.self)) }
         if T.self == Bool.self { openSlot = 0; return try scalar(cast(value, to: Bool.self)) }
+        if T.self == [String].self { openSlot = 0; return try array(cast(value, to: [String].self)) }
+        if T.self == [Int].self { openSlot = 0; return try array(cast(value, to: [Int].self)) }
+        if T.self == [Double].self { openSlot = 0; return try array(cast(value, to: [Double].self)) }
         if T.self == Date.self { openSlot = 0; return try date(cast(value)) }
         if T.self == Data.self { openSlot = 0; return try data(cast(value), depth: depth) }
         if T.self == URL.self { openSlot = 0; return string(cast(value, to: URL.self).absoluteString) }
@@ -123,6 +126,18 @@ extension JSONWriter {
             openSlot = 0
             ascii("{}")
         }
+    }
+
+    /// An array of one scalar type, written without a container.
+    private func array<E>(_ elements: [E]) throws {
+        byte(UInt8(ascii: "["))
+        for (index, element) in elements.enumerated() {
+            if index > 0 { byte(UInt8(ascii: ",")) }
+            if E.self == String.self { try scalar(cast(element, to: String.self)) }
+            else if E.self == Int.self { try scalar(cast(element, to: Int.self)) }
+            else { try scalar(cast(element, to: Double.self)) }
+        }
+        byte(UInt8(ascii: "]"))
     }
 
     func string(_ value: String, quoted: Bool) {
@@ -155,5 +170,5 @@ extension JSONWriter {
 
 /// Reinterprets a value whose type was just compared equal to `U`.
 @inline(__always) func cast<T, U>(_ value: T, to type: U.Type = U.self) -> U {
-    withUnsafePointer(to: value) { UnsafeRawPointer($0).load(as: U.self) }
+    unsafeBitCast(value, to: U.self)
 }
