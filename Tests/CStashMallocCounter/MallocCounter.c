@@ -5,7 +5,12 @@
 #include "CStashMallocCounter.h"
 #include <stdlib.h> // defines __GLIBC__ where glibc is the C library
 
-#if defined(__GLIBC__)
+#if !defined(__has_feature)
+#define __has_feature(feature) 0
+#endif
+
+// Not under a sanitizer: ThreadSanitizer and AddressSanitizer bring their own malloc.
+#if defined(__GLIBC__) && !__has_feature(thread_sanitizer) && !__has_feature(address_sanitizer)
 #include <errno.h>
 
 extern void *__libc_malloc(size_t size);
