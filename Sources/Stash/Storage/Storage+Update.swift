@@ -34,11 +34,12 @@ extension DiskStorage {
                        current: (DiskStore) throws -> (object: T, expiry: Date)?, body: (inout T) throws -> Void,
                        onCommit: (DiskStore, UpdatedValue<T>, _ path: String?) -> Void = { _, _, _ in }) throws -> T {
         try checkWritable()
+        try ReservedKeys.check(key)
         let requested = try expiry.map { try $0.checkedDate(from: now) }
         let fallback = try config.expiry.checkedDate(from: now)
         let updated = try engine.bracket(now: now, config: config) { store in
             let found = try current(store)
-            guard var value = found?.object ?? defaultValue else { throw StorageError.notFound }
+            guard var value = found?.object ?? defaultValue else { throw StorageError.notFound(key: key) }
             try engine.runUserCode { try body(&value) }
             let data = try transformer.encode(value)
             let date = requested ?? found?.expiry ?? fallback
@@ -165,7 +166,7 @@ extension Storage {
     ///   - body: Changes the value in place.
     /// - Returns: The value written.
     /// - Throws: ``StorageError/notFound`` when no valid value is stored and `defaultValue` is nil;
-    ///   ``StorageError/decodingFailed(_:)`` when the stored bytes do not decode (nothing is written:
+    ///   ``StorageError/decodingFailed(_:key:)`` when the stored bytes do not decode (nothing is written:
     ///   migrate first); what `body` throws; the errors of `setObject(_:forKey:expiry:)`.
     @discardableResult
     public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,

@@ -58,26 +58,26 @@ public final class StorageTransaction<T: Sendable> {
 
     /// The value for `key` with its expiry, as this transaction sees it (its own writes included);
     /// expired values are returned, flagged.
-    /// - Throws: ``StorageError/notFound``, ``StorageError/decodingFailed(_:)``, ``StorageError/transactionEnded``.
+    /// - Throws: ``StorageError/notFound``, ``StorageError/decodingFailed(_:key:)``, ``StorageError/transactionEnded``.
     public func entry(forKey key: String) throws -> Entry<T> {
         try checkOpen()
         switch pending[key] {
         case .set(let object, _, let expiry, _):
             return Entry(object: object, expiry: Expiry(storedDate: expiry), filePath: nil, isExpired: now >= expiry)
         case .removed:
-            throw StorageError.notFound
+            throw StorageError.notFound(key: key)
         case nil:
-            guard let entry = try readCommitted(key) else { throw StorageError.notFound }
+            guard let entry = try readCommitted(key) else { throw StorageError.notFound(key: key) }
             return entry
         }
     }
 
     /// The valid value for `key`, as this transaction sees it.
-    /// - Throws: ``StorageError/notFound``, ``StorageError/expired(_:)``, ``StorageError/decodingFailed(_:)``,
+    /// - Throws: ``StorageError/notFound``, ``StorageError/expired(_:key:)``, ``StorageError/decodingFailed(_:key:)``,
     ///   ``StorageError/transactionEnded``.
     public func object(forKey key: String) throws -> T {
         let entry = try entry(forKey: key)
-        if entry.isExpired, case .date(let date) = entry.expiry { throw StorageError.expired(date) }
+        if entry.isExpired, case .date(let date) = entry.expiry { throw StorageError.expired(date, key: key) }
         return entry.object
     }
 
@@ -100,14 +100,14 @@ public final class StorageTransaction<T: Sendable> {
     /// - Throws: ``StorageError/encodingFailed(_:)``, ``StorageError/invalidExpiry(_:)``, ``StorageError/transactionEnded``.
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
         try checkOpen()
-        try checkWritable()
+        try checkWritable(key)
         try set(object, forKey: key, expiry: (expiry ?? defaultExpiry).checkedDate(from: now))
     }
 
     /// Removes `key`'s value when the transaction commits (nothing happens for a key with none).
     public func removeObject(forKey key: String) throws {
         try checkOpen()
-        try checkWritable()
+        try checkWritable(key)
         changes.append(.remove(key: key))
         pending[key] = .removed
     }
@@ -123,7 +123,7 @@ public final class StorageTransaction<T: Sendable> {
     @discardableResult
     public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,
                        _ body: (inout T) throws -> Void) throws -> T {
-        try checkWritable()
+        try checkWritable(key)
         let requested = try expiry.map { try $0.checkedDate(from: now) }
         var found: Entry<T>?
         do {
@@ -132,7 +132,7 @@ public final class StorageTransaction<T: Sendable> {
             found = nil
         }
         if found?.isExpired == true { found = nil }
-        guard var value = found?.object ?? defaultValue else { throw StorageError.notFound }
+        guard var value = found?.object ?? defaultValue else { throw StorageError.notFound(key: key) }
         try body(&value)
         let date: Date
         if let requested {
@@ -158,7 +158,8 @@ public final class StorageTransaction<T: Sendable> {
         if !isOpen { throw StorageError.transactionEnded }
     }
 
-    private func checkWritable() throws {
+    private func checkWritable(_ key: String) throws {
+        try ReservedKeys.check(key)
         if let readOnlyDirectory { throw StorageError.readOnly(directory: readOnlyDirectory) }
     }
 }
