@@ -58,7 +58,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// The store's folder.
     public var path: String { engine.directory }
 
-    /// Every stored key, expired ones included (Stash's own bookkeeping keys left out: ``ReservedKeys``).
+    /// Every stored key, expired ones included; Stash's own bookkeeping keys (``StorageMigrator/reservedKeyPrefix``) are left out.
     public var allKeys: [String] { ReservedKeys.removing(from: engine.sync { $0.keys }) }
 
     /// The bytes of all stored values.
