@@ -35,6 +35,12 @@ let package = Package(
         .target(name: "StashTestSupport", dependencies: ["Stash", "StashEngine"], path: "Tests/StashTestSupport", swiftSettings: strictSettings),
         // The child process of the crash and multi-process tests (a user of the public API), under Tests/ with them.
         .executableTarget(name: "StashTorture", dependencies: ["Stash", "StashEngine", "StashTestSupport"], path: "Tests/StashTorture", swiftSettings: strictSettings),
+        // The JSON coder's allocation count: a process of its own whose malloc wrappers (glibc) count
+        // each thread's allocations. No test target depends on it (that would link its malloc into the
+        // test bundle): `swift build --build-tests` builds it with every target.
+        .target(name: "CStashMallocCounter", path: "Tests/CStashMallocCounter"),
+        .executableTarget(name: "StashAllocationCount", dependencies: ["Stash", "CStashMallocCounter"],
+                          path: "Tests/StashAllocationCount", swiftSettings: strictSettings),
         // Fixtures: stores written by older engines, copied by the tests that upgrade them (not resources).
         .testTarget(name: "StashTests", dependencies: ["Stash", "StashEngine", "StashTestSupport", "StashCLI", "StashTorture", "StashHTTP"],
                     exclude: ["Fixtures"], swiftSettings: strictSettings),

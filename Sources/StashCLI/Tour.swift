@@ -52,7 +52,7 @@ enum Tour {
         do {
             _ = try storage.object(forKey: "meeting")
             step(6, "object(forKey: \"meeting\") unexpectedly returned a value")
-        } catch StorageError.expired(let date) {
+        } catch StorageError.expired(let date, _) {
             step(6, "object(forKey: \"meeting\") throws StorageError.expired (it expired at \(iso8601(date)))")
         }
         let stale = try storage.entry(forKey: "meeting")

@@ -29,8 +29,9 @@ struct IssueTarget {
                                 "RSS growth per entry after reading every key once, * entries vs LevelDB"]),
         IssueTarget(row: "disk per 200 B entry, 1M (100k without --scale)", target: "≤ 240 B",
                     scenarios: ["disk allocated per 200 B entry, * entries vs LevelDB"]),
-        IssueTarget(row: "app, small Codable: get cold vs SQLite (same JSON coder)", target: "≤ 0.7×",
-                    scenarios: ["disk hit, cold memory, codable vs SQLite"]),
+        // v3's "get cold vs SQLite (same JSON coder) ≤ 0.7×" is superseded by issue #31's rows (`codable`):
+        // the SQLite side of `… codable vs SQLite` now has Foundation's coder (≤ 0.5×), and the same-coder
+        // row (`… with Stash's JSON coder`) is reported beside it without a target.
         IssueTarget(row: "app, small Codable: 80/20 mix, 1 and 2 threads vs SQLite; 2 threads ≥ 1 thread in throughput",
                     target: "≤ 0.5×; ≤ 1.0×",
                     scenarios: ["80/20 read/write, 1 thread vs SQLite", "80/20 read/write, 2 threads vs SQLite",

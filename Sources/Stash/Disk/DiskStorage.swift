@@ -65,7 +65,8 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// The store's folder.
     public var path: String { engine.directory }
 
-    public var allKeys: [String] { engine.sync { $0.keys } }
+    /// Every stored key, expired ones included; Stash's own bookkeeping keys (``StorageMigrator/reservedKeyPrefix``) are left out.
+    public var allKeys: [String] { ReservedKeys.removing(from: engine.sync { $0.keys }) }
 
     /// The bytes of all stored values.
     public var totalSize: Int { engine.sync { $0.totalSize } }
@@ -75,10 +76,12 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     public func counts(expiredBy date: Date) -> (entries: Int, expired: Int) {
         let cutoff = StoredTime.seconds(date)
         return engine.sync { store in
-            store.withIndex { index in
+            // Stash's bookkeeping (never expiring) is no entry of the app's.
+            let bookkeeping = store.record(forKey: ReservedKeys.migrationProgress) == nil ? 0 : 1
+            return store.withIndex { index in
                 var expired = 0
                 if cutoff >= store.earliestExpiry { index.forEachValue { if cutoff >= $0.expiry { expired += 1 } } }
-                return (index.count, expired)
+                return (index.count - bookkeeping, expired)
             }
         }
     }
@@ -92,7 +95,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         let now = now()
         return engine.sync { store in
             store.applyMemoryHits(now: now)
-            return store.withIndex { $0.entriesOldestFirst }.map { key, record in
+            return store.withIndex { $0.entriesOldestFirst }.filter { !ReservedKeys.contains($0.0) }.map { key, record in
                 DiskEntryInfo(key: key, size: record.size,
                               expiry: Expiry(storedDate: StoredTime.date(record.expiry)),
                               lastAccess: StoredTime.date(record.lastAccess),
@@ -107,7 +110,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         try engine.checkOutsideUserCode()
         let now = now()
         let (data, expiry, path) = try engine.read(key, now: now)
-        return try Entry(object: decode(data), expiry: Expiry(storedDate: StoredTime.date(expiry)),
+        return try Entry(object: decode(data, key: key), expiry: Expiry(storedDate: StoredTime.date(expiry)),
                          filePath: path, isExpired: StoredTime.seconds(now) >= expiry)
     }
 
@@ -117,9 +120,9 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         try engine.checkOutsideUserCode()
         let now = now()
         let (data, expiry, _) = try engine.read(key, now: now)
-        let object = try decode(data)
+        let object = try decode(data, key: key)
         if StoredTime.seconds(now) >= expiry, expiry != StoredTime.never {
-            throw StorageError.expired(StoredTime.date(expiry))
+            throw StorageError.expired(StoredTime.date(expiry), key: key)
         }
         return object
     }
@@ -141,6 +144,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
 
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
         try checkWritable()
+        try ReservedKeys.check(key)
         let now = now()
         let expiryDate = try (expiry ?? config.expiry).checkedDate(from: now)
         let data = try transformer.encode(object)
@@ -149,6 +153,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
 
     public func removeObject(forKey key: String) throws {
         try checkWritable()
+        try ReservedKeys.check(key)
         try engine.remove(key, durable: config.durable)
     }
 
@@ -185,11 +190,11 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     ///
     /// Bytes that this transformer cannot decode are intact (damaged ones fail in ``DiskStore/read(_:now:)``
     /// as ``StorageError/corrupted(_:)``): the entry is kept for another view or the app's migration
-    /// code, and the error is ``StorageError/decodingFailed(_:)`` (or the transformer's own ``StorageError``).
+    /// code, and the error is ``StorageError/decodingFailed(_:key:)`` (or the transformer's own ``StorageError``).
     func readEntry(_ key: String, from store: DiskStore) throws -> (entry: Entry<T>, size: Int) {
         let now = now()
         let (data, record, path) = try store.read(key, now: now)
-        let object = try decode(data)
+        let object = try decode(data, key: key)
         let entry = Entry(object: object, expiry: Expiry(storedDate: StoredTime.date(record.expiry)),
                           filePath: path, isExpired: StoredTime.seconds(now) >= record.expiry)
         return (entry, data.count)
@@ -199,9 +204,10 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
 extension DiskStorage {
     /// Bytes that this transformer cannot decode are intact (damaged ones fail in ``DiskStore/read(_:now:)``
     /// as ``StorageError/corrupted(_:)``): the entry is kept for another view or the app's migration
-    /// code, and the error is ``StorageError/decodingFailed(_:)`` (or the transformer's own ``StorageError``).
-    func decode(_ data: Data) throws -> T {
-        try transformer.decode(data)
+    /// code, and the error is ``StorageError/decodingFailed(_:key:)`` naming `key` (or the transformer's own
+    /// ``StorageError``).
+    func decode(_ data: Data, key: String) throws -> T {
+        try transformer.decode(data, key: key)
     }
 }
 

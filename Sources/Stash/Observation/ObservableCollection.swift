@@ -31,7 +31,7 @@ public final class ObservableCollection<Value: Sendable> {
     public private(set) var values: [String: Value] = [:]
 
     /// The keys under ``prefix`` whose stored bytes do not decode as `Value` (the model changed, or
-    /// another view wrote them), each with its ``StorageError/decodingFailed(_:)``: nothing stored is
+    /// another view wrote them), each with its ``StorageError/decodingFailed(_:key:)``: nothing stored is
     /// left out silently. A key leaves it when it is rewritten with a value that decodes, or removed.
     /// When the store could not be read at all when the object was made, ``prefix`` itself holds
     /// that error (an ``StorageError/io(operation:path:underlying:)``, say).
@@ -72,7 +72,7 @@ public final class ObservableCollection<Value: Sendable> {
                 do {
                     loaded[record.key] = try transformer.decode(record.data)
                 } catch {
-                    failed[record.key] = KeyedDecodingFailure.error(error, key: record.key)
+                    failed[record.key] = StorageError.reading(record.key, failedWith: error)
                 }
             }
         } catch {
@@ -118,7 +118,7 @@ public final class ObservableCollection<Value: Sendable> {
                     failed[key] = nil
                 case .set(let key, .failure(let error)):
                     updated[key] = nil
-                    failed[key] = KeyedDecodingFailure.error(error, key: key)
+                    failed[key] = StorageError.reading(key, failedWith: error)
                 case .remove(let keys):
                     for key in keys { (updated[key], failed[key]) = (nil, nil) }
                 }

@@ -43,7 +43,7 @@ public final class ObservableValue<Value: Sendable> {
     }
 
     /// What went wrong last, nil when nothing did: the stored bytes do not decode as `Value`
-    /// (``StorageError/decodingFailed(_:)``, its cause a ``KeyedDecodingFailure`` naming ``key``), a
+    /// (``StorageError/decodingFailed(_:key:)`` naming ``key``), a
     /// write through ``value`` failed, or the first read failed. The next change that succeeds clears it.
     public private(set) var error: (any Error)?
 
@@ -136,7 +136,7 @@ public final class ObservableValue<Value: Sendable> {
             if error != nil { error = nil }
         case .failure(let failure):
             stored = nil
-            error = KeyedDecodingFailure.error(failure, key: key)
+            error = StorageError.reading(key, failedWith: failure)
         }
     }
 }

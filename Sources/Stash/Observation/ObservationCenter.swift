@@ -55,6 +55,10 @@ final class ObservationCenter: Sendable {
     /// Publishes the events of one commit (a batch) as one change: each observer gets them in one
     /// delivery, so an observer that shows a state (``ObservableCollection``) never shows half of it.
     func publish(_ events: [StoreEvent]) {
+        // Stash's own bookkeeping keys (``ReservedKeys``) are no change of the app's: left out, and
+        // a commit of nothing else (a migration's last batch, say) is no change at all.
+        guard !events.isEmpty, hasObservers else { return }
+        let events = events.contains(where: \.touchesReservedKeys) ? events.compactMap(\.withoutReservedKeys) : events
         guard !events.isEmpty else { return }
         let targets: [(id: Int, key: String?, bind: Binding)] = state.withLock { state in
             // Most stores have no observers: publishing then costs one look under the lock.

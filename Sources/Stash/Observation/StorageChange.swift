@@ -25,6 +25,26 @@ extension KeyChange: Equatable where T: Equatable {}
 extension KeyChange: Sendable where T: Sendable {}
 
 extension StoreEvent {
+    /// Whether the event touches one of Stash's bookkeeping keys (``ReservedKeys``).
+    var touchesReservedKeys: Bool {
+        switch self {
+        case .set(let key, _, _): return ReservedKeys.contains(key)
+        case .remove(let keys, _), .removeAll(let keys): return keys.contains(where: ReservedKeys.contains)
+        }
+    }
+
+    /// The event without Stash's bookkeeping keys (``ReservedKeys``); nil when it touched only those.
+    /// A `removeAll` stays one (observers hear it even of an empty store).
+    var withoutReservedKeys: StoreEvent? {
+        switch self {
+        case .set(let key, _, _): return ReservedKeys.contains(key) ? nil : self
+        case .remove(let keys, let reason):
+            let kept = ReservedKeys.removing(from: keys)
+            return kept.isEmpty && !keys.isEmpty ? nil : .remove(keys: kept, reason: reason)
+        case .removeAll(let keys): return .removeAll(keys: ReservedKeys.removing(from: keys))
+        }
+    }
+
     /// The changes storage observers see for this event.
     var storageChanges: [StorageChange] {
         switch self {

@@ -60,7 +60,7 @@ extension AsyncStorageAware {
         answer(.read, key, completion, at: { immediateEntry(for: $0) }) { try $0.entry(forKey: key) }
     }
 
-    /// Reads the valid value for `key`; fails with ``StorageError/expired(_:)`` for an expired one where the store keeps those.
+    /// Reads the valid value for `key`; fails with ``StorageError/expired(_:key:)`` for an expired one where the store keeps those.
     public func object(forKey key: String, completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
         answer(.read, key, completion, at: { try immediateObject(for: $0) }) { try $0.object(forKey: key) }
     }
@@ -103,7 +103,7 @@ extension AsyncStorageAware {
         try await answer(.read, key, at: { immediateEntry(for: $0) }) { try $0.entry(forKey: key) }
     }
 
-    /// Reads the valid value for `key`; throws ``StorageError/expired(_:)`` for an expired one where the store keeps those.
+    /// Reads the valid value for `key`; throws ``StorageError/expired(_:key:)`` for an expired one where the store keeps those.
     public func object(forKey key: String) async throws -> T {
         try await answer(.read, key, at: { try immediateObject(for: $0) }) { try $0.object(forKey: key) }
     }

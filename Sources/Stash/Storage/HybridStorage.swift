@@ -66,7 +66,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         engine.followOtherProcesses() // a reader: memory drops what another process changed
         let now = now
         if let hit = cache.hit(forKey: key, now: now), ObjectIdentifier(type(of: hit.box)) == boxType {
-            if now >= hit.expiry, hit.expiry < .distantFuture { throw StorageError.expired(hit.expiry) }
+            if now >= hit.expiry, hit.expiry < .distantFuture { throw StorageError.expired(hit.expiry, key: key) }
             return unsafeDowncast(hit.box, to: ValueBox<T>.self).value
         }
         return try objectFromEntry(forKey: key)
@@ -87,12 +87,12 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
                 if let object = item.object.value(as: T.self) { return (ValueBox(object), item.expiry) }
             }
             let (data, record, path) = try store.read(key, now: now)
-            let box = try ValueBox(diskStorage.decode(data))
+            let box = try ValueBox(diskStorage.decode(data, key: key))
             let expiry = StoredTime.date(record.expiry)
             remember(box, forKey: key, cost: data.count, expiry: expiry, filePath: path)
             return (box, expiry)
         }
-        if now >= expiry, expiry != .distantFuture { throw StorageError.expired(expiry) }
+        if now >= expiry, expiry != .distantFuture { throw StorageError.expired(expiry, key: key) }
         return unsafeDowncast(box, to: ValueBox<T>.self).value
     }
 
@@ -112,6 +112,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
 
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
         try diskStorage.checkWritable()
+        try ReservedKeys.check(key)
         let now = now
         let config = diskStorage.config
         let expiryDate = try (expiry ?? config.expiry).checkedDate(from: now)
@@ -154,12 +155,12 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     /// The value of a memory hit of type `T`, without the queue; nil on a miss.
-    /// - Throws: ``StorageError/expired(_:)`` for an expired copy, as ``object(forKey:)`` does.
+    /// - Throws: ``StorageError/expired(_:key:)`` for an expired copy, as ``object(forKey:)`` does.
     func memoryObject(forKey key: String) throws -> T? {
         engine.followOtherProcesses()
         let now = now
         guard let hit = cache.hit(forKey: key, now: now), ObjectIdentifier(type(of: hit.box)) == boxType else { return nil }
-        if now >= hit.expiry, hit.expiry < .distantFuture { throw StorageError.expired(hit.expiry) }
+        if now >= hit.expiry, hit.expiry < .distantFuture { throw StorageError.expired(hit.expiry, key: key) }
         return unsafeDowncast(hit.box, to: ValueBox<T>.self).value
     }
 

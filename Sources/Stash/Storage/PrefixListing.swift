@@ -54,7 +54,7 @@ extension DiskStorage {
     /// - Complexity: O(n) in the number of stored keys.
     public func allKeys(withPrefix prefix: String) -> [String] {
         let matcher = PrefixMatcher(prefix)
-        return engine.sync { store in store.withIndex { $0.keys { matcher.matches($0) } } }
+        return engine.sync { store in store.withIndex { $0.keys { matcher.matches($0) && !ReservedKeys.contains($0) } } }
     }
 }
 

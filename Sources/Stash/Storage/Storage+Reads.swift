@@ -10,7 +10,7 @@ extension StorageAware {
     /// ```swift
     /// if let me = try storage.objectIfPresent(forKey: "me") { … }
     /// ```
-    /// - Throws: Only what is a real error: ``StorageError/decodingFailed(_:)`` when the stored bytes
+    /// - Throws: Only what is a real error: ``StorageError/decodingFailed(_:key:)`` when the stored bytes
     ///   no longer decode (the model changed), ``StorageError/corrupted(_:)``,
     ///   ``StorageError/io(operation:path:underlying:)``.
     public func objectIfPresent(forKey key: String) throws -> T? {
@@ -81,7 +81,7 @@ extension DiskEngine {
         try sync { store in
             var snapshot = PrefixSnapshot()
             let matcher = PrefixMatcher(prefix)
-            let keys = store.withIndex { $0.keys { matcher.matches($0) } }.sorted()
+            let keys = store.withIndex { $0.keys { matcher.matches($0) && !ReservedKeys.contains($0) } }.sorted()
             snapshot.records.reserveCapacity(keys.count)
             for key in keys {
                 do {
@@ -121,11 +121,7 @@ extension DiskStorage {
         var result: [(key: String, value: T)] = []
         result.reserveCapacity(snapshot.records.count)
         for record in snapshot.records where cutoff < record.expiry {
-            do {
-                result.append((record.key, try decode(record.data)))
-            } catch {
-                throw KeyedDecodingFailure.error(error, key: record.key)
-            }
+            result.append((record.key, try decode(record.data, key: record.key)))
         }
         return result
     }
@@ -143,8 +139,8 @@ extension Storage {
     /// value found damaged is dropped by the store and left out. The keys and bytes are read in one
     /// step of the store's queue, so the result is one state of the store (never half a batch);
     /// values are decoded after it, on the calling thread.
-    /// - Throws: ``StorageError/decodingFailed(_:)`` when a value does not decode as `T`, its cause a
-    ///   ``KeyedDecodingFailure`` naming the key (nothing is dropped silently: migrate the value, or
+    /// - Throws: ``StorageError/decodingFailed(_:key:)`` naming the key of a value that does not decode as `T`
+    ///   (nothing is dropped silently: migrate the value, or
     ///   read the prefix through ``ObservableCollection``, which reports such keys in its `errors`);
     ///   ``StorageError/io(operation:path:underlying:)`` when a value cannot be read.
     /// - Complexity: O(n) in the number of stored keys, plus one read and one decode per key under `prefix`.
@@ -177,28 +173,4 @@ extension AsyncStorage {
 struct KeyedValue<Value: Sendable>: Sendable {
     let key: String
     let value: Value
-}
-
-/// The cause of a ``StorageError/decodingFailed(_:)`` thrown by a read of several keys: which key's
-/// bytes did not decode, and the transformer's error.
-public struct KeyedDecodingFailure: Error, Sendable, CustomStringConvertible {
-    /// The key whose value does not decode.
-    public let key: String
-    /// The transformer's error.
-    public let underlying: any Error
-
-    public var description: String { "the value of \"\(key)\" does not decode: \(underlying)" }
-}
-
-extension KeyedDecodingFailure {
-    /// The error a decode of `key`'s bytes threw, naming the key: a transformer's
-    /// ``StorageError/decodingFailed(_:)`` (or any error not a ``StorageError``) becomes one whose cause is
-    /// a ``KeyedDecodingFailure``; another ``StorageError`` (say, ``StorageError/transformerFail(_:)``) stays.
-    static func error(_ error: any Error, key: String) -> StorageError {
-        switch error {
-        case StorageError.decodingFailed(let cause): return .decodingFailed(KeyedDecodingFailure(key: key, underlying: cause))
-        case let error as StorageError: return error
-        default: return .decodingFailed(KeyedDecodingFailure(key: key, underlying: error))
-        }
-    }
 }

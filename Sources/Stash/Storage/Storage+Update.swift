@@ -4,21 +4,23 @@ import StashEngine
 // `update` (read, change, write as one step) and `transaction` (several keys, all or none, isolated)
 // on every layer with a disk. Both run in one bracket of the engine (DiskEngine+Bracket.swift).
 
-/// What an update wrote, for the memory layer in front.
-struct UpdatedValue<T> {
-    var object: T
-    var size: Int
-    var expiry: Date
-}
-
 extension DiskStorage {
     /// Changes the value of `key` in place, as one step; see ``Storage/update(forKey:default:expiry:_:)``.
     @discardableResult
     public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,
                        _ body: (inout T) throws -> Void) throws -> T {
         let now = now()
-        return try performUpdate(forKey: key, default: defaultValue, expiry: expiry, now: now,
-                                 current: { store in try currentValue(key, in: store, now: now) }, body: body)
+        return try performUpdate(forKey: key, default: defaultValue, expiry: expiry, now: now, current: { store, expiry in
+            do {
+                let (data, record, _) = try store.read(key, now: now)
+                guard StoredTime.seconds(now) < record.expiry else { return nil } // expired: starts from the default
+                let object = try decode(data, key: key)
+                expiry = StoredTime.date(record.expiry)
+                return object
+            } catch StorageError.notFound {
+                return nil
+            }
+        }, body: body)
     }
 
     /// Runs `body` on the values of several keys and commits its writes as one batch, as one step;
@@ -29,25 +31,38 @@ extension DiskStorage {
                                       body: body)
     }
 
-    /// The bracket of an update: `current` reads the value on the queue (nil when missing or expired),
-    /// `body` changes it, and the new value is committed in the same turn; `onCommit` runs on the queue.
+    /// The bracket of an update, in one turn of the queue (``DiskEngine/bracketOne(_:now:config:_:onCommit:)``):
+    /// `current` reads the valid value (nil when missing or expired; its expiry into the `inout` date),
+    /// `body` changes it, and the new value is committed as one write of `key`; `onCommit` runs on the
+    /// queue with the value written, its size, expiry and file path.
+    ///
+    /// No `T` crosses the engine's hop, and no tuple or struct holding one is made: this code is not
+    /// specialised for the app's type (it is called from another module), and each such type cost a
+    /// runtime metadata lookup per call (Docs/Benchmarks.md, "Update and transactions").
     func performUpdate(forKey key: String, default defaultValue: T?, expiry: Expiry?, now: Date,
-                       current: (DiskStore) throws -> (object: T, expiry: Date)?, body: (inout T) throws -> Void,
-                       onCommit: (DiskStore, UpdatedValue<T>, _ path: String?) -> Void = { _, _, _ in }) throws -> T {
+                       current: (DiskStore, inout Date) throws -> T?, body: (inout T) throws -> Void,
+                       onCommit: (DiskStore, T, _ size: Int, _ expiry: Date, _ path: String?) -> Void = { _, _, _, _, _ in }) throws -> T {
         try checkWritable()
+        try ReservedKeys.check(key)
         let requested = try expiry.map { try $0.checkedDate(from: now) }
         let fallback = try config.expiry.checkedDate(from: now)
-        let updated = try engine.bracket(now: now, config: config.writeSettings) { store in
-            let found = try current(store)
-            guard var value = found?.object ?? defaultValue else { throw StorageError.notFound }
+        var written: T?
+        var (size, date) = (0, fallback)
+        try engine.bracketOne(key, now: now, config: config.writeSettings) { store in
+            var storedExpiry = fallback
+            let found = try current(store, &storedExpiry)
+            guard var value = found ?? defaultValue else { throw StorageError.notFound(key: key) }
             try engine.runUserCode { try body(&value) }
             let data = try transformer.encode(value)
-            let date = requested ?? found?.expiry ?? fallback
-            return ([.set(key: key, data: data, expiry: date)], UpdatedValue(object: value, size: data.count, expiry: date))
-        } onCommit: { store, updated, paths in
-            onCommit(store, updated, paths.first ?? nil)
+            written = value
+            (size, date) = (data.count, requested ?? (found == nil ? fallback : storedExpiry))
+            return (data, date)
+        } onCommit: { store, path in
+            // An already expired value may have been trimmed at once: then there is nothing to follow up.
+            guard let value = written, store.record(forKey: key) != nil else { return }
+            onCommit(store, value, size, date, path)
         }
-        return updated.object
+        return written.unsafelyUnwrapped // the bracket committed: `body` returned a value
     }
 
     /// The bracket of a transaction: `body` reads through a ``StorageTransaction`` (its own writes,
@@ -72,13 +87,6 @@ extension DiskStorage {
         return result
     }
 
-    /// The valid value stored for `key`, read on the queue; nil when there is none or it has expired
-    /// (an update starts from its default then).
-    func currentValue(_ key: String, in store: DiskStore, now: Date) throws -> (object: T, expiry: Date)? {
-        guard let entry = try committedEntry(key, in: store, now: now), !entry.isExpired else { return nil }
-        return (entry.object, entry.expiry.resolved(from: now))
-    }
-
     /// The entry stored for `key`, read and decoded on the queue; nil when there is none.
     func committedEntry(_ key: String, in store: DiskStore, now: Date) throws -> Entry<T>? {
         do {
@@ -97,14 +105,26 @@ extension HybridStorage {
                        _ body: (inout T) throws -> Void) throws -> T {
         try cache.config.validate()
         let now = now
-        return try diskStorage.performUpdate(forKey: key, default: defaultValue, expiry: expiry, now: now, current: { store in
-            guard let entry = try committedEntry(key, in: store, now: now), !entry.isExpired else { return nil }
-            return (entry.object, entry.expiry.resolved(from: now))
-        }, body: body) { store, updated, path in
-            // An already expired value may have been trimmed at once; memory never holds what disk lost.
-            if store.record(forKey: key)?.expiry == StoredTime.seconds(updated.expiry) {
-                remember(updated.object, forKey: key, cost: updated.size, expiry: updated.expiry, filePath: path)
+        return try diskStorage.performUpdate(forKey: key, default: defaultValue, expiry: expiry, now: now, current: { store, expiry in
+            // Memory first (a copy of this type, or another view's copy that is a `T` all the same), then disk.
+            if let item = cache.item(forKey: key, now: now), let object = item.object.value(as: T.self) {
+                guard now < item.expiry else { return nil } // expired: starts from the default
+                expiry = item.expiry
+                return object
             }
+            do {
+                let (data, record, _) = try store.read(key, now: now)
+                guard StoredTime.seconds(now) < record.expiry else { return nil }
+                let object = try diskStorage.decode(data, key: key)
+                expiry = StoredTime.date(record.expiry)
+                return object
+            } catch StorageError.notFound {
+                return nil
+            }
+        }, body: body) { _, object, size, expiry, path in
+            // Called only when the record is there (an already expired value may have been trimmed at
+            // once; memory never holds what disk lost).
+            remember(object, forKey: key, cost: size, expiry: expiry, filePath: path)
         }
     }
 
@@ -166,7 +186,7 @@ extension Storage {
     ///   - body: Changes the value in place.
     /// - Returns: The value written.
     /// - Throws: ``StorageError/notFound`` when no valid value is stored and `defaultValue` is nil;
-    ///   ``StorageError/decodingFailed(_:)`` when the stored bytes do not decode (nothing is written:
+    ///   ``StorageError/decodingFailed(_:key:)`` when the stored bytes do not decode (nothing is written:
     ///   migrate first); what `body` throws; the errors of `setObject(_:forKey:expiry:)`.
     @discardableResult
     public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,

@@ -24,13 +24,13 @@ public protocol StorageAware<T> {
     func allKeys(withPrefix prefix: String) -> [String]
 
     /// The value for `key` with its metadata; expired values are returned too, flagged by ``Entry/isExpired``.
-    /// - Throws: ``StorageError/notFound``; ``StorageError/decodingFailed(_:)`` when the bytes do not decode
+    /// - Throws: ``StorageError/notFound``; ``StorageError/decodingFailed(_:key:)`` when the bytes do not decode
     ///   as `T` (the entry is kept); ``StorageError/corrupted(_:)`` for damaged bytes (the entry is dropped);
     ///   or an I/O error.
     func entry(forKey key: String) throws -> Entry<T>
 
     /// The valid value for `key`.
-    /// - Throws: ``StorageError/expired(_:)`` for an expired value, ``StorageError/notFound``, or
+    /// - Throws: ``StorageError/expired(_:key:)`` for an expired value, ``StorageError/notFound``, or
     ///   the errors of ``entry(forKey:)``.
     func object(forKey key: String) throws -> T
 
@@ -71,7 +71,7 @@ extension StorageAware {
 
     public func object(forKey key: String) throws -> T {
         let entry = try entry(forKey: key)
-        if entry.isExpired, case .date(let date) = entry.expiry { throw StorageError.expired(date) }
+        if entry.isExpired, case .date(let date) = entry.expiry { throw StorageError.expired(date, key: key) }
         return entry.object
     }
 

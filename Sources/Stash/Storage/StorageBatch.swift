@@ -49,9 +49,11 @@ extension StorageBatch {
         try changes.map { change in
             switch change {
             case .set(let object, let key, let expiry):
+                try ReservedKeys.check(key)
                 let date = try (expiry ?? defaultExpiry).checkedDate(from: now)
                 return .set(key: key, data: try transformer.encode(object), expiry: date)
             case .remove(let key):
+                try ReservedKeys.check(key)
                 return .remove(key: key)
             }
         }

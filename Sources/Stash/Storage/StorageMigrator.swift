@@ -22,12 +22,14 @@ import StashEngine
 /// is and reported in ``MigrationReport/failures``, never dropped; bytes that already decode as `T`
 /// (written by the new app while the migration ran) are left alone.
 ///
-/// The progress of each migration is kept in the store itself, under a key that begins with
-/// ``reservedKeyPrefix`` (in `allKeys`, not under your prefixes). Writes by other threads or processes
-/// may go on while it runs: each batch is one step as ``Storage/transaction(_:)`` is.
+/// The progress of every migration is kept in the store itself, under one key of a namespace Stash
+/// keeps for itself (``reservedKeyPrefix``): no listing, count or observer shows it, and the app's
+/// writes and removals of such keys throw ``StorageError/reservedKey(_:)``. Writes by other threads or
+/// processes may go on while it runs: each batch is one step as ``Storage/transaction(_:)`` is.
 public struct StorageMigrator<T: Sendable>: Sendable {
-    /// The beginning of the keys under which migrations keep their progress.
-    public static var reservedKeyPrefix: String { "\u{1}stash.migration/" }
+    /// The beginning of the keys Stash keeps for its own bookkeeping, migration progress among them
+    /// (U+0001 "stash."): left out of every listing and observer, and refused as an app's key.
+    public static var reservedKeyPrefix: String { ReservedKeys.prefix }
 
     private struct Migration: Sendable {
         var name: String
@@ -84,12 +86,12 @@ public struct StorageMigrator<T: Sendable>: Sendable {
 
     /// Runs `migration` unless its progress says done: the keys listed once, then batch after batch.
     private func run(_ migration: Migration, on storage: DiskStorage<T>, report: inout MigrationReport) throws {
-        let progressKey = Self.reservedKeyPrefix + migration.name
         let engine = storage.engine
         let now = storage.now()
-        guard let after = try engine.sync({ store in try progress(of: progressKey, in: store, now: now) }) else { return }
+        let after = try engine.sync { store in try Self.progress(in: store, now: now)[migration.name, default: ""] }
+        guard after != Self.doneMarker else { return }
         let keys = engine.sync { $0.keys }
-            .filter { $0.hasPrefix(keyPrefix) && !$0.hasPrefix(Self.reservedKeyPrefix) && $0 > after }
+            .filter { $0.hasPrefix(keyPrefix) && !ReservedKeys.contains($0) && $0 > after }
             .sorted()
         var start = 0
         repeat {
@@ -113,7 +115,10 @@ public struct StorageMigrator<T: Sendable>: Sendable {
                         }
                     }
                 }
-                changes.append(.set(key: progressKey, data: Data(marker.utf8), expiry: .distantFuture))
+                // Every migration's progress, this one's moved on, in the same commit as its values.
+                var progress = try Self.progress(in: store, now: now)
+                progress[migration.name] = marker
+                changes.append(.set(key: ReservedKeys.migrationProgress, data: try JSONEncoder().encode(progress), expiry: .distantFuture))
                 return (changes, outcome)
             } onCommit: { _, _, _ in }
             report.migrated += outcome.migrated
@@ -124,16 +129,21 @@ public struct StorageMigrator<T: Sendable>: Sendable {
 
     private static var doneMarker: String { "\u{0}done" }
 
-    /// The last key `progressKey` says was migrated ("" when none was), or nil when it is done.
-    private func progress(of progressKey: String, in store: DiskStore, now: Date) throws -> String? {
+    /// Each migration's progress, by name: the last key it migrated, or ``doneMarker``; a migration
+    /// not listed has not started.
+    private static func progress(in store: DiskStore, now: Date) throws -> [String: String] {
         let data: Data
         do {
-            data = try store.read(progressKey, now: now).data
+            data = try store.read(ReservedKeys.migrationProgress, now: now).data
         } catch StorageError.notFound {
-            return ""
+            return [:]
         }
-        let marker = String(decoding: data, as: UTF8.self)
-        return marker == Self.doneMarker ? nil : marker
+        do {
+            return try JSONDecoder().decode([String: String].self, from: data)
+        } catch {
+            // Running migrations again from the start could apply one twice: stop instead.
+            throw StorageError.corrupted("the progress of the store's migrations does not decode (\(error))")
+        }
     }
 }
 

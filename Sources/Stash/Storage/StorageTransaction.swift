@@ -26,7 +26,11 @@ public final class StorageTransaction<T: Sendable> {
     private let now: Date
     /// The committed entry of a key (memory first, then disk), read on the store's queue; nil when none.
     private let readCommitted: (String) throws -> Entry<T>?
-    private var pending: [String: Pending] = [:]
+    /// Where in ``states`` each key the transaction wrote is: a dictionary of concrete types, which
+    /// the compiler specialises here (one of `Pending` values would run unspecialised for the app's
+    /// `T`, a runtime metadata lookup per call).
+    private var slots: [String: Int] = [:]
+    private var states: [Pending] = []
     /// The changes, in the order they were made: the batch the transaction commits.
     private(set) var changes: [DiskBatchChange] = []
     private var isOpen = true
@@ -49,9 +53,19 @@ public final class StorageTransaction<T: Sendable> {
 
     /// The value each key written holds at the end, with the index of the change that wrote it.
     var finalValues: [(key: String, object: T, size: Int, expiry: Date, change: Int)] {
-        pending.compactMap { key, state in
-            guard case .set(let object, let size, let expiry, let change) = state else { return nil }
+        slots.compactMap { key, slot in
+            guard case .set(let object, let size, let expiry, let change) = states[slot] else { return nil }
             return (key, object, size, expiry, change)
+        }
+    }
+
+    /// Records what the transaction did to `key` last.
+    private func record(_ state: Pending, forKey key: String) {
+        if let slot = slots[key] {
+            states[slot] = state
+        } else {
+            slots[key] = states.count
+            states.append(state)
         }
     }
 
@@ -59,26 +73,27 @@ public final class StorageTransaction<T: Sendable> {
 
     /// The value for `key` with its expiry, as this transaction sees it (its own writes included);
     /// expired values are returned, flagged.
-    /// - Throws: ``StorageError/notFound``, ``StorageError/decodingFailed(_:)``, ``StorageError/transactionEnded``.
+    /// - Throws: ``StorageError/notFound``, ``StorageError/decodingFailed(_:key:)``, ``StorageError/transactionEnded``.
     public func entry(forKey key: String) throws -> Entry<T> {
         try checkOpen()
-        switch pending[key] {
+        guard let slot = slots[key] else {
+            guard let entry = try readCommitted(key) else { throw StorageError.notFound(key: key) }
+            return entry
+        }
+        switch states[slot] {
         case .set(let object, _, let expiry, _):
             return Entry(object: object, expiry: Expiry(storedDate: expiry), filePath: nil, isExpired: now >= expiry)
         case .removed:
-            throw StorageError.notFound
-        case nil:
-            guard let entry = try readCommitted(key) else { throw StorageError.notFound }
-            return entry
+            throw StorageError.notFound(key: key)
         }
     }
 
     /// The valid value for `key`, as this transaction sees it.
-    /// - Throws: ``StorageError/notFound``, ``StorageError/expired(_:)``, ``StorageError/decodingFailed(_:)``,
+    /// - Throws: ``StorageError/notFound``, ``StorageError/expired(_:key:)``, ``StorageError/decodingFailed(_:key:)``,
     ///   ``StorageError/transactionEnded``.
     public func object(forKey key: String) throws -> T {
         let entry = try entry(forKey: key)
-        if entry.isExpired, case .date(let date) = entry.expiry { throw StorageError.expired(date) }
+        if entry.isExpired, case .date(let date) = entry.expiry { throw StorageError.expired(date, key: key) }
         return entry.object
     }
 
@@ -101,16 +116,16 @@ public final class StorageTransaction<T: Sendable> {
     /// - Throws: ``StorageError/encodingFailed(_:)``, ``StorageError/invalidExpiry(_:)``, ``StorageError/transactionEnded``.
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
         try checkOpen()
-        try checkWritable()
+        try checkWritable(key)
         try set(object, forKey: key, expiry: (expiry ?? defaultExpiry).checkedDate(from: now))
     }
 
     /// Removes `key`'s value when the transaction commits (nothing happens for a key with none).
     public func removeObject(forKey key: String) throws {
         try checkOpen()
-        try checkWritable()
+        try checkWritable(key)
         changes.append(.remove(key: key))
-        pending[key] = .removed
+        record(.removed, forKey: key)
     }
 
     /// Changes `key`'s value in place, as ``Storage/update(forKey:default:expiry:_:)`` does, inside
@@ -124,7 +139,7 @@ public final class StorageTransaction<T: Sendable> {
     @discardableResult
     public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,
                        _ body: (inout T) throws -> Void) throws -> T {
-        try checkWritable()
+        try checkWritable(key)
         let requested = try expiry.map { try $0.checkedDate(from: now) }
         var found: Entry<T>?
         do {
@@ -133,7 +148,7 @@ public final class StorageTransaction<T: Sendable> {
             found = nil
         }
         if found?.isExpired == true { found = nil }
-        guard var value = found?.object ?? defaultValue else { throw StorageError.notFound }
+        guard var value = found?.object ?? defaultValue else { throw StorageError.notFound(key: key) }
         try body(&value)
         let date: Date
         if let requested {
@@ -151,7 +166,7 @@ public final class StorageTransaction<T: Sendable> {
 
     private func set(_ object: T, forKey key: String, expiry: Date) throws {
         let data = try transformer.encode(object)
-        pending[key] = .set(object, size: data.count, expiry: expiry, change: changes.count)
+        record(.set(object, size: data.count, expiry: expiry, change: changes.count), forKey: key)
         changes.append(.set(key: key, data: data, expiry: expiry))
     }
 
@@ -159,7 +174,8 @@ public final class StorageTransaction<T: Sendable> {
         if !isOpen { throw StorageError.transactionEnded }
     }
 
-    private func checkWritable() throws {
+    private func checkWritable(_ key: String) throws {
+        try ReservedKeys.check(key)
         if let readOnlyDirectory { throw StorageError.readOnly(directory: readOnlyDirectory) }
     }
 }

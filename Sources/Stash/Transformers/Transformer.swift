@@ -11,7 +11,8 @@ import StashEngine
 /// )
 /// ```
 /// Errors thrown by `toData` reach the caller as ``StorageError/encodingFailed(_:)`` and those of
-/// `fromData` as ``StorageError/decodingFailed(_:)`` (a ``StorageError`` is passed on unchanged).
+/// `fromData` as ``StorageError/decodingFailed(_:key:)`` naming the key read (a ``StorageError`` is passed
+/// on, a `decodingFailed` of your own given the key).
 public struct Transformer<T>: Sendable {
     /// Encodes a value; the result is stored byte for byte.
     public let toData: @Sendable (T) throws -> Data
@@ -43,6 +44,17 @@ public struct Transformer<T>: Sendable {
             throw error
         } catch {
             throw StorageError.decodingFailed(error)
+        }
+    }
+
+    /// `fromData` for the value of `key`, with errors as ``StorageError`` naming `key`.
+    package func decode(_ data: Data, key: String) throws -> T {
+        do {
+            return try fromData(data)
+        } catch let error as StorageError {
+            throw error.naming(key)
+        } catch {
+            throw StorageError.decodingFailed(error, key: key)
         }
     }
 }

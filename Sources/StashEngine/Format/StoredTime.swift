@@ -5,7 +5,7 @@ package import Foundation
 ///
 /// Seconds since 1970, which records held before, cost a rounding each way (adding or subtracting
 /// 978,307,200 s): a fractional expiry such as `now + 0.1` came back ~1e-7 s off after a reopen, and
-/// `entry.expiry` or ``StorageError/expired(_:)`` no longer equalled what was written (Contract item 1).
+/// `entry.expiry` or ``StorageError/expired(_:key:)`` no longer equalled what was written (Contract item 1).
 /// Records written this way carry ``SegmentFormat/referenceSeconds``; older ones are read with
 /// ``fromSeconds1970(_:)``, so they keep meaning exactly what they meant.
 package enum StoredTime {

@@ -7,13 +7,14 @@ import Foundation
 /// ```
 ///
 /// A case that carries an underlying error (``StorageError/encodingFailed(_:)``,
-/// ``StorageError/decodingFailed(_:)``, ``StorageError/transformerFail(_:)``,
+/// ``StorageError/decodingFailed(_:key:)``, ``StorageError/transformerFail(_:)``,
 /// ``StorageError/io(operation:path:underlying:)``) compares that error as follows: two values of one
 /// `Equatable` type (a `POSIXError`, an ``ImageDataError``, a `StorageError`) compare with `==`; any other
 /// pair compares by the domain and code it bridges to as an `NSError` (so two `DecodingError`s of the
 /// same kind are equal whatever their context). Errors of different types are never equal. The key a
-/// ``StorageError/notFound(key:)`` names is context for people, not part of what went wrong: every
-/// `notFound` equals ``StorageError/notFound``.
+/// ``StorageError/notFound(key:)``, ``StorageError/expired(_:key:)`` or ``StorageError/decodingFailed(_:key:)``
+/// names is context for people, not part of what went wrong: every `notFound` equals ``StorageError/notFound``,
+/// and `.expired(date)` equals `.expired(date, key: "k")`.
 extension StorageError: Equatable {
     public static func == (lhs: StorageError, rhs: StorageError) -> Bool {
         // One switch over `lhs` (a switch over the pair is too big for the exhaustiveness checker),
@@ -25,12 +26,12 @@ extension StorageError: Equatable {
             if case .typeNotMatch = rhs { return true }
         case .deallocated:
             if case .deallocated = rhs { return true }
-        case .expired(let a):
-            if case .expired(let b) = rhs { return a == b }
+        case .expired(let a, _):
+            if case .expired(let b, _) = rhs { return a == b }
         case .encodingFailed(let a):
             if case .encodingFailed(let b) = rhs { return underlyingErrorsMatch(a, b) }
-        case .decodingFailed(let a):
-            if case .decodingFailed(let b) = rhs { return underlyingErrorsMatch(a, b) }
+        case .decodingFailed(let a, _):
+            if case .decodingFailed(let b, _) = rhs { return underlyingErrorsMatch(a, b) }
         case .transformerFail(let a):
             if case .transformerFail(let b) = rhs { return underlyingErrorsMatch(a, b) }
         case .corrupted(let a):
@@ -61,6 +62,8 @@ extension StorageError: Equatable {
             if case .reentrantCall(let b) = rhs { return a == b }
         case .transactionEnded:
             if case .transactionEnded = rhs { return true }
+        case .reservedKey(let a):
+            if case .reservedKey(let b) = rhs { return a == b }
         case .locationUnavailable(let a):
             if case .locationUnavailable(let b) = rhs { return a == b }
         case .io(let operationA, let pathA, let a):

@@ -8,8 +8,12 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     /// and ``notFound`` as a value (`#expect(throws: StorageError.notFound)`), which equals every
     /// `notFound(key:)`: errors compare by what went wrong, not by the key they name.
     case notFound(key: String)
-    /// A value is stored but expired at the given date; `entry(forKey:)` still returns it.
-    case expired(Date)
+    /// The value stored for `key` expired at the given date; `entry(forKey:)` still returns it.
+    ///
+    /// `key` was added after Cache 5 with a default (empty when the call that threw did not know it), so
+    /// `StorageError.expired(date)`, `catch StorageError.expired` and `if case .expired = error` read as
+    /// before; bind both values, `case .expired(let date, let key)`. Errors compare without the key.
+    case expired(Date, key: String = "")
     /// The stored value is of another type than the one asked for (memory-only views).
     case typeNotMatch
     /// The transformer could not encode the value.
@@ -17,10 +21,15 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     /// The stored bytes are intact but do not decode to the type read (for example, the model changed, or
     /// the key was written through a view of another type); the cause is the transformer's error.
     /// The entry is kept, so another view or the app's migration code can still read it.
-    case decodingFailed(any Error)
+    ///
+    /// `key` names the value that does not decode (empty when the error did not come from a read of
+    /// a key, for example a transformer called by hand). It has a default, so a transformer's
+    /// `throw StorageError.decodingFailed(error)` and `catch StorageError.decodingFailed` read as before;
+    /// bind both values, `case .decodingFailed(let cause, let key)`. Errors compare without the key.
+    case decodingFailed(any Error, key: String = "")
     /// A shipped transformer rejected the data: `TransformerFactory.forImage()` reading bytes that are
     /// no image (the cause is an ``ImageDataError``). Errors of your own transformers arrive as
-    /// ``encodingFailed(_:)`` or ``decodingFailed(_:)``.
+    /// ``encodingFailed(_:)`` or ``decodingFailed(_:key:)``.
     case transformerFail(any Error)
     /// Stored data is damaged (a truncated value file, an unreadable index record). The entry is dropped.
     case corrupted(String)
@@ -69,20 +78,50 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     /// container (the entitlement is missing), or any App Group on a platform without them. The
     /// text says which and what to do. Nothing is opened or created.
     case locationUnavailable(String)
+    /// The key begins with U+0001 "stash.", a namespace Stash keeps for its own bookkeeping in a store
+    /// (a migration's progress). Writes and removals of such a key throw this; nothing is written.
+    case reservedKey(String)
     /// A file-system operation failed; `underlying` is the system's error (for example a `POSIXError`).
     case io(operation: String, path: String, underlying: any Error)
 
     /// No value is stored for the key: Cache 5's `StorageError.notFound`, equal to every ``notFound(key:)``.
     public static var notFound: StorageError { .notFound(key: "") }
 
+    /// The key the error names: that of ``notFound(key:)``, ``expired(_:key:)`` or
+    /// ``decodingFailed(_:key:)``; nil for the other cases, and when the call that threw did not know it.
+    public var key: String? {
+        switch self {
+        case .notFound(let key), .expired(_, let key), .decodingFailed(_, let key): return key.isEmpty ? nil : key
+        default: return nil
+        }
+    }
+
+    /// What a decode of `key`'s bytes threw, as the error naming `key`: a ``StorageError`` naming it
+    /// (``naming(_:)``), any other error as ``decodingFailed(_:key:)``.
+    static func reading(_ key: String, failedWith error: any Error) -> StorageError {
+        (error as? StorageError)?.naming(key) ?? .decodingFailed(error, key: key)
+    }
+
+    /// The same error naming `key`, when it names none yet (what a read of `key` throws).
+    func naming(_ key: String) -> StorageError {
+        switch self {
+        case .notFound(key: ""): return .notFound(key: key)
+        case .expired(let date, key: ""): return .expired(date, key: key)
+        case .decodingFailed(let cause, key: ""): return .decodingFailed(cause, key: key)
+        default: return self
+        }
+    }
+
     public var description: String {
         switch self {
         case .notFound(let key) where key.isEmpty: return "No value is stored for this key"
         case .notFound(let key): return "No value is stored for the key \"\(key)\""
-        case .expired(let date): return "The value expired at \(date)"
+        case .expired(let date, let key) where key.isEmpty: return "The value expired at \(date)"
+        case .expired(let date, let key): return "The value of \"\(key)\" expired at \(date)"
         case .typeNotMatch: return "The stored value has another type"
         case .encodingFailed(let error): return "Encoding failed: \(error)"
-        case .decodingFailed(let error): return "Decoding failed: \(error)"
+        case .decodingFailed(let error, let key) where key.isEmpty: return "Decoding failed: \(error)"
+        case .decodingFailed(let error, let key): return "The value of \"\(key)\" does not decode: \(error)"
         case .transformerFail(let error): return "The transformer failed: \(error)"
         case .corrupted(let reason): return "Stored data is corrupted: \(reason)"
         case .deallocated: return "The storage was released"
@@ -114,6 +153,8 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
         case .transactionEnded:
             return "The transaction has ended (its body returned); start a new transaction to read or write"
         case .locationUnavailable(let reason): return "The store's location is unavailable: \(reason)"
+        case .reservedKey(let key):
+            return "The key \(key.debugDescription) begins with U+0001 \"stash.\", which Stash keeps for its own bookkeeping; use another key"
         case .io(let operation, let path, let error): return "\(operation) failed for \(path): \(Self.message(of: error))"
         }
     }

@@ -249,6 +249,23 @@ struct CLITests {
         }
     }
 
+    @Test("ls and stats leave out the progress a migration keeps in the store")
+    func migrationProgressDoesNotShow() throws {
+        try withScratchFolder { folder in
+            try withLibraryStore(in: folder) { storage in
+                try storage.setObject(Data("1".utf8), forKey: "n.1")
+                var migrator = StorageMigrator<Data>()
+                migrator.registerMigration("copy") { $0 }
+                try migrator.migrate(storage)
+            }
+            let list = try stash(["ls"], in: folder)
+            #expect(list.status == 0)
+            #expect(list.output.split(separator: "\n").map { $0.split(separator: " ").first.map(String.init) } == ["n.1"])
+            #expect(try listJSON(in: folder).map(\.key) == ["n.1"])
+            #expect(try stash(["stats"], in: folder).output.split(separator: "\n").contains("entries:  1"))
+        }
+    }
+
     @Test("stats --json writes one object with the path, counts, bytes and recovery issues")
     func statsAsJSON() throws {
         struct Summary: Decodable { let path: String; let entries: Int; let bytes: Int; let expired: Int; let recoveryIssues: [String] }

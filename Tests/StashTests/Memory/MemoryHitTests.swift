@@ -96,7 +96,7 @@ struct MemoryHitTests {
         #expect(try storage.object(forKey: "k").age == 1)
         clock.advance(by: 10)
         let error = storageError { _ = try storage.object(forKey: "k") }
-        guard case .expired(let date) = error else {
+        guard case .expired(let date, _) = error else {
             Issue.record("expected expired, got \(String(describing: error))")
             return
         }

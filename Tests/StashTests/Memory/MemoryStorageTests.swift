@@ -110,7 +110,7 @@ struct MemoryStorageTests {
         clock.advance(by: 6)
 
         let error = storageError { _ = try memory.object(forKey: "stale") }
-        guard case .expired(let date)? = error else {
+        guard case .expired(let date, _)? = error else {
             Issue.record("expected expired, got \(String(describing: error))")
             return
         }

@@ -67,17 +67,18 @@ struct ObservableBindingTests {
         let me = ObservableValue("me", in: storage)
         #expect(me.value == nil)
         let failure = try #require(me.error as? StorageError)
-        guard case .decodingFailed(let cause) = failure else {
+        guard case .decodingFailed(let cause, let key) = failure else {
             Issue.record("expected decodingFailed, got \(failure)")
             return
         }
-        #expect((cause as? KeyedDecodingFailure)?.key == "me")
+        #expect(key == "me")
+        #expect(cause is DecodingError)
         #expect("\(failure)".contains("\"me\""))
 
         try raw.setObject(Data("not json".utf8), forKey: "me") // while it follows the store
         me.applyReceivedChanges()
         #expect(me.value == nil)
-        #expect(((me.error as? StorageError)?.decodingCause as? KeyedDecodingFailure)?.key == "me")
+        #expect((me.error as? StorageError)?.decodingKey == "me")
 
         try storage.setObject(User(name: "Ada", age: 36), forKey: "me")
         me.applyReceivedChanges()
@@ -96,7 +97,7 @@ struct ObservableBindingTests {
         let team = ObservableCollection(prefix: "team.", in: storage)
         #expect(team.values == ["team.ada": User(name: "Ada", age: 36)])
         #expect(Set(team.errors.keys) == ["team.bob"])
-        #expect(((team.errors["team.bob"] as? StorageError)?.decodingCause as? KeyedDecodingFailure)?.key == "team.bob")
+        #expect((team.errors["team.bob"] as? StorageError)?.decodingKey == "team.bob")
 
         try raw.setObject(Data("[]".utf8), forKey: "team.cy") // while it follows the store
         team.applyReceivedChanges()
@@ -112,9 +113,9 @@ struct ObservableBindingTests {
 }
 
 extension StorageError {
-    /// The cause of a ``decodingFailed(_:)``; nil for another case.
-    var decodingCause: (any Error)? {
-        if case .decodingFailed(let cause) = self { return cause }
+    /// The key a ``decodingFailed(_:key:)`` names; nil for another case.
+    var decodingKey: String? {
+        if case .decodingFailed(_, let key) = self { return key }
         return nil
     }
 }

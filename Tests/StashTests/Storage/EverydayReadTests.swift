@@ -84,12 +84,12 @@ struct EverydayReadTests {
         try storage.setObject(User(name: "Ada", age: 36), forKey: "team.ada")
         try storage.transformData().setObject(Data(#"{"fullName":"Bob"}"#.utf8), forKey: "team.bob")
         let error = storageError { _ = try storage.objects(withPrefix: "team.") }
-        guard case .decodingFailed(let cause)? = error, let keyed = cause as? KeyedDecodingFailure else {
-            Issue.record("expected decodingFailed with a KeyedDecodingFailure, got \(String(describing: error))")
+        guard case .decodingFailed(let cause, let key)? = error else {
+            Issue.record("expected decodingFailed, got \(String(describing: error))")
             return
         }
-        #expect(keyed.key == "team.bob")
-        #expect(keyed.underlying is DecodingError)
+        #expect(key == "team.bob")
+        #expect(cause is DecodingError)
         #expect("\(error!)".contains("team.bob"))
     }
 

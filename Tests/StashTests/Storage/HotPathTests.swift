@@ -58,7 +58,7 @@ struct HotPathTests {
         try storage.setObject(User(name: "b", age: 2), forKey: "b") // evicts "a" again
         clock.advance(by: 10)
         let expiry = try #require(storageError { _ = try storage.object(forKey: "a") })
-        guard case .expired(let date) = expiry else {
+        guard case .expired(let date, _) = expiry else {
             Issue.record("expected expired, got \(expiry)")
             return
         }

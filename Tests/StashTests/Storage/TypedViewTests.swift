@@ -142,7 +142,7 @@ struct TypedViewTests {
 
         let error = storageError { _ = try storage.object(forKey: "bad") }
         #expect(error?.isDecodingFailed == true)
-        if case .decodingFailed(let cause)? = error { #expect(cause is DecodingError) }
+        if case .decodingFailed(let cause, _)? = error { #expect(cause is DecodingError) }
 
         #expect(storage.allKeys.contains("bad"))
         #expect(try data.object(forKey: "bad") == Data("not json".utf8)) // the view that can read it still does
@@ -224,7 +224,7 @@ struct TypedViewTests {
         let failing = storage.transform(transformer: Self.failing)
 
         let error = storageError { _ = try failing.object(forKey: "k") }
-        guard case .decodingFailed(let cause)? = error else {
+        guard case .decodingFailed(let cause, _)? = error else {
             Issue.record("expected decodingFailed, got \(String(describing: error))")
             return
         }

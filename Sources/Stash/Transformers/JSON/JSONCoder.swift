@@ -65,7 +65,8 @@ struct JSONCoder: Sendable {
     /// The streaming encoder alone: nil when the value needs Foundation's.
     func encodeStreaming<T: Encodable>(_ value: T) -> Data? {
         guard encoding.streamable else { return nil }
-        let writer = JSONWriter(options: encoding, userInfo: encodingUserInfo)
+        var writer = JSONWriter.take(options: encoding, userInfo: encodingUserInfo)
+        defer { JSONWriter.giveBack(&writer) }
         let slot = writer.makeID()
         writer.openSlot = slot
         do {

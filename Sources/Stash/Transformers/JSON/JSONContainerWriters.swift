@@ -9,7 +9,7 @@ extension JSONWriter {
             fallback = true
             throw JSONFallback()
         }
-        close(above: depth)
+        if frames.count > depth + 1 { close(above: depth) }
         if frames[depth].count > 0 { byte(UInt8(ascii: ",")) }
         frames[depth].count += 1
     }
@@ -22,31 +22,42 @@ extension JSONWriter {
 
     func key(named name: String, _ id: Int, depth: Int) throws {
         try begin(id, depth: depth)
-        var name = name
         let keyStart = count
-        // One pass copies the key and hashes it; a key with characters to escape takes the long way.
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        let plain = name.withUTF8 { utf8 -> Bool in
-            reserve(utf8.count + 3)
-            base[count] = UInt8(ascii: "\"")
-            var index = count + 1
-            for unit in utf8 {
-                guard unit >= 0x20 && unit != UInt8(ascii: "\"") && unit != UInt8(ascii: "\\") && unit != UInt8(ascii: "/") else { return false }
-                base[index] = unit
-                hash = (hash ^ UInt64(unit)) &* 0x100_0000_01b3
-                index += 1
-            }
-            base[index] = UInt8(ascii: "\"")
-            count = index + 1
-            return true
-        }
-        if !plain {
-            hash = 0xcbf2_9ce4_8422_2325
+        let bits = JSONKeyCache.smallBits(name)
+        if let bits, let (written, hash) = keys.find(bits, escapesSlashes: options.escapeSlashes) {
+            reserve(written.count + 1)
+            (base + count).update(from: written.baseAddress!, count: written.count)
+            count += written.count
+            try checkUnique(hash, from: keyStart, depth: depth)
+        } else {
+            var name = name
             name.withUTF8 { escaped($0) }
-            for index in keyStart..<count { hash = (hash ^ UInt64(base[index])) &* 0x100_0000_01b3 }
+            let hash = Self.hash(base + keyStart + 1, count - keyStart - 2)
+            if let bits {
+                keys.keep(bits, escapesSlashes: options.escapeSlashes,
+                          written: UnsafeBufferPointer(start: base + keyStart, count: count - keyStart), hash: hash)
+            }
+            try checkUnique(hash, from: keyStart, depth: depth)
         }
-        try checkUnique(hash, from: keyStart, depth: depth)
         byte(UInt8(ascii: ":"))
+    }
+
+    /// A hash of a key as written (between its quotes), eight bytes at a time.
+    @inline(__always) private static func hash(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> UInt64 {
+        var hash = 0x9E37_79B9_7F4A_7C15 ^ UInt64(count)
+        var index = 0
+        while index + 8 <= count {
+            hash = (hash ^ UnsafeRawPointer(bytes + index).loadUnaligned(as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
+            hash ^= hash >> 32
+            index += 8
+        }
+        var tail: UInt64 = 0
+        while index < count {
+            tail = tail << 8 | UInt64(bytes[index])
+            index += 1
+        }
+        hash = (hash ^ tail) &* 0xC4CE_B9FE_1A85_EC53
+        return hash ^ (hash >> 33)
     }
 
     private func checkUnique(_ hash: UInt64, from keyStart: Int, depth: Int) throws {
@@ -89,24 +100,21 @@ struct JSONKeyedWriter<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     var codingPath: [any CodingKey] { Array(writer.path.prefix(depth)) }
 
-    mutating func encodeNil(forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.ascii("null") }
-    mutating func encode(_ value: Bool, forKey key: Key) throws {
-        try writer.key(key, id, depth: depth)
-        value ? writer.ascii("true") : writer.ascii("false")
-    }
-    mutating func encode(_ value: String, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.string(value) }
-    mutating func encode(_ value: Double, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.finite(writer.float(value)) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.finite(writer.float(value)) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.integer(value) }
+    mutating func encodeNil(forKey key: Key) throws { try writer.key(key, id, depth: depth); writer.null() }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: String, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try writer.key(key, id, depth: depth); try writer.scalar(value) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         try writer.key(key, id, depth: depth)
         try writer.value(value, key: key, depth: depth + 1)
@@ -132,7 +140,7 @@ struct JSONKeyedWriter<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder() }
 }
 
-struct JSONUnkeyedWriter: UnkeyedEncodingContainer {
+struct JSONUnkeyedWriter: UnkeyedEncodingContainer, JSONScalarEncoding {
     let writer: JSONWriter
     let id: Int
     let depth: Int
@@ -141,22 +149,8 @@ struct JSONUnkeyedWriter: UnkeyedEncodingContainer {
     var count: Int { writer.frames.count > depth && writer.frames[depth].id == id ? writer.frames[depth].count : 0 }
 
     private func begin() throws { try writer.begin(id, depth: depth) }
+    func prepareScalar() throws { try begin() }
 
-    mutating func encodeNil() throws { try begin(); writer.ascii("null") }
-    mutating func encode(_ value: Bool) throws { try begin(); value ? writer.ascii("true") : writer.ascii("false") }
-    mutating func encode(_ value: String) throws { try begin(); writer.string(value) }
-    mutating func encode(_ value: Double) throws { try begin(); try writer.finite(writer.float(value)) }
-    mutating func encode(_ value: Float) throws { try begin(); try writer.finite(writer.float(value)) }
-    mutating func encode(_ value: Int) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: Int8) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: Int16) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: Int32) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: Int64) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: UInt) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: UInt8) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: UInt16) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: UInt32) throws { try begin(); writer.integer(value) }
-    mutating func encode(_ value: UInt64) throws { try begin(); writer.integer(value) }
     mutating func encode<T: Encodable>(_ value: T) throws {
         try begin()
         try writer.value(value, key: JSONIndexKey(index: writer.frames[depth].count - 1), depth: depth + 1)
@@ -178,4 +172,40 @@ struct JSONUnkeyedWriter: UnkeyedEncodingContainer {
     }
 
     mutating func superEncoder() -> any Encoder { writer.fallback = true; return JSONStreamEncoder(writer: writer, slot: -1, depth: depth + 1) }
+}
+
+/// The scalar half of a single-value or unkeyed container: each scalar is written by the writer's
+/// `scalar(_:)` once `prepareScalar()` has checked that a value may go here (and written what goes
+/// before it).
+protocol JSONScalarEncoding {
+    var writer: JSONWriter { get }
+    func prepareScalar() throws
+}
+
+extension JSONScalarEncoding {
+    mutating func encodeNil() throws { try prepareScalar(); writer.null() }
+    mutating func encode(_ value: Bool) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: String) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Double) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Float) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Int) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Int8) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Int16) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Int32) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: Int64) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: UInt) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: UInt8) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: UInt16) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: UInt32) throws { try prepareScalar(); try writer.scalar(value) }
+    mutating func encode(_ value: UInt64) throws { try prepareScalar(); try writer.scalar(value) }
+}
+
+extension JSONWriter {
+    // The one place each scalar type is written, whatever container it comes through.
+    @inline(__always) func null() { ascii("null") }
+    @inline(__always) func scalar(_ value: Bool) throws { value ? ascii("true") : ascii("false") }
+    @inline(__always) func scalar(_ value: String) throws { string(value) }
+    @inline(__always) func scalar(_ value: Double) throws { try finite(float(value)) }
+    @inline(__always) func scalar(_ value: Float) throws { try finite(float(value)) }
+    @inline(__always) func scalar<I: FixedWidthInteger>(_ value: I) throws { integer(value) }
 }

@@ -22,7 +22,6 @@ final class JSONReader {
         self.text = text
         self.options = options
         self.userInfo = userInfo
-        path.reserveCapacity(8)
     }
 
     /// The byte at `index`, or 0 past the end.

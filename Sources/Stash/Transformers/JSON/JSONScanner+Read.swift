@@ -5,6 +5,8 @@ extension JSONScanner {
     static func readString(_ text: UnsafeBufferPointer<UInt8>, _ start: Int) -> (String, Int) {
         var index = start + 1
         while index < text.count {
+            index = skipPlainASCII(text, index)
+            guard index < text.count else { break }
             let byte = text[index]
             if byte == UInt8(ascii: "\"") {
                 return (String(decoding: UnsafeBufferPointer(rebasing: text[(start + 1)..<index]), as: UTF8.self), index + 1)

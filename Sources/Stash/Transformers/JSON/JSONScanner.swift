@@ -29,28 +29,21 @@ enum JSONScanner {
             value: while true {
                 guard index < text.count else { return false }
                 switch text[index] {
-                case UInt8(ascii: "{"):
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    // A container: an empty one closes at once; an object's first member starts with its key.
                     guard depth < maxDepth else { return false }
+                    let object = text[index] == UInt8(ascii: "{")
                     depth += 1
-                    isObject[depth] = true
+                    isObject[depth] = object
                     index = skipSpace(text, index + 1)
-                    if index < text.count && text[index] == UInt8(ascii: "}") {
+                    if index < text.count && text[index] == (object ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
                         depth -= 1
                         index += 1
                     } else {
-                        guard let next = member(text, index) else { return false }
-                        index = next
-                        continue value
-                    }
-                case UInt8(ascii: "["):
-                    guard depth < maxDepth else { return false }
-                    depth += 1
-                    isObject[depth] = false
-                    index = skipSpace(text, index + 1)
-                    if index < text.count && text[index] == UInt8(ascii: "]") {
-                        depth -= 1
-                        index += 1
-                    } else {
+                        if object {
+                            guard let next = member(text, index) else { return false }
+                            index = next
+                        }
                         continue value
                     }
                 case UInt8(ascii: "\""):
@@ -131,6 +124,8 @@ enum JSONScanner {
     static func validString(_ text: UnsafeBufferPointer<UInt8>, _ start: Int) -> Int? {
         var index = start + 1
         while index < text.count {
+            index = skipPlainASCII(text, index)
+            guard index < text.count else { break }
             let byte = text[index]
             if byte == UInt8(ascii: "\"") { return index + 1 }
             if byte < 0x20 { return nil }
@@ -200,12 +195,37 @@ enum JSONScanner {
         return index + length
     }
 
+    /// The index of the first byte at or after `index` that is not printable ASCII, or is `"` or `\\`
+    /// (or of the first of the last seven bytes, when none is before them): the stretch of a string
+    /// with nothing to look at, eight bytes at a time.
+    @inline(__always) static func skipPlainASCII(_ text: UnsafeBufferPointer<UInt8>, _ index: Int) -> Int {
+        guard let base = text.baseAddress else { return index }
+        var index = index
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while index + 8 <= text.count {
+            // Byte 0 of the text is the word's lowest byte.
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+            // The high bit of each byte that is below 0x20 or above 0x7F, a quote or a backslash. A
+            // borrow can also flag a byte above one of these, never below: the lowest flag is exact.
+            let control = (word &- 0x2020_2020_2020_2020) | word
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            let flags = (control | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)) & highs
+            if flags != 0 { return index + flags.trailingZeroBitCount / 8 }
+            index += 8
+        }
+        return index
+    }
+
     // MARK: Skipping valid text
 
     /// The index after the string whose opening quote is at `start` (text known to be valid).
     static func skipString(_ text: UnsafeBufferPointer<UInt8>, _ start: Int) -> Int {
         var index = start + 1
         while index < text.count {
+            index = skipPlainASCII(text, index)
+            guard index < text.count else { break }
             let byte = text[index]
             if byte == UInt8(ascii: "\"") { return index + 1 }
             index += byte == UInt8(ascii: "\\") ? 2 : 1

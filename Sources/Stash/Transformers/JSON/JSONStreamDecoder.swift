@@ -51,6 +51,12 @@ final class JSONKeyedReader<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let depth: Int
     /// The next member's opening quote, or the closing `}`.
     @exclusivity(unchecked) private var cursor: Int
+    /// Every member before the cursor was taken by a key asked for, in order.
+    @exclusivity(unchecked) private var inOrder = true
+    /// One bit per key name asked for (see ``isFirst(_:)``).
+    @exclusivity(unchecked) private var asked: UInt64 = 0
+    /// The object's keys are known to be distinct.
+    @exclusivity(unchecked) private var unique = false
 
     init(reader: JSONReader, open: Int, depth: Int) {
         self.reader = reader
@@ -93,10 +99,12 @@ final class JSONKeyedReader<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return false
     }
 
-    /// The start of the value of `key`, or nil when the object has no such member.
-    private func find(_ key: Key) -> Int? {
+    /// The start of the value of `key`, or nil when the object has no such member. With a key
+    /// repeated in the object, Foundation takes the first member, which a cursor or a scan from it can
+    /// miss: see ``isFirst(_:)``.
+    private func find(_ key: Key) throws -> Int? {
         var name = key.stringValue
-        return name.withUTF8 { utf8 -> Int? in
+        return try name.withUTF8 { utf8 -> Int? in
             let text = reader.text
             if reader.options.snakeCase {
                 var found: Int?
@@ -109,32 +117,58 @@ final class JSONKeyedReader<Key: CodingKey>: KeyedDecodingContainerProtocol {
                 if found == nil { reader.fallback = true }
                 return found
             }
-            if reader.at(cursor) == UInt8(ascii: "\""), JSONScanner.keyMatches(text, cursor, utf8) {
-                return JSONScanner.skipSpace(text, JSONScanner.skipSpace(text, JSONScanner.skipString(text, cursor)) + 1)
-            }
             var found: Int?
-            forEachMember(from: cursor) { keyStart, valueStart in
-                guard JSONScanner.keyMatches(text, keyStart, utf8) else { return false }
-                found = valueStart
-                return true
+            if reader.at(cursor) == UInt8(ascii: "\""), JSONScanner.keyMatches(text, cursor, utf8) {
+                found = cursor
+            } else {
+                forEachMember(from: cursor) { keyStart, _ in
+                    guard JSONScanner.keyMatches(text, keyStart, utf8) else { return false }
+                    found = keyStart
+                    return true
+                }
             }
-            return found
+            guard let keyStart = found else { return nil }
+            try isFirst(utf8)
+            // Members between the cursor and a member found further on are not consumed.
+            if keyStart != cursor { inOrder = false }
+            return JSONScanner.skipSpace(text, JSONScanner.skipSpace(text, JSONScanner.skipString(text, keyStart)) + 1)
         }
+    }
+
+    /// Checks that the member just found for `name` is the object's first of that name (the one
+    /// Foundation reads). While every member before the cursor was taken, in order, by a key asked for
+    /// (`inOrder`), an earlier member of the same name means the name was asked for before: a bit per
+    /// name asked (by length and end bytes) rules that out at no cost. Otherwise the object's keys are
+    /// compared once; if one repeats, Foundation decodes the value.
+    private func isFirst(_ name: UnsafeBufferPointer<UInt8>) throws {
+        guard !unique else { return }
+        let hash = UInt64(name.count) &* 31 &+ UInt64(name.first ?? 0) &* 7 &+ UInt64(name.last ?? 0)
+        let bit = UInt64(1) << (hash & 63)
+        defer { asked |= bit }
+        if inOrder && asked & bit == 0 { return }
+        var names = Set<String>()
+        var repeated = false
+        forEachMember { keyStart, _ in
+            repeated = !names.insert(JSONScanner.readString(reader.text, keyStart).0).inserted
+            return repeated
+        }
+        if repeated { throw reader.decline() }
+        unique = true
     }
 
     private func advance(to end: Int) { cursor = reader.next(after: end, open: open) }
 
-    func contains(_ key: Key) -> Bool { find(key) != nil }
+    func contains(_ key: Key) -> Bool { (try? find(key)) != nil }
 
     func decodeNil(forKey key: Key) throws -> Bool {
-        guard let start = find(key) else { throw reader.decline() }
+        guard let start = try find(key) else { throw reader.decline() }
         guard reader.at(start) == UInt8(ascii: "n") else { return false }
         advance(to: start + 4)
         return true
     }
 
     private func read<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T {
-        guard let start = find(key) else { throw reader.decline() }
+        guard let start = try find(key) else { throw reader.decline() }
         var end = start
         let value = try reader.value(type, at: start, key: key, depth: depth + 1, end: &end)
         advance(to: end)
@@ -142,7 +176,7 @@ final class JSONKeyedReader<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     private func readIfPresent<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T? {
-        guard let start = find(key) else { return nil }
+        guard let start = try find(key) else { return nil }
         if reader.at(start) == UInt8(ascii: "n") {
             advance(to: start + 4)
             return nil
@@ -154,26 +188,26 @@ final class JSONKeyedReader<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
-        guard let start = find(key) else { throw reader.decline() }
+        guard let start = try find(key) else { throw reader.decline() }
         let (value, end) = try reader.bool(at: start)
         advance(to: end)
         return value
     }
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
-        guard let start = find(key) else { throw reader.decline() }
+        guard let start = try find(key) else { throw reader.decline() }
         let (value, end) = try reader.string(at: start)
         advance(to: end)
         return value
     }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
-        guard let start = find(key) else { throw reader.decline() }
+        guard let start = try find(key) else { throw reader.decline() }
         let (value, end) = try reader.double(at: start)
         advance(to: end)
         return value
     }
     func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try read(type, key) }
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
-        guard let start = find(key) else { throw reader.decline() }
+        guard let start = try find(key) else { throw reader.decline() }
         let (value, end) = try reader.integer(Int.self, at: start)
         advance(to: end)
         return value
@@ -206,7 +240,7 @@ final class JSONKeyedReader<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? { try readIfPresent(type, key) }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        guard let start = find(key) else { throw reader.decline() }
+        guard let start = try find(key) else { throw reader.decline() }
         reader.path.append(key)
         defer { reader.path.removeLast() }
         let container = try JSONStreamDecoder(reader: reader, start: start, depth: depth + 1).container(keyedBy: type)
@@ -215,7 +249,7 @@ final class JSONKeyedReader<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        guard let start = find(key) else { throw reader.decline() }
+        guard let start = try find(key) else { throw reader.decline() }
         let container = try JSONStreamDecoder(reader: reader, start: start, depth: depth + 1).unkeyedContainer()
         advance(to: JSONScanner.skipValue(reader.text, start))
         return container

@@ -29,7 +29,7 @@ extension Dictionary: JSONStringKeyedDictionary where Key == String, Value: Enco
 }
 
 /// The encoder handed to a value's `encode(to:)`: one slot in the output, at one depth of nesting.
-struct JSONStreamEncoder: Encoder, SingleValueEncodingContainer {
+struct JSONStreamEncoder: Encoder, SingleValueEncodingContainer, JSONScalarEncoding {
     let writer: JSONWriter
     let slot: Int
     let depth: Int
@@ -65,6 +65,8 @@ struct JSONStreamEncoder: Encoder, SingleValueEncodingContainer {
     }
 
     /// Checks that this slot is where the next value goes, and fills it.
+    func prepareScalar() throws { try claim() }
+
     private func claim() throws {
         guard !writer.fallback, writer.openSlot == slot else {
             writer.fallback = true
@@ -73,21 +75,6 @@ struct JSONStreamEncoder: Encoder, SingleValueEncodingContainer {
         writer.openSlot = 0
     }
 
-    mutating func encodeNil() throws { try claim(); writer.ascii("null") }
-    mutating func encode(_ value: Bool) throws { try claim(); value ? writer.ascii("true") : writer.ascii("false") }
-    mutating func encode(_ value: String) throws { try claim(); writer.string(value) }
-    mutating func encode(_ value: Double) throws { try claim(); try writer.finite(writer.float(value)) }
-    mutating func encode(_ value: Float) throws { try claim(); try writer.finite(writer.float(value)) }
-    mutating func encode(_ value: Int) throws { try claim(); writer.integer(value) }
-    mutating func encode(_ value: Int8) throws { try claim(); writer.integer(value) }
-    mutating func encode(_ value: Int16) throws { try claim(); writer.integer(value) }
-    mutating func encode(_ value: Int32) throws { try claim(); writer.integer(value) }
-    mutating func encode(_ value: Int64) throws { try claim(); writer.integer(value) }
-    mutating func encode(_ value: UInt) throws { try claim(); writer.integer(value) }
-    mutating func encode(_ value: UInt8) throws { try claim(); writer.integer(value) }
-    mutating func encode(_ value: UInt16) throws { try claim(); writer.integer(value) }
-    mutating func encode(_ value: UInt32) throws { try claim(); writer.integer(value) }
-    mutating func encode(_ value: UInt64) throws { try claim(); writer.integer(value) }
     mutating func encode<T: Encodable>(_ value: T) throws {
         try claim()
         writer.openSlot = slot
@@ -108,10 +95,13 @@ extension JSONWriter {
     /// directly, anything else through its `encode(to:)` in a new slot (or `slot`, when a single-value
     /// container passes its own value on).
     func value<T: Encodable>(_ value: T, key: (any CodingKey)?, depth: Int, slot: Int = 0) throws {
-        if T.self == String.self { openSlot = 0; return string(cast(value)) }
-        if T.self == Int.self { openSlot = 0; return integer(cast(value, to: Int.self)) }
-        if T.self == Double.self { openSlot = 0; return try finite(float(cast(value, to: Double.self))) }
-        if T.self == Bool.self { openSlot = 0; return cast(value, to: Bool.self) ? ascii("true") : ascii("false") }
+        if T.self == String.self { openSlot = 0; return try scalar(cast(value, to: String.self)) }
+        if T.self == Int.self { openSlot = 0; return try scalar(cast(value, to: Int.self)) }
+        if T.self == Double.self { openSlot = 0; return try scalar(cast(value, to: Double.self)) }
+        if T.self == Bool.self { openSlot = 0; return try scalar(cast(value, to: Bool.self)) }
+        if T.self == [String].self { openSlot = 0; return try array(cast(value, to: [String].self)) }
+        if T.self == [Int].self { openSlot = 0; return try array(cast(value, to: [Int].self)) }
+        if T.self == [Double].self { openSlot = 0; return try array(cast(value, to: [Double].self)) }
         if T.self == Date.self { openSlot = 0; return try date(cast(value)) }
         if T.self == Data.self { openSlot = 0; return try data(cast(value), depth: depth) }
         if T.self == URL.self { openSlot = 0; return string(cast(value, to: URL.self).absoluteString) }
@@ -136,6 +126,18 @@ extension JSONWriter {
             openSlot = 0
             ascii("{}")
         }
+    }
+
+    /// An array of one scalar type, written without a container.
+    private func array<E>(_ elements: [E]) throws {
+        byte(UInt8(ascii: "["))
+        for (index, element) in elements.enumerated() {
+            if index > 0 { byte(UInt8(ascii: ",")) }
+            if E.self == String.self { try scalar(cast(element, to: String.self)) }
+            else if E.self == Int.self { try scalar(cast(element, to: Int.self)) }
+            else { try scalar(cast(element, to: Double.self)) }
+        }
+        byte(UInt8(ascii: "]"))
     }
 
     func string(_ value: String, quoted: Bool) {
@@ -168,5 +170,5 @@ extension JSONWriter {
 
 /// Reinterprets a value whose type was just compared equal to `U`.
 @inline(__always) func cast<T, U>(_ value: T, to type: U.Type = U.self) -> U {
-    withUnsafePointer(to: value) { UnsafeRawPointer($0).load(as: U.self) }
+    unsafeBitCast(value, to: U.self)
 }

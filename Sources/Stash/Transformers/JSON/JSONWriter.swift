@@ -21,9 +21,9 @@ final class JSONWriter {
 
     @exclusivity(unchecked) private(set) var base: UnsafeMutablePointer<UInt8>
     @exclusivity(unchecked) var count = 0
-    @exclusivity(unchecked) private var capacity: Int
-    let options: JSONCoderOptions
-    let userInfo: [CodingUserInfoKey: Any]
+    @exclusivity(unchecked) private(set) var capacity: Int
+    @exclusivity(unchecked) var options: JSONCoderOptions
+    @exclusivity(unchecked) var userInfo: [CodingUserInfoKey: Any]
     @exclusivity(unchecked) var frames: [Frame] = []
     /// The slot whose value goes at the end of the buffer next; 0: none.
     @exclusivity(unchecked) var openSlot = 0
@@ -32,6 +32,8 @@ final class JSONWriter {
     @exclusivity(unchecked) var fallback = false
     /// The keys of the nested values being written, for `codingPath`.
     @exclusivity(unchecked) var path: [any CodingKey] = []
+    /// The keys written so far (by this thread, while the writer is reused).
+    @exclusivity(unchecked) var keys = JSONKeyCache()
 
     init(options: JSONCoderOptions, userInfo: [CodingUserInfoKey: Any], capacity: Int = 512) {
         self.options = options
@@ -41,7 +43,21 @@ final class JSONWriter {
         frames.reserveCapacity(8)
     }
 
-    deinit { base.deallocate() }
+    deinit {
+        base.deallocate()
+        keys.deallocate()
+    }
+
+    /// Forgets the last encoding, keeping the allocations. Ids keep counting: one from an earlier
+    /// encoding never names a container of the next.
+    func reset() {
+        count = 0
+        if !frames.isEmpty { frames.removeAll(keepingCapacity: true) }
+        if !path.isEmpty { path.removeAll(keepingCapacity: true) }
+        openSlot = 0
+        fallback = false
+        userInfo = [:]
+    }
 
     func makeID() -> Int {
         defer { nextID += 1 }
@@ -134,7 +150,7 @@ final class JSONWriter {
     func float(_ value: Float) -> Bool { floatingPoint(value) }
     func float(_ value: Double) -> Bool { floatingPoint(value) }
 
-    @inline(__always) private func floatingPoint<F: BinaryFloatingPoint & LosslessStringConvertible>(_ value: F) -> Bool {
+    @inline(__always) private func floatingPoint<F: BinaryFloatingPoint & TextOutputStreamable>(_ value: F) -> Bool {
         guard value.isFinite else {
             guard let strings = options.floatStrings else { return false }
             string(value.isNaN ? strings.nan : value < 0 ? strings.negativeInfinity : strings.positiveInfinity)
@@ -145,12 +161,27 @@ final class JSONWriter {
             integer(Int64(value))
             return true
         }
-        var text = value.description
-        text.withUTF8 { utf8 in
-            let trimmed = utf8.count > 2 && utf8[utf8.count - 2] == UInt8(ascii: ".") && utf8[utf8.count - 1] == UInt8(ascii: "0")
-            bytes(UnsafeBufferPointer(rebasing: utf8[0..<(trimmed ? utf8.count - 2 : utf8.count)]))
+        // `description`'s text (Swift's shortest round-trip digits), streamed into the buffer: the
+        // standard library hands its ASCII bytes to `_writeASCII` without making a `String`.
+        let start = count
+        var stream = Stream(writer: self)
+        value.write(to: &stream)
+        if count - start > 2 && base[count - 2] == UInt8(ascii: ".") && base[count - 1] == UInt8(ascii: "0") {
+            count -= 2
         }
         return true
+    }
+
+    /// A `TextOutputStream` that appends to the writer's buffer.
+    private struct Stream: TextOutputStream {
+        unowned(unsafe) let writer: JSONWriter
+
+        mutating func write(_ string: String) {
+            var string = string
+            string.withUTF8 { writer.bytes($0) }
+        }
+
+        mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) { writer.bytes(buffer) }
     }
 
     /// A string with Foundation's escapes: `"`, `\`, `/` (unless `.withoutEscapingSlashes`), the short
@@ -161,13 +192,25 @@ final class JSONWriter {
     }
 
     func escaped(_ utf8: UnsafeBufferPointer<UInt8>) {
-        reserve(utf8.count + 2)
+        // Eight bytes of room past the string: words are copied whole (see `copyPlain`).
+        reserve(utf8.count + 10)
         base[count] = UInt8(ascii: "\"")
-        count += 1
-        guard let source = utf8.baseAddress else { return byte(UInt8(ascii: "\"")) }
+        guard let source = utf8.baseAddress else {
+            base[count + 1] = UInt8(ascii: "\"")
+            count += 2
+            return
+        }
         let slash = options.escapeSlashes ? UInt8(ascii: "/") : UInt8(ascii: "\"")
-        var runStart = 0
-        var index = 0
+        // Most strings need no escape: one pass finds that and copies them.
+        let first = Self.copyPlain(source, utf8.count, to: base + count + 1, slash)
+        count += 1 + first
+        guard first < utf8.count else {
+            base[count] = UInt8(ascii: "\"")
+            count += 1
+            return
+        }
+        var runStart = first
+        var index = first
         while index < utf8.count {
             // Eight bytes at a time while none of them needs an escape.
             while index + 8 <= utf8.count && !Self.needsEscape(UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self), slash) {
@@ -199,13 +242,46 @@ final class JSONWriter {
         byte(UInt8(ascii: "\""))
     }
 
+    /// Copies `source` to `destination` up to its first byte that needs an escape, and returns that
+    /// byte's index (`count` when none does). Eight bytes at a time, whole words stored: the caller
+    /// leaves eight bytes of room past `count` (the lowest byte ``escapeFlags(_:_:)`` flags is exact).
+    @inline(__always) private static func copyPlain(_ source: UnsafePointer<UInt8>, _ count: Int,
+                                                    to destination: UnsafeMutablePointer<UInt8>, _ slash: UInt8) -> Int {
+        var index = 0
+        while index + 8 <= count {
+            let word = UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self)
+            UnsafeMutableRawPointer(destination + index).storeBytes(of: word, as: UInt64.self)
+            let flags = escapeFlags(UInt64(littleEndian: word), slash)
+            if flags != 0 { return index + flags.trailingZeroBitCount / 8 }
+            index += 8
+        }
+        guard index < count else { return count }
+        // The last bytes, in a word padded with spaces (which need no escape).
+        var tail: UInt64 = 0x2020_2020_2020_2020
+        var last = count - 1
+        while last >= index {
+            // From the end: each byte pushes a space out of the top.
+            tail = tail &<< 8 | UInt64(source[last])
+            last -= 1
+        }
+        UnsafeMutableRawPointer(destination + index).storeBytes(of: UInt64(littleEndian: tail), as: UInt64.self)
+        let flags = escapeFlags(tail, slash)
+        return flags != 0 ? index + flags.trailingZeroBitCount / 8 : count
+    }
+
     /// Whether any of the eight bytes of `word` is a control character, `"`, `\` or `slash` (it may
     /// say yes for a byte above one that is: the caller then looks byte by byte).
     @inline(__always) private static func needsEscape(_ word: UInt64, _ slash: UInt8) -> Bool {
+        escapeFlags(word, slash) != 0
+    }
+
+    /// The high bit of each byte of `word` that needs an escape; a borrow may also flag a byte above
+    /// one that does, never one below.
+    @inline(__always) private static func escapeFlags(_ word: UInt64, _ slash: UInt8) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         @inline(__always) func hasZero(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
         let control = (word &- 0x2020_2020_2020_2020) & ~word & highs
-        return control | hasZero(word ^ (ones &* 0x22)) | hasZero(word ^ (ones &* 0x5C)) | hasZero(word ^ (ones &* UInt64(slash))) != 0
+        return control | hasZero(word ^ (ones &* 0x22)) | hasZero(word ^ (ones &* 0x5C)) | hasZero(word ^ (ones &* UInt64(slash)))
     }
 }
