@@ -13,9 +13,7 @@ struct CoalescingTests {
     func waitForWaiters(_ count: Int, _ fixture: LoopbackFixture, _ request: URLRequest) async throws -> Bool {
         let cacheKey = try #require(CacheKey.response(for: request, namespace: "", varyNames: []))
         let key = RequestCoalescer.key(for: request, cacheKey: cacheKey)
-        for _ in 0..<5000 where fixture.cache.coalescer.waiters(for: key) < count {
-            try await Task.sleep(nanoseconds: 2_000_000)
-        }
+        _ = try await TestDeadline.suspendUntil { fixture.cache.coalescer.waiters(for: key) >= count }
         return fixture.cache.coalescer.waiters(for: key) == count
     }
 

@@ -15,9 +15,7 @@ struct LoopbackServerTests {
 
     init() throws {
         server = try LoopbackHTTPServer()
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 10
-        cache = try HTTPCache(diskConfig: directory.diskConfig(), transport: URLSessionTransport(configuration: configuration),
+        cache = try HTTPCache(diskConfig: directory.diskConfig(), transport: URLSessionTransport(configuration: .patient),
                               now: clock.function)
     }
 

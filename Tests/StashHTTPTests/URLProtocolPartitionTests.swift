@@ -10,7 +10,7 @@ import Testing
 struct URLProtocolPartitionTests {
     private func session(_ fixture: URLProtocolFixture, token: String? = nil,
                          partition: HTTPCachePartitioning = .byCredentials) -> URLSession {
-        let configuration = URLSessionConfiguration.ephemeral
+        let configuration = URLSessionConfiguration.patient
         if let token { configuration.httpAdditionalHeaders = ["Authorization": "Bearer \(token)"] }
         return URLSession(configuration: configuration.cached(by: fixture.cache, partition: partition))
     }

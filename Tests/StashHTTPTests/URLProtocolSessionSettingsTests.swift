@@ -11,7 +11,7 @@ struct URLProtocolSessionSettingsTests {
     /// A plain session over the fixture's cache, from `configure`d ephemeral settings.
     private func session(_ fixture: URLProtocolFixture, partition: HTTPCachePartitioning = .byCredentials,
                          _ configure: (URLSessionConfiguration) -> Void = { _ in }) -> URLSession {
-        let configuration = URLSessionConfiguration.ephemeral
+        let configuration = URLSessionConfiguration.patient
         configure(configuration)
         return URLSession(configuration: configuration.cached(by: fixture.cache, partition: partition))
     }

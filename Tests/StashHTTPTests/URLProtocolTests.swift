@@ -258,7 +258,7 @@ struct URLProtocolTests {
         let fixture = try URLProtocolFixture()
         fixture.server.route("/todos", headers: [("Cache-Control", "max-age=60")], body: "delegated")
         let collector = DataCollector()
-        let session = URLSession(configuration: URLSessionConfiguration.ephemeral.cached(by: fixture.cache),
+        let session = URLSession(configuration: URLSessionConfiguration.patient.cached(by: fixture.cache),
                                  delegate: collector, delegateQueue: nil)
         defer { session.finishTasksAndInvalidate() }
         let result = await collector.run(session.dataTask(with: fixture.server.url("/todos")))

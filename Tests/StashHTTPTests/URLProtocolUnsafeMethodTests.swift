@@ -70,7 +70,7 @@ struct URLProtocolUnsafeMethodTests {
         // A GET after the POST joins no exchange that the POST overtook: it reaches the server itself.
         // (One that joined the held exchange never does; the wait is bounded, then the held GET goes on.)
         let afterPost = Task { try await session.data(from: url) }
-        for _ in 0..<300 where fixture.server.requestCount("/todos") < 3 { try await Task.sleep(for: .milliseconds(10)) }
+        _ = try await TestDeadline.suspendUntil { fixture.server.requestCount("/todos") >= 3 }
         release.signal()
         let (early, _) = try await pending.value
         let (late, _) = try await afterPost.value

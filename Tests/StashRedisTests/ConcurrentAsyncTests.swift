@@ -7,13 +7,13 @@ import Stash
 /// once, and calls on one key keep their submission order.
 @Suite("Redis async API concurrency", .enabled(if: RedisServer.isAvailable, RedisServer.skipReason))
 struct ConcurrentAsyncTests {
-    /// Values are decimal text; decoding the text "block" waits until `gate` opens (at most 20 s: on
+    /// Values are decimal text; decoding the text "block" waits until `gate` opens (at most `TestDeadline.long`: on
     /// a serialising API the test fails after that, rather than hang).
     private static func blockingTransformer(_ gate: DispatchSemaphore) -> Transformer<Int> {
         Transformer(toData: { Data(String($0).utf8) }, fromData: { data in
             let text = String(decoding: data, as: UTF8.self)
             if text == "block" {
-                _ = gate.wait(timeout: .now() + 90) // long: on a loaded machine the other call may wait for a thread
+                _ = gate.wait(timeout: TestDeadline.fromNow) // long: on a loaded machine the other call may wait for a thread
                 return -1
             }
             return Int(text) ?? -2
@@ -41,7 +41,7 @@ struct ConcurrentAsyncTests {
         let gate = DispatchSemaphore(value: 0)
         let store = try RedisHybridStorage(configuration: server.configuration, namespace: "n",
                                            transformer: Self.blockingTransformer(gate), heartbeat: 600)
-        #expect(store.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(store.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         #expect(try store.object(forKey: "k") == 1)
         let done = Locked(false)
         store.async.object(forKey: "slow") { _ in done.withLock { $0 = true } }
@@ -58,11 +58,9 @@ struct ConcurrentAsyncTests {
     func memoryHitWhileServerFrozen() async throws {
         let server = try RedisServer()
         try server.client().send(["SET", "n:k", "1"])
-        var config = server.configuration
-        config.commandTimeout = 1.5
-        let store = try RedisHybridStorage(configuration: config, namespace: "n",
+        let store = try RedisHybridStorage(configuration: server.configuration, namespace: "n",
                                            transformer: NearCacheTests.intTransformer, heartbeat: 600)
-        #expect(store.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(store.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         #expect(try store.object(forKey: "k") == 1)
         server.pause()
         defer { server.resume() }
@@ -71,7 +69,8 @@ struct ConcurrentAsyncTests {
         let start = ContinuousClock.now
         #expect(try await store.async.object(forKey: "k") == 1)
         let elapsed = ContinuousClock.now - start
-        // The miss waits for the frozen server until its 1.5 s timeout; the hit must not.
+        // The miss waits for the frozen server (its timeout is `TestDeadline.long`, so it is still
+        // waiting however slow the machine); the hit must not.
         #expect(!missDone.withLock { $0 }, "the memory hit waited for the miss (\(elapsed))")
     }
 
@@ -103,7 +102,7 @@ struct ConcurrentAsyncTests {
         var config = server.configuration
         config.poolSize = 1
         let store = try RedisHybridStorage(configuration: config, namespace: "r", transformer: NearCacheTests.intTransformer)
-        #expect(store.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(store.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         let finished = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
             let count = LockedValues()
             DispatchQueue.concurrentPerform(iterations: 8) { thread in
@@ -132,7 +131,7 @@ struct ConcurrentAsyncTests {
         let release = DispatchSemaphore(value: 0)
         let released = Locked(false)
         store.async.setObject(1, forKey: "a") { _ in
-            if release.wait(timeout: .now() + 20) == .success { released.withLock { $0 = true } }
+            if release.wait(timeout: TestDeadline.fromNow) == .success { released.withLock { $0 = true } }
         }
         try await store.async.setObject(2, forKey: "b")
         #expect(try await store.async.object(forKey: "b") == 2)

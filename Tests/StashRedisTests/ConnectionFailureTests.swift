@@ -57,14 +57,14 @@ struct ConnectionFailureTests {
         config.poolSize = 1
         config.commandTimeout = 0.3
         let store = try RedisHybridStorage(configuration: config, namespace: "n", transformer: NearCacheTests.intTransformer, heartbeat: 600)
-        #expect(store.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(store.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         #expect(try store.object(forKey: "k") == 1)
         let held = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             try? store.redisStorage.client.pool.withConnection { _ in
                 held.signal()
-                _ = release.wait(timeout: .now() + 5)
+                _ = release.wait(timeout: TestDeadline.fromNow)
             }
         }
         held.wait()
@@ -116,7 +116,7 @@ struct ConnectionFailureTests {
         var config = server.configuration
         config.password = "old"
         let store = try RedisHybridStorage(configuration: config, namespace: "n", transformer: NearCacheTests.intTransformer)
-        #expect(store.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(store.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         try store.setObject(1, forKey: "k")
         var admin = config
         admin.poolSize = 1
@@ -130,15 +130,14 @@ struct ConnectionFailureTests {
                 try side.send(["CLIENT", "KILL", "ID", String(id)])
             }
         }
-        var named = false
-        for _ in 0..<5_000 where !named {
-            if case .authenticationFailed? = store.coherenceError { named = true } else { usleep(1_000) }
+        let named = TestDeadline.poll {
+            if case .authenticationFailed? = store.coherenceError { return true } else { return false }
         }
         #expect(named, "\(String(describing: store.coherenceError))")
         #expect(store.memoryStorage.count == 0 && !store.isMemoryCoherent, "no memory without invalidations")
         #expect(try store.object(forKey: "k") == 1, "reads go to Redis on the authenticated pooled connection")
         try side.send(["CONFIG", "SET", "requirepass", "old"])
-        #expect(store.coherence.listener.waitUntilTracking(connections: 2), "back within the backoff")
+        #expect(store.coherence.listener.waitUntilTracking(connections: 2, seconds: TestDeadline.long), "back within the backoff")
         #expect(store.coherenceError == nil)
     }
 

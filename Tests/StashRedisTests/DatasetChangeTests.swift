@@ -9,28 +9,23 @@ struct DatasetChangeTests {
     private func nearCache(_ server: RedisServer, heartbeat: TimeInterval) throws -> RedisHybridStorage<Int> {
         let store = try RedisHybridStorage(configuration: server.configuration, namespace: "n",
                                            transformer: NearCacheTests.intTransformer, heartbeat: heartbeat)
-        #expect(store.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(store.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         return store
     }
 
-    /// Reads `key` until it is `expected` (bounded: 5,000 reads 1 ms apart); the last value read.
+    /// Reads `key` until it is `expected` (bounded by `TestDeadline.long`); the last value read.
     private func readUntil(_ expected: Int, _ key: String, from store: RedisHybridStorage<Int>) -> Int? {
         var last: Int?
-        for _ in 0..<5_000 {
+        _ = TestDeadline.poll {
             last = try? store.object(forKey: key)
-            if last == expected { return last }
-            usleep(1_000)
+            return last == expected
         }
         return last
     }
 
     /// Reads `key` until it is gone (bounded as ``readUntil(_:_:from:)``).
     private func readUntilMissing(_ key: String, from store: RedisHybridStorage<Int>) -> Bool {
-        for _ in 0..<5_000 {
-            if (try? store.object(forKey: key)) == nil { return true }
-            usleep(1_000)
-        }
-        return false
+        TestDeadline.poll { (try? store.object(forKey: key)) == nil }
     }
 
     @Test("SWAPDB, which Redis announces to no tracking client, is noticed by the heartbeat's generation check")
@@ -77,7 +72,7 @@ struct DatasetChangeTests {
         try server.client().send(["SET", "n:k", "4"])
         _ = try server.client().pipeline([["SELECT", "2"], ["SET", "n:k", "5"]])
         #expect(readUntil(4, "k", from: store) == 4)
-        #expect(store.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(store.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         try server.client().send(["SWAPDB", "0", "2"])
         #expect(readUntil(5, "k", from: store) == 5)
         try server.client().send(["SWAPDB", "0", "2"])
@@ -92,7 +87,7 @@ struct DatasetChangeTests {
         config.password = "s3cret"
         let a = try RedisHybridStorage(configuration: config, namespace: "n", transformer: NearCacheTests.intTransformer)
         let b = try RedisStorage(configuration: config, namespace: "n", transformer: NearCacheTests.intTransformer)
-        #expect(a.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(a.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         try b.setObject(1, forKey: "k")
         #expect(readUntil(1, "k", from: a) == 1)
         try b.setObject(2, forKey: "k")
@@ -112,7 +107,7 @@ struct RefusingServerTests {
         #expect(throws: (any Error).self) { try server.client().send(["SET", "x", "1"]) }
         let store = try RedisHybridStorage(configuration: server.configuration, namespace: "n",
                                            transformer: NearCacheTests.intTransformer)
-        #expect(store.coherence.listener.waitUntilTracking(connections: 1, seconds: 5), "\(String(describing: store.coherenceError))")
+        #expect(store.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long), "\(String(describing: store.coherenceError))")
         #expect(try store.object(forKey: "k") == 1)
         #expect(store.memoryStorage.count == 1, "the value was admitted to memory")
     }

@@ -68,7 +68,7 @@ struct NamespaceTests {
     func nearCacheOwnsItsPrefix() throws {
         let server = try RedisServer()
         let app = try RedisHybridStorage(configuration: server.configuration, namespace: "app", transformer: NearCacheTests.intTransformer)
-        #expect(app.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(app.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         let v2 = try store(server, "app:v2")
         try v2.setObject(2, forKey: "k")
         #expect(throws: StorageError.self) { try app.object(forKey: "v2:k") }

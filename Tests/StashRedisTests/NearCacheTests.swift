@@ -13,17 +13,13 @@ struct NearCacheTests {
     private func nearCache(_ server: RedisServer, heartbeat: TimeInterval = 1) throws -> RedisHybridStorage<Int> {
         let store = try RedisHybridStorage(configuration: server.configuration, namespace: "n",
                                            transformer: Self.intTransformer, heartbeat: heartbeat)
-        #expect(store.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(store.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         return store
     }
 
     /// Waits (bounded) until `store`'s memory has dropped `key`: the invalidation has been processed.
     private func waitUntilDropped(_ key: String, from store: RedisHybridStorage<Int>) -> Bool {
-        for _ in 0..<10_000 {
-            if (try? store.memoryStorage.entry(forKey: key)) == nil { return true }
-            usleep(100)
-        }
-        return false
+        TestDeadline.poll { (try? store.memoryStorage.entry(forKey: key)) == nil }
     }
 
     @Test("a read caches the value; a second read is a memory hit that does not touch Redis")
@@ -133,17 +129,12 @@ struct NearCacheTests {
         // 0 stale reads, before and after tracking is back. (Reads before that moment are inside the
         // window Docs/Redis.md measures, like an invalidation's.)
         let listener = a.coherence.listener
-        var noticed = false
-        for _ in 0..<5_000 where !noticed {
-            noticed = !a.isMemoryCoherent || listener.connections >= 2
-            if !noticed { usleep(1_000) }
-        }
-        #expect(noticed)
+        #expect(TestDeadline.poll { !a.isMemoryCoherent || listener.connections >= 2 })
         var stale = 0
         for _ in 0..<3 {
             for index in 0..<100 where try a.object(forKey: "k\(index)") != index + 1_000 { stale += 1 }
         }
-        #expect(listener.waitUntilTracking(connections: 2), "the listener reconnected by itself")
+        #expect(listener.waitUntilTracking(connections: 2, seconds: TestDeadline.long), "the listener reconnected by itself")
         for index in 0..<100 where try a.object(forKey: "k\(index)") != index + 1_000 { stale += 1 }
         #expect(stale == 0)
         // And coherence works again on the new connection.
@@ -183,7 +174,7 @@ struct NearCacheTests {
         worker.wait()
         // The restarted server is empty: a read must say so, not answer from the old memory copy.
         #expect(throws: StorageError.self) { try a.object(forKey: "k") }
-        #expect(a.coherence.listener.waitUntilTracking(connections: 2))
+        #expect(a.coherence.listener.waitUntilTracking(connections: 2, seconds: TestDeadline.long))
         try a.setObject(3, forKey: "k")
         #expect(try a.object(forKey: "k") == 3)
         let timeouts = server.configuration.connectTimeout + server.configuration.commandTimeout
@@ -199,16 +190,22 @@ struct NearCacheTests {
         #expect(child.ask("wait-tracking") == "tracking")
         let parent = try RedisHybridStorage(configuration: server.configuration, namespace: "n", transformer: Transformer<String>(
             toData: { Data($0.utf8) }, fromData: { String(decoding: $0, as: UTF8.self) }))
-        #expect(parent.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(parent.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         for round in 0..<200 {
             try parent.setObject("p\(round)", forKey: "shared")
             // The child may have cached the previous value; its answer must move on within the window.
-            var answer = child.ask("get shared")
-            for _ in 0..<1_000 where answer != "p\(round)" { answer = child.ask("get shared") }
+            var answer = ""
+            _ = TestDeadline.poll {
+                answer = child.ask("get shared")
+                return answer == "p\(round)"
+            }
             #expect(answer == "p\(round)")
             #expect(child.ask("set shared c\(round)") == "ok")
-            var mine = try parent.object(forKey: "shared")
-            for _ in 0..<1_000 where mine != "c\(round)" { mine = try parent.object(forKey: "shared") }
+            var mine = ""
+            _ = try TestDeadline.poll {
+                mine = try parent.object(forKey: "shared")
+                return mine == "c\(round)"
+            }
             #expect(mine == "c\(round)")
         }
         #expect(Int(child.ask("memory")) ?? 0 <= 1)
@@ -222,18 +219,15 @@ struct NearCacheTests {
         // Written before the near cache tracks, so no invalidation of it can drop the copy read below.
         try server.client().send(["SET", "n:k", "1"])
         let a = try RedisHybridStorage(configuration: config, namespace: "n", transformer: Self.intTransformer, heartbeat: 0.1)
-        #expect(a.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(a.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         #expect(try a.object(forKey: "k") == 1)
         #expect(a.memoryStorage.count == 1)
-        // Every client's commands wait for a second: the listener's PING gets no answer in time.
-        try server.client().send(["CLIENT", "PAUSE", "1000", "ALL"])
-        var flushed = false
-        for _ in 0..<5_000 where !flushed {
-            flushed = a.memoryStorage.count == 0 && !a.isMemoryCoherent
-            usleep(1_000)
-        }
-        #expect(flushed)
-        #expect(a.coherence.listener.waitUntilTracking(connections: 2), "tracking resumes once the server answers again")
+        // The server is silent until the flush is seen (not for a fixed second, which a loaded machine
+        // can spend before the heartbeat runs): the listener's PING gets no answer in time.
+        server.pause()
+        #expect(TestDeadline.poll { a.memoryStorage.count == 0 && !a.isMemoryCoherent })
+        server.resume()
+        #expect(a.coherence.listener.waitUntilTracking(connections: 2, seconds: TestDeadline.long), "tracking resumes once the server answers again")
     }
 
     @Test("the invalidation connection authenticates with user and password (HELLO 3 AUTH) and selects the database")
@@ -245,7 +239,7 @@ struct NearCacheTests {
         config.database = 3
         let a = try RedisHybridStorage(configuration: config, namespace: "n", transformer: Self.intTransformer)
         let b = try RedisHybridStorage(configuration: config, namespace: "n", transformer: Self.intTransformer)
-        #expect(a.coherence.listener.waitUntilTracking(connections: 1))
+        #expect(a.coherence.listener.waitUntilTracking(connections: 1, seconds: TestDeadline.long))
         try b.setObject(1, forKey: "k")
         #expect(try a.object(forKey: "k") == 1)
         try b.setObject(2, forKey: "k")

@@ -40,9 +40,12 @@ final class RedisServer: @unchecked Sendable {
         try? FileManager.default.removeItem(at: folder)
     }
 
-    /// A configuration for this server with short timeouts and backoff, so failure tests stay quick.
+    /// A configuration for this server with short backoff, so failure tests stay quick, and timeouts of
+    /// `TestDeadline.long`: a stopped or killed server ends the connection at once on loopback, so no
+    /// test needs a timeout to fire unless it sets a short one itself, and on a loaded machine a reply
+    /// can take longer than a second without anything being wrong.
     var configuration: RedisConfiguration {
-        RedisConfiguration(host: "127.0.0.1", port: port, connectTimeout: 1, commandTimeout: 1,
+        RedisConfiguration(host: "127.0.0.1", port: port, connectTimeout: TestDeadline.long, commandTimeout: TestDeadline.long,
                            poolSize: 4, initialBackoff: 0.01, maximumBackoff: 0.05)
     }
 
@@ -59,7 +62,7 @@ final class RedisServer: @unchecked Sendable {
                              "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""] + extraArguments
             // The runner keeps draining its log, so a chatty server never blocks on a full pipe.
             let child = try ChildProcess(executable, arguments, currentDirectory: folder)
-            if child.waitForOutput(containing: "Ready to accept connections", upTo: 10) {
+            if child.waitForOutput(containing: "Ready to accept connections", upTo: TestDeadline.long) {
                 self.child = child
                 return
             }
@@ -114,15 +117,15 @@ final class RedisServer: @unchecked Sendable {
     enum ServerError: Error { case notInstalled, didNotStart }
 }
 
-/// Calls `body` until it stops throwing, at most `attempts` times: for waiting on a server that is
+/// Calls `body` until it stops throwing, for at most `TestDeadline.long`: for waiting on a server that is
 /// coming back (the client's backoff decides when it reconnects, not a sleep in the test).
-func eventually<T>(attempts: Int = 2_000, _ body: () throws -> T) throws -> T {
-    var lastError: (any Error)?
-    for _ in 0..<attempts {
-        do { return try body() } catch { lastError = error }
-        usleep(1_000)
+func eventually<T>(_ body: () throws -> T) throws -> T {
+    var result: Result<T, any Error>?
+    _ = TestDeadline.poll {
+        result = Result { try body() }
+        if case .success = result { return true } else { return false }
     }
-    throw lastError!
+    return try result!.get()
 }
 
 /// `SOCK_STREAM` as `socket(2)` takes it: an enum on Glibc, an `Int32` on Darwin.

@@ -98,7 +98,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// Runs `executable` to its end and returns what it printed; a child still running after
     /// `deadline` seconds is killed (``Run/timedOut``).
     public static func run(_ executable: URL, _ arguments: [String], input: Data? = nil,
-                           environment: [String: String]? = nil, deadline: TimeInterval = 120) throws -> Run {
+                           environment: [String: String]? = nil, deadline: TimeInterval = TestDeadline.long) throws -> Run {
         let child = try ChildProcess(executable, arguments, input: input.map(Input.data) ?? .empty, environment: environment)
         let timedOut = !child.wait(upTo: deadline)
         return Run(status: child.status, stdout: child.output, stderr: child.errors,

@@ -100,7 +100,7 @@ private func runCLIReads(_ stash: URL, path: String, seed: UInt64, log: SoakLog,
     while !stop.withLock({ $0 }) {
         let key = SoakKeys.random(&random)
         let start = monotonicNanoseconds()
-        guard let run = try? ChildProcess.run(stash, ["--dir", path, "get", "--", key], deadline: 60) else { return }
+        guard let run = try? ChildProcess.run(stash, ["--dir", path, "get", "--", key], deadline: TestDeadline.long) else { return }
         let end = monotonicNanoseconds()
         let found = switch run.status {
         case 0: TortureValue.sequence(of: run.stdout, key: key).map(String.init) ?? "torn"
@@ -139,7 +139,7 @@ func runSoak(_ path: String, seconds: Double, seed: UInt64, stash: URL?, without
     }
     stop.withLock { $0 = true }
     for writer in run.writers { writer.child.closeInput() }
-    for writer in run.writers where !writer.child.wait(upTo: 60) { fail("\(writer.source) did not finish", status: 1) }
+    for writer in run.writers where !writer.child.wait(upTo: TestDeadline.long) { fail("\(writer.source) did not finish", status: 1) }
     run.reader?.child.kill()
     if hasCLI { cliDone.wait() }
 

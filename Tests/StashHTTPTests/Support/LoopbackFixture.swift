@@ -14,9 +14,7 @@ struct LoopbackFixture {
     init(configuration: HTTPCacheConfiguration = HTTPCacheConfiguration(), name: String = #function) throws {
         server = try LoopbackHTTPServer()
         directory = TemporaryDirectory(name)
-        let session = URLSessionConfiguration.ephemeral
-        session.timeoutIntervalForRequest = 10
-        cache = try HTTPCache(diskConfig: directory.diskConfig(), transport: URLSessionTransport(configuration: session),
+        cache = try HTTPCache(diskConfig: directory.diskConfig(), transport: URLSessionTransport(configuration: .patient),
                               configuration: configuration, now: clock.function)
     }
 

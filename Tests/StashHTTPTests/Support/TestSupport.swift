@@ -64,3 +64,16 @@ func cacheError(sourceLocation: SourceLocation = #_sourceLocation, _ body: () as
         return nil
     }
 }
+
+extension URLSessionConfiguration {
+    /// An ephemeral configuration whose request and resource timeouts are ``TestDeadline/long``, for
+    /// sessions and transports that talk to the loopback server: on a loaded machine the server's
+    /// thread may not run for longer than URLSession's default 60 s, and a timeout there is no
+    /// finding. Tests of timeouts set their own short ones.
+    static var patient: URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = TestDeadline.long
+        configuration.timeoutIntervalForResource = TestDeadline.long
+        return configuration
+    }
+}

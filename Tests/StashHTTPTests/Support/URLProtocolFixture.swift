@@ -17,7 +17,7 @@ final class URLProtocolFixture {
     init(name: String = #function, additionalHeaders: [String: String]? = nil) throws {
         server = try LoopbackHTTPServer()
         directory = TemporaryDirectory(name)
-        cache = try HTTPCache(diskConfig: directory.diskConfig(), now: clock.function)
+        cache = try HTTPCache(diskConfig: directory.diskConfig(), transport: URLSessionTransport(configuration: .patient), now: clock.function)
         session = Self.session(for: cache, additionalHeaders: additionalHeaders)
     }
 
@@ -31,7 +31,7 @@ final class URLProtocolFixture {
 
     /// Another plain session on the same cache.
     static func session(for cache: HTTPCache, additionalHeaders: [String: String]? = nil) -> URLSession {
-        let configuration = URLSessionConfiguration.ephemeral
+        let configuration = URLSessionConfiguration.patient
         configuration.httpAdditionalHeaders = additionalHeaders
         return URLSession(configuration: configuration.cached(by: cache))
     }

@@ -116,7 +116,7 @@ struct DurabilityTests {
         let child = try ChildProcess(strace, ["-f", "-qq", "-y", "-o", trace.path,
                                               "-e", "trace=?fsync,fdatasync,write,pwrite64,writev,pwritev",
                                               "-E", "STASH_INPUT=\(input ?? "")", "--"] + command + ["--dir", store] + arguments)
-        try #require(child.wait(upTo: 60), "stash did not finish")
+        try #require(child.wait(upTo: TestDeadline.long), "stash did not finish")
         let text = try String(contentsOf: trace, encoding: .utf8)
         // `1234 fsync(5</tmp/…/store>) = 0`: the pid, the call, its descriptor and the file it names.
         let calls = text.split(separator: "\n").compactMap { line -> Call? in

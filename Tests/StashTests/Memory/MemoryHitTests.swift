@@ -30,7 +30,7 @@ struct MemoryHitTests {
             answered.signal()
         }.start()
         // The queue stays blocked until the test ends: a read that waited for it would time out here.
-        #expect(answered.wait(timeout: .now() + 10) == .success)
+        #expect(answered.wait(timeout: TestDeadline.fromNow) == .success)
         #expect(result.withLock { $0 } == User(name: "a", age: 1))
     }
 
@@ -108,7 +108,7 @@ struct MemoryHitTests {
 
     // Contract 4: the async functions answer a memory hit without the queue (no thread hop).
     @Test("async object, entry, existsObject and isExpiredObject answer a memory hit while the store's queue is blocked",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func asyncHitWhileQueueIsBlocked() async throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -124,7 +124,7 @@ struct MemoryHitTests {
         blocked.wait()
         // Only if a read waits for the queue (the bug) does this ever fire: it frees the queue so the
         // test ends with a failure instead of hanging. The reads below never block this task's thread.
-        DispatchQueue.global().asyncAfter(deadline: .now() + 20) {
+        DispatchQueue.global().asyncAfter(deadline: TestDeadline.fromNow) {
             releasedByWatchdog.withLock { $0 = true }
             release.signal()
         }
@@ -140,7 +140,7 @@ struct MemoryHitTests {
     // Contract 4: an async read does not overtake an async write submitted before it (the fast path
     // is taken only while no async mutation is pending).
     @Test("an async read submitted after an async write that is still running returns the written value",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func asyncReadDoesNotOvertakeEarlierWrite() async throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)

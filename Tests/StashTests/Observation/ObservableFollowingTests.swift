@@ -14,7 +14,7 @@ private let mainQueueKey = DispatchSpecificKey<Bool>()
 @MainActor
 func observedChange(
     of tracked: @escaping @MainActor () -> Void,
-    within seconds: Double = 60,
+    within seconds: Double = TestDeadline.long,
     after trigger: @escaping @Sendable () throws -> Void
 ) async throws -> Bool {
     let (stream, continuation) = AsyncStream<Bool>.makeStream()
@@ -91,7 +91,7 @@ struct ObservableFollowingTests {
 
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *)
     @Test("a collection never shows half a batch: every state seen on the main actor has all ten values equal",
-          .timeLimit(.minutes(2)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func collectionSeesBatchesWhole() async throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -133,7 +133,7 @@ struct ObservableFollowingTests {
 
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *)
     @Test("a value never shows a state a batch passes through: two sets of one key in a batch are one change",
-          .timeLimit(.minutes(2)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func valueSeesBatchesWhole() async throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)

@@ -18,7 +18,7 @@ struct ObservableValueTests {
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
     private func change(
         of tracked: @escaping @MainActor () -> Void,
-        within seconds: Double = 60,
+        within seconds: Double = TestDeadline.long,
         after trigger: @escaping @Sendable () throws -> Void
     ) async throws -> Bool? {
         DispatchQueue.main.setSpecific(key: mainQueueKey, value: true)

@@ -127,7 +127,7 @@ struct ObservationDeliveryTests {
     // MARK: The async API
 
     // Contract 12: observers have heard of an async change before its completion handler runs.
-    @Test("observers are called before the completion handler of an async mutation runs", .timeLimit(.minutes(1)))
+    @Test("observers are called before the completion handler of an async mutation runs", .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func observersBeforeCompletion() async throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -148,7 +148,7 @@ struct ObservationDeliveryTests {
     // Contract 12: several threads writing at once; every observer sees one order, each thread's changes
     // in its own order, and its own change before its call returns.
     @Test("concurrent writers: each call returns after its change was delivered; all observers see one order",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func concurrentWritersSeeOneOrder() throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -179,7 +179,7 @@ struct ObservationDeliveryTests {
 
     // Contract 4 and 12: an observer writing from its closure; its change arrives right after the closure.
     @Test("an observer that writes from its closure: no deadlock, and its change is delivered before the outer call returns",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func observerWritesFromItsClosure() async throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -203,7 +203,7 @@ struct ObservationDeliveryTests {
     // Contract 4 and 12: a mutating call made on the queue (inside a transformer) does not deadlock; its
     // change reaches observers before the outer call returns, off the queue.
     @Test("a write made inside a transformer (on the store's queue) is delivered before the outer call returns",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func writeFromTransformerIsDelivered() throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -232,7 +232,7 @@ struct ObservationDeliveryTests {
 
     // Contract 12: an observer released right after a change that is committed still gets that change.
     @Test("an observer released after a change is committed but before it is delivered still gets the change",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func releasedObserverStillGetsCommittedChange() throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -273,7 +273,7 @@ struct ObservationDeliveryTests {
     }
 
     // Contract 12: the async stream still gets every change, in order.
-    @Test("changes() still yields every change with synchronous delivery", .timeLimit(.minutes(1)))
+    @Test("changes() still yields every change with synchronous delivery", .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func streamStillWorks() async throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)

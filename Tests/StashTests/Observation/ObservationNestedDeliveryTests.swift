@@ -14,7 +14,7 @@ import Testing
 /// (the interleaving that deadlocked), deterministically.
 @Suite("Observation: observers that write")
 struct ObservationNestedDeliveryTests {
-    private static let deadline: TimeInterval = 20
+    private static let deadline = TestDeadline.long
 
     /// `count` threads that each call their observer before any of them goes on (bounded).
     final class Rendezvous: @unchecked Sendable {
@@ -30,7 +30,7 @@ struct ObservationNestedDeliveryTests {
             defer { condition.unlock() }
             arrived += 1
             condition.broadcast()
-            let limit = Date().addingTimeInterval(10)
+            let limit = Date().addingTimeInterval(TestDeadline.long / 2) // before `deadline`: a missing thread shows as a failed wait, not a hang
             while arrived < count, condition.wait(until: limit) {}
         }
     }
@@ -58,7 +58,7 @@ struct ObservationNestedDeliveryTests {
     }
 
     @Test("two stores whose observers mirror each other, written from two threads at once, do not deadlock",
-          .timeLimit(.minutes(2)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func mirroredObservers() throws {
         let directory = TemporaryDirectory()
         let stores = try makeStores(2, in: directory)
@@ -99,7 +99,7 @@ struct ObservationNestedDeliveryTests {
     }
 
     @Test("a chain of observers A→B→C→A, written from three threads at once, does not deadlock",
-          .timeLimit(.minutes(2)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func chainOfObservers() throws {
         let directory = TemporaryDirectory()
         let stores = try makeStores(3, in: directory)
@@ -139,7 +139,7 @@ struct ObservationNestedDeliveryTests {
     }
 
     @Test("an observer writing into its own store from several threads: no deadlock, every echo seen once the writers returned",
-          .timeLimit(.minutes(2)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func observerWritesIntoItsOwnStore() throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -178,7 +178,7 @@ struct ObservationNestedDeliveryTests {
     }
 
     @Test("mirrored stores written from many threads at once, each write mirrored, all delivered in commit order",
-          .timeLimit(.minutes(2)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func mirroredStress() throws {
         let directory = TemporaryDirectory()
         let stores = try makeStores(2, in: directory)

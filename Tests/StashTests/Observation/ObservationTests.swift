@@ -218,7 +218,7 @@ struct ObservationTests {
     }
 
     // Contract 12: changes committed but not yet delivered when cancel() returns are never delivered.
-    @Test("changes committed before cancel() but not yet delivered are dropped", .timeLimit(.minutes(1)))
+    @Test("changes committed before cancel() but not yet delivered are dropped", .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func cancelDropsQueuedChanges() throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -342,7 +342,7 @@ struct ObservationTests {
 
     // Contract 4: observer closures never run on the store's queue, so they may call the storage.
     @Test("observer closures run off the store's queue and may call the storage synchronously",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func observerCanCallStorage() throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -395,7 +395,7 @@ struct ObservationTests {
     // MARK: AsyncStream
 
     // Contract 12: `changes()` yields every change of the store.
-    @Test("changes() yields the store's changes in order", .timeLimit(.minutes(1)))
+    @Test("changes() yields the store's changes in order", .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func changesStream() async throws {
         let directory = TemporaryDirectory()
         let clock = TestClock()
@@ -418,7 +418,7 @@ struct ObservationTests {
     }
 
     // Contract 12: the removeAll…Observers calls remove closures, not streams, whose loops would hang.
-    @Test("removing every observer closure leaves changes() and changes(forKey:) streams running", .timeLimit(.minutes(1)))
+    @Test("removing every observer closure leaves changes() and changes(forKey:) streams running", .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func bulkRemovalKeepsStreams() async throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)
@@ -439,7 +439,7 @@ struct ObservationTests {
     }
 
     // Contract 12: `changes(forKey:)` yields that key's decoded changes only.
-    @Test("changes(forKey:) yields the key's edits and removals with decoded values", .timeLimit(.minutes(1)))
+    @Test("changes(forKey:) yields the key's edits and removals with decoded values", .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func keyChangesStream() async throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)

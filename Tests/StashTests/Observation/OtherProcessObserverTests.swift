@@ -26,7 +26,7 @@ struct OtherProcessObserverTests {
         }
         let other = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath()] + (sharedWriters ? ["--shared"] : []),
                                      input: .held)
-        let watchdog = Watchdog(other, seconds: 120)
+        let watchdog = Watchdog(other, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(other.readLine() == "ready", "\(other.errors)")
         _ = try storage.existsObject(forKey: "k1") // the other process's open
@@ -65,7 +65,7 @@ struct OtherProcessObserverTests {
         }
         #expect(edits.received == expectedEdits)
         other.closeInput()
-        #expect(other.wait(upTo: 30) && other.status == 0, "\(other.errors)")
+        #expect(other.wait(upTo: TestDeadline.long) && other.status == 0, "\(other.errors)")
     }
 
     private func executable(_ name: String) throws -> URL {

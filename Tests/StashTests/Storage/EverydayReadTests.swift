@@ -107,7 +107,7 @@ struct EverydayReadTests {
 @Suite("Prefix reads beside writers")
 struct PrefixReadConcurrencyTests {
     @Test("objects(withPrefix:) reads a batch's keys as one state while another thread writes batches",
-          .timeLimit(.minutes(2)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func objectsSeeBatchesWhole() async throws {
         let directory = TemporaryDirectory()
         let storage = try makeUserStorage(in: directory)

@@ -81,9 +81,9 @@ struct MigrationCrashTests {
         let torture = try #require(builtExecutable(named: "StashTorture"), "StashTorture was not built next to the tests")
         let strace = try #require(Strace.executable, "strace is needed (STASH_REQUIRE_STRACE is set): apt-get install strace")
         let child = try ChildProcess(strace, Strace.arguments(killAt: syscall, occurrence: occurrence, command: [torture.path, "migrate", store]))
-        let watchdog = Watchdog(child, seconds: 60)
+        let watchdog = Watchdog(child, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
-        try #require(child.wait(upTo: 60), "the child never ended")
+        try #require(child.wait(upTo: TestDeadline.long), "the child never ended")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
         let storage = try DiskStorage(config: folder.diskConfig(), transformer: TransformerFactory.forData())
         var new = 0

@@ -22,9 +22,9 @@ struct TransactionCrashTests {
         try seed(folder)
         let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
             [try torture().path, "transact", store, "--keys", "\(Self.keys)", "--rounds", "50"]))
-        let watchdog = Watchdog(child, seconds: 60)
+        let watchdog = Watchdog(child, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
-        try #require(child.wait(upTo: 60), "the child never reached \(syscall) #\(occurrence)")
+        try #require(child.wait(upTo: TestDeadline.long), "the child never reached \(syscall) #\(occurrence)")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
         let acknowledged = child.lines().compactMap { $0.split(separator: " ").last.flatMap { UInt64($0) } }.last ?? 0
         let rounds = try roundsStored(folder)

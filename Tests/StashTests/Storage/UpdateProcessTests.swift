@@ -14,10 +14,10 @@ struct UpdateProcessTests {
         let folder = TemporaryDirectory()
         let store = folder.storePath()
         let writers = try (0..<2).map { _ in try ChildProcess(try executable("StashTorture"), ["increment", store, "--count", "1000"]) }
-        let watchdogs = writers.map { Watchdog($0, seconds: 120) }
+        let watchdogs = writers.map { Watchdog($0, seconds: TestDeadline.long) }
         defer { watchdogs.forEach { $0.cancel() } }
         for writer in writers {
-            #expect(writer.wait(upTo: 120) && writer.status == 0 && writer.text().contains("done"), "\(writer.errors)")
+            #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0 && writer.text().contains("done"), "\(writer.errors)")
         }
         let storage = try Storage<Int>(diskConfig: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forCodable(ofType: Int.self))
         #expect(try storage.object(forKey: "n") == 2_000)
@@ -31,11 +31,11 @@ struct UpdateProcessTests {
         let mine = try Storage<Int>(diskConfig: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forCodable(ofType: Int.self))
         try mine.setObjects(["a": 1_000, "b": 1_000])
         let reader = try ChildProcess(torture, ["sum", store, "--total", "2000"], input: .held)
-        let readerWatchdog = Watchdog(reader, seconds: 180)
+        let readerWatchdog = Watchdog(reader, seconds: TestDeadline.long)
         defer { readerWatchdog.cancel() }
-        #expect(reader.waitForOutput(containing: "ready", upTo: 60))
+        #expect(reader.waitForOutput(containing: "ready", upTo: TestDeadline.long))
         let writers = try (1...2).map { seed in try ChildProcess(torture, ["move", store, "--count", "1000", "--seed", "\(seed)"]) }
-        let watchdogs = writers.map { Watchdog($0, seconds: 120) }
+        let watchdogs = writers.map { Watchdog($0, seconds: TestDeadline.long) }
         defer { watchdogs.forEach { $0.cancel() } }
         for round in 0..<300 {
             try mine.transaction { tx in
@@ -44,10 +44,10 @@ struct UpdateProcessTests {
             }
         }
         for writer in writers {
-            #expect(writer.wait(upTo: 120) && writer.status == 0, "\(writer.errors)")
+            #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
         }
         reader.closeInput()
-        #expect(reader.wait(upTo: 60) && reader.status == 0, "the reader saw another sum: \(reader.errors)")
+        #expect(reader.wait(upTo: TestDeadline.long) && reader.status == 0, "the reader saw another sum: \(reader.errors)")
         let reads = reader.lines().last.flatMap { $0.split(separator: " ").last.flatMap { Int($0) } } ?? 0
         #expect(reads > 0, "the reader read nothing")
         #expect(try mine.object(forKey: "a") + mine.object(forKey: "b") == 2_000)

@@ -36,7 +36,7 @@ extension OtherWriterScenario {
         }
         let ready = child.readLine()
         try #require(ready == "ready", "the other writer did not open: \(ready) \(child.errors)")
-        return OtherWriter(child: child, watchdog: Watchdog(child, seconds: 180))
+        return OtherWriter(child: child, watchdog: Watchdog(child, seconds: TestDeadline.long))
     }
 
     /// The last sequence each key was written with, from `wrote HEX SEQ` lines.
@@ -90,7 +90,7 @@ struct OtherWriter {
     /// Ends the child (its input closed; killed if it does not exit) and its watchdog.
     func end() {
         child.closeInput()
-        if !child.wait(upTo: 30) { Issue.record("the other writer did not exit: \(child.errors)") }
+        if !child.wait(upTo: TestDeadline.long) { Issue.record("the other writer did not exit: \(child.errors)") }
         watchdog.cancel()
     }
 }

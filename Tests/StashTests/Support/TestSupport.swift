@@ -72,7 +72,7 @@ extension DiskStore {
 
 /// Waits until `condition` holds, for another thread's progress that no hook reports (it polls;
 /// it does not wait for time to pass); fails after `limit` seconds.
-func waitUntil(limit: TimeInterval = 30, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool) throws {
+func waitUntil(limit: TimeInterval = TestDeadline.long, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool) throws {
     let deadline = Date().addingTimeInterval(limit)
     while !condition() {
         guard Date() < deadline else {

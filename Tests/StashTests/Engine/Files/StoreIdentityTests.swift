@@ -115,7 +115,7 @@ struct StoreIdentityTests {
             return
         }
         holder.closeInput()
-        #expect(holder.wait(upTo: 30) && holder.status == 0)
+        #expect(holder.wait(upTo: TestDeadline.long) && holder.status == 0)
     }
 
     // MARK: Open and close in one process

@@ -43,7 +43,7 @@ extension MemoryHitTests {
             answered.signal()
         }.start()
         // The queue stays blocked until the test ends: an answer that waited for it would time out here.
-        #expect(answered.wait(timeout: .now() + 10) == .success)
+        #expect(answered.wait(timeout: TestDeadline.fromNow) == .success)
         #expect(answers.withLock { $0 } == [
             "live true", "stale false", "missing false",
             "stale expired true", "live expired false", "missing notFound true",

@@ -55,7 +55,7 @@ struct CrashTests {
         let store = folder.storePath()
         let child = try ChildProcess(try strace(), Strace.arguments(killAt: "pwrite64", occurrence: occurrence, command:
             [try torture().path, "write", store, "--seed", "\(occurrence)", "--max-size", "0"]))
-        try #require(child.wait(upTo: 120), "the child never reached pwrite #\(occurrence)")
+        try #require(child.wait(upTo: TestDeadline.long), "the child never reached pwrite #\(occurrence)")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
         let lines = child.lines()
         #expect(lines.count >= occurrence - 2, "each operation before the kill appended at most one record")
@@ -76,7 +76,7 @@ struct CrashTests {
         let store = folder.storePath()
         let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
             [try torture().path, "write", store, "--seed", "1", "--max-size", "0"]))
-        try #require(child.wait(upTo: 120), "the child never reached compaction")
+        try #require(child.wait(upTo: TestDeadline.long), "the child never reached compaction")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
         let segments = try segmentHeaders(store)
         let output = segments.last { $0.flags & SegmentFormat.compactionFlag != 0 }
@@ -98,7 +98,7 @@ struct CrashTests {
         let store = folder.storePath()
         let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
             [try torture().path, "snapshot", store, "--seed", "\(occurrence)"]))
-        try #require(child.wait(upTo: 300), "the child never wrote a key directory")
+        try #require(child.wait(upTo: TestDeadline.long), "the child never wrote a key directory")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
         #expect(FileManager.default.fileExists(atPath: store + "/key-directory.tmp"), "the kill was not inside a key directory write")
         let lines = child.lines()
@@ -115,7 +115,7 @@ struct CrashTests {
         let store = folder.storePath()
         // A store with a key directory (written when the child first closes it), then the directory damaged.
         let first = try ChildProcess(try torture(), ["snapshot", store, "--seed", "1"])
-        #expect(first.waitForOutput(containing: "closed\nset", upTo: 300), "the child never wrote a key directory: \(first.errors)")
+        #expect(first.waitForOutput(containing: "closed\nset", upTo: TestDeadline.long), "the child never wrote a key directory: \(first.errors)")
         first.kill()
         let directory = store + "/key-directory"
         let handle = try #require(FileHandle(forUpdatingAtPath: directory))
@@ -126,7 +126,7 @@ struct CrashTests {
         // the segments whole, and writes a new directory when it closes: the kill lands in that write.
         let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
             [try torture().path, "snapshot", store, "--seed", "2"]))
-        try #require(child.wait(upTo: 300), "the child never rebuilt the key directory")
+        try #require(child.wait(upTo: TestDeadline.long), "the child never rebuilt the key directory")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
         #expect(FileManager.default.fileExists(atPath: store + "/key-directory.tmp"), "the kill was not inside a key directory write")
         let lines = child.lines()
@@ -147,7 +147,7 @@ struct CrashTests {
             let occurrence = 2 * Int.random(in: 2...20, using: &random)
             let child = try ChildProcess(try strace(), Strace.arguments(killAt: "pwrite64", occurrence: occurrence, command:
                 [try torture().path, "write", store, "--seed", "\(cycle)", "--fill", "--max-size", "\(Self.fillLimit)"]))
-            try #require(child.wait(upTo: 60), "the child never trimmed")
+            try #require(child.wait(upTo: TestDeadline.long), "the child never trimmed")
             #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
             // Over the limit after reopening: the write's record landed, its trim's tombstones did not.
             if try open(store, maxSize: Self.fillLimit).totalSize > Self.fillLimit { insideTrim += 1 }
@@ -199,7 +199,7 @@ struct CrashTests {
         let log = folder.path + "/strace.log"
         let child = try ChildProcess(try strace(), ["-f", "-qq", "-o", log, "-e", "trace=pwrite64,fsync,fdatasync,unlink,unlinkat", "--",
                                                     try torture().path, "overwrite", folder.storePath(), "--count", "8"], errorsIn: folder.url)
-        try #require(child.wait(upTo: 120), "the overwrites did not finish")
+        try #require(child.wait(upTo: TestDeadline.long), "the overwrites did not finish")
         #expect(child.status == 0, "\(child.errors)")
         let calls = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
         var syncedSinceAppend = true
@@ -224,7 +224,7 @@ struct CrashTests {
         let store = folder.storePath()
         let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
             [try torture().path, "overwrite", store, "--count", "20"]), errorsIn: folder.url)
-        try #require(child.wait(upTo: 120), "the child never reached \(syscall) #\(occurrence)")
+        try #require(child.wait(upTo: TestDeadline.long), "the child never reached \(syscall) #\(occurrence)")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
         let acknowledged = child.lines().compactMap { $0.split(separator: " ").dropFirst(2).first.flatMap { UInt64($0) } }.last ?? 0
         let storage = try open(store, maxSize: 0)

@@ -545,7 +545,7 @@ struct FaultInjectionTests {
         try #require(mkfifo(journal, 0o644) == 0)
 
         // A bounded wait for the child (killed at the deadline), not a sleep: a fixed store returns at once.
-        let get = try stash(["--dir", store, "get", "k"], deadline: 5)
+        let get = try stash(["--dir", store, "get", "k"], deadline: TestDeadline.long)
         #expect(!get.timedOut, "opening a store whose segment is a FIFO blocks forever")
         // An error, or (the FIFO is no segment: its records are reported lost) no value, said on stderr.
         #expect(get.status == 1 || get.status == 3, "stderr: \(get.stderr)")
@@ -745,7 +745,7 @@ private enum Host {
         return { folder, point in
             let backing = folder + "/casefold-backing"
             try FileManager.default.createDirectory(atPath: backing, withIntermediateDirectories: true)
-            let run = try runTool(python, [script, backing, point], deadline: 30)
+            let run = try runTool(python, [script, backing, point], deadline: TestDeadline.long)
             guard run.status == 0 else { throw ToolFailure(message: "\(script) failed: \(run.stderr)") }
             return point
         }
@@ -830,12 +830,12 @@ extension Result {
 private typealias ToolRun = ChildProcess.Run
 
 /// Runs `executable` with an empty stdin. A process still running at `deadline` seconds is killed.
-private func runTool(_ executable: String, _ arguments: [String], deadline: TimeInterval = 120) throws -> ToolRun {
+private func runTool(_ executable: String, _ arguments: [String], deadline: TimeInterval = TestDeadline.long) throws -> ToolRun {
     try ChildProcess.run(URL(fileURLWithPath: executable), arguments, deadline: deadline)
 }
 
 /// Runs the built `stash` as this user.
-private func stash(_ arguments: [String], deadline: TimeInterval = 120) throws -> ToolRun {
+private func stash(_ arguments: [String], deadline: TimeInterval = TestDeadline.long) throws -> ToolRun {
     let executable = try #require(builtExecutable(named: "stash"), "the stash executable was not built next to the tests")
     return try runTool(executable.path, arguments, deadline: deadline)
 }

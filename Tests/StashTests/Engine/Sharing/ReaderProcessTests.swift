@@ -25,7 +25,7 @@ struct ReaderProcessTests {
         let disk = try DiskStorage(config: config, transformer: TransformerFactory.forData())
         let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 100), transformer: TransformerFactory.forData())
         let writer = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath()], input: .held)
-        let watchdog = Watchdog(writer, seconds: 120)
+        let watchdog = Watchdog(writer, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(writer.readLine() == "ready", "the writer did not open beside a reader: \(writer.errors)")
 
@@ -70,7 +70,7 @@ struct ReaderProcessTests {
         }
         #expect(disk.recoveryIssues.isEmpty, "a reader reported a write in progress as damage: \(disk.recoveryIssues)")
         writer.closeInput()
-        #expect(writer.wait(upTo: 30) && writer.status == 0, "\(writer.errors)")
+        #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
     }
 
     @Test("stash get, ls, stats and check on a store another process is writing: every value was written, no damage")
@@ -78,7 +78,7 @@ struct ReaderProcessTests {
         let folder = TemporaryDirectory()
         let store = folder.storePath()
         let writer = try ChildProcess(try executable("StashTorture"), ["write", store, "--seed", "7", "--max-size", "0", "--keys", "6"])
-        let watchdog = Watchdog(writer, seconds: 180)
+        let watchdog = Watchdog(writer, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         try #require(writer.waitForOutput(), "the writer did not start: \(writer.errors)")
         let stash = try executable("stash")
@@ -124,7 +124,7 @@ struct ReaderProcessTests {
         let folder = TemporaryDirectory()
         let torture = try executable("StashTorture")
         let first = try ChildProcess(torture, ["step", folder.storePath()], input: .held)
-        let watchdog = Watchdog(first, seconds: 60)
+        let watchdog = Watchdog(first, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(first.readLine() == "ready", "\(first.errors)")
         var config = folder.diskConfig()
@@ -141,7 +141,7 @@ struct ReaderProcessTests {
         #expect(k0 == 1 || k0 == 21, "k0 read #\(k0 ?? 0)")
 
         let second = try ChildProcess(torture, ["step", folder.storePath()], input: .held)
-        let secondWatchdog = Watchdog(second, seconds: 60)
+        let secondWatchdog = Watchdog(second, seconds: TestDeadline.long)
         defer { secondWatchdog.cancel() }
         #expect(second.readLine() == "ready", "a new writer could not open after the kill: \(second.errors)")
         #expect(second.ask("set k5 10") == "wrote k5 1")
@@ -149,7 +149,7 @@ struct ReaderProcessTests {
         #expect(second.ask("clear") == "cleared")
         #expect(reader.allKeys.isEmpty)
         second.closeInput()
-        #expect(second.wait(upTo: 30) && second.status == 0, "\(second.errors)")
+        #expect(second.wait(upTo: TestDeadline.long) && second.status == 0, "\(second.errors)")
         #expect(reader.recoveryIssues.isEmpty, "\(reader.recoveryIssues)")
     }
 
@@ -157,7 +157,7 @@ struct ReaderProcessTests {
     func readerRefusedBesideWriterWithoutSharedFile() throws {
         let folder = TemporaryDirectory()
         let holder = try ChildProcess(try executable("StashTorture"), ["hold", folder.storePath()], input: .held)
-        let watchdog = Watchdog(holder, seconds: 60)
+        let watchdog = Watchdog(holder, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         try #require(holder.waitForOutput(), "\(holder.errors)")
         try FileManager.default.removeItem(atPath: folder.storePath() + "/stash-shared")
@@ -168,7 +168,7 @@ struct ReaderProcessTests {
             return
         }
         holder.closeInput()
-        #expect(holder.wait(upTo: 30) && holder.status == 0)
+        #expect(holder.wait(upTo: TestDeadline.long) && holder.status == 0)
     }
 
     private func executable(_ name: String) throws -> URL {

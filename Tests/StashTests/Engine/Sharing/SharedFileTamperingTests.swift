@@ -27,7 +27,7 @@ struct SharedFileTamperingTests: OtherWriterScenario {
         #expect(other.ask("set \(hexKey("c")) 10") == "wrote \(hexKey("c")) 1000000002")
         try storage.setObject(value("d", 3), forKey: "d")
         other.closeInput()
-        #expect(other.wait(upTo: 30) && other.status == 0, "\(other.errors)")
+        #expect(other.wait(upTo: TestDeadline.long) && other.status == 0, "\(other.errors)")
         let final = try finalState(folder, releasing: storage)
         #expect(final.wrong.isEmpty, "damaged values: \(final.wrong)")
         #expect(final.sequences == ["a": 1, "b": 2, "d": 3, "k": 1_000_000_001, "c": 1_000_000_002], "\(final.sequences)")
@@ -41,7 +41,7 @@ struct SharedFileTamperingTests: OtherWriterScenario {
         let sharedPath = folder.storePath() + "/stash-shared"
         try FileManager.default.removeItem(atPath: sharedPath)
         #expect(mkfifo(sharedPath, 0o644) == 0)
-        let refused = try ChildProcess.run(try executable("StashTorture"), ["attack", folder.storePath(), "--tag", "1"], deadline: 30)
+        let refused = try ChildProcess.run(try executable("StashTorture"), ["attack", folder.storePath(), "--tag", "1"], deadline: TestDeadline.long)
         #expect(refused.status == 1 && refused.stderr.contains("not a regular file"), "\(refused.status) \(refused.stderr)")
         // A write no other process could learn of (readers would never see it) is refused too.
         #expect(throws: StorageError.self) { try storage.setObject(value("b", 2), forKey: "b") }

@@ -33,7 +33,7 @@ struct SharedMemoryOrderingTests {
         let torture = try #require(builtExecutable(named: "StashTorture"), "StashTorture was not built next to the tests")
         // Small values on four keys: every write appends a record to the active segment and publishes its length.
         let writer = try ChildProcess(torture, ["write", folder.storePath(), "--seed", "31", "--max-size", "0", "--keys", "4"])
-        let watchdog = Watchdog(writer, seconds: 120)
+        let watchdog = Watchdog(writer, seconds: TestDeadline.long)
         defer {
             watchdog.cancel()
             writer.kill()

@@ -27,12 +27,12 @@ struct SharedRemoveAllTests: OtherWriterScenario {
         // A second process opens meanwhile: the old value files are orphans to it; it removes them.
         let opener = try attacker(folder, tag: 2)
         opener.closeInput()
-        #expect(opener.wait(upTo: 30) && opener.status == 0, "\(opener.errors)")
+        #expect(opener.wait(upTo: TestDeadline.long) && opener.status == 0, "\(opener.errors)")
         // This process opens after that: no value file is left, and it writes one.
         let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
         try storage.setObject(value("mine", 7, size: 300_000), forKey: "mine")
         clearer.closeInput() // its close waits for its deletions
-        #expect(clearer.wait(upTo: 60), "\(clearer.errors)")
+        #expect(clearer.wait(upTo: TestDeadline.long), "\(clearer.errors)")
         #expect(sequence(try? storage.object(forKey: "mine"), "mine") == 7, "the clearing process deleted this process's value file")
         withExtendedLifetime(storage) {}
     }
@@ -50,7 +50,7 @@ struct SharedRemoveAllTests: OtherWriterScenario {
         #expect(sole.status == 0, "\(sole.stderr)")
         clearer.send("clear\n") // its old segments are deleted inside the call, slowly
         let oldSegment = folder.storePath() + "/00000001.segment"
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(TestDeadline.long)
         while try StoreFiles(folder.storePath()).segments.count < 2, Date() < deadline { usleep(1_000) } // the call has begun
         #expect(FileManager.default.fileExists(atPath: oldSegment), "the old segment went before the reader opened")
         let check = try ChildProcess.run(try executable("stash"), ["--dir", folder.storePath(), "check"])

@@ -10,7 +10,7 @@ import Testing
 @Suite("Shared store soak")
 struct SharedStoreSoakTests {
     @Test("every read of a store shared by processes under kills, stops, deletions of stash-shared and removeAll is one the writers acknowledged",
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(TestDeadline.timeLimitMinutes)))
     func soakUnderFaults() async throws {
         let torture = try #require(builtExecutable(named: "StashTorture"), "StashTorture was not built")
         let directory = TemporaryDirectory()
@@ -21,7 +21,7 @@ struct SharedStoreSoakTests {
         let command = arguments
         let run = try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(with: Result { try ChildProcess.run(torture, command, deadline: 150) })
+                continuation.resume(with: Result { try ChildProcess.run(torture, command, deadline: TestDeadline.long) })
             }
         }
         #expect(!run.timedOut, "the soak did not finish: \(run.output)")

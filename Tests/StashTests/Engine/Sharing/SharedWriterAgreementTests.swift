@@ -105,7 +105,7 @@ struct SharedWriterAgreementTests: OtherWriterScenario {
         let folder = TemporaryDirectory()
         let store = folder.storePath()
         let writer = try ChildProcess(try executable("StashTorture"), ["share", store, "--seed", "3", "--tag", "1", "--private", "a"], input: .held)
-        let watchdog = Watchdog(writer, seconds: 180)
+        let watchdog = Watchdog(writer, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         try #require(writer.waitForOutput(), "\(writer.errors)")
         for round in 1...40 {
@@ -115,7 +115,7 @@ struct SharedWriterAgreementTests: OtherWriterScenario {
             _ = storage.allKeys
         }
         writer.closeInput()
-        #expect(writer.wait(upTo: 60) && writer.status == 0, "\(writer.errors)")
+        #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
         let final = try finalState(folder, releasing: nil)
         #expect(final.wrong.isEmpty, "\(final.wrong)")
         for index in 0..<4 { #expect(final.sequences["mine\(index)"] == UInt64(36 + (index == 0 ? 4 : index))) }

@@ -18,7 +18,7 @@ struct SharedWriterFaultTests {
         let config = folder.diskConfig(sharedWriters: true)
         let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
         let other = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath(), "--shared"], input: .held)
-        let watchdog = Watchdog(other, seconds: 120)
+        let watchdog = Watchdog(other, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(other.readLine() == "ready", "\(other.errors)")
         let shared = folder.storePath() + "/stash-shared"
@@ -42,7 +42,7 @@ struct SharedWriterFaultTests {
             #expect(throws: StorageError.notFound) { try storage.object(forKey: "m") }
         }
         other.closeInput()
-        #expect(other.wait(upTo: 30) && other.status == 0, "\(other.errors)")
+        #expect(other.wait(upTo: TestDeadline.long) && other.status == 0, "\(other.errors)")
         #expect(FileManager.default.fileExists(atPath: shared))
     }
 
@@ -56,7 +56,7 @@ struct SharedWriterFaultTests {
         #expect(try !storage.existsObject(forKey: "new"))
         try FileManager.default.removeItem(atPath: folder.storePath() + "/stash-shared")
         let other = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath(), "--shared"], input: .held)
-        let watchdog = Watchdog(other, seconds: 120)
+        let watchdog = Watchdog(other, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(other.readLine() == "ready", "\(other.errors)")
         #expect(other.ask("set k 10") == "wrote k 1")
@@ -64,7 +64,7 @@ struct SharedWriterFaultTests {
         #expect(WrittenValue(parsing: try storage.object(forKey: "k"), key: "k")?.sequence == 1, "a stale memory copy")
         #expect(try storage.existsObject(forKey: "new"))
         other.closeInput()
-        #expect(other.wait(upTo: 30) && other.status == 0, "\(other.errors)")
+        #expect(other.wait(upTo: TestDeadline.long) && other.status == 0, "\(other.errors)")
     }
 
     @Test("a process that holds the store's lock and does not let go: a writer's call throws inUse after the wait, and works once that process is gone")
@@ -75,7 +75,7 @@ struct SharedWriterFaultTests {
         try storage.setObject(Data("before".utf8), forKey: "k")
         // Holds the folder's lock as a stopped writer would (StashTorture lock-folder takes it with flock).
         let holder = try ChildProcess(try executable("StashTorture"), ["lock-folder", folder.storePath()], input: .held)
-        let watchdog = Watchdog(holder, seconds: 120)
+        let watchdog = Watchdog(holder, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(holder.readLine() == "locked", "\(holder.errors)")
         let started = DispatchTime.now()

@@ -93,7 +93,7 @@ struct SharedWriterKillTests: OtherWriterScenario {
             defer { child.watchdog.cancel() }
             // One batch in six holds a value large enough for a file of its own.
             child.send("batches 100000 \(random.below(6) == 0 ? 300_000 : 500) " + keys.map(hexKey).joined(separator: " ") + "\n")
-            _ = child.waitForOutput(containing: "batched", upTo: 30)
+            _ = child.waitForOutput(containing: "batched", upTo: TestDeadline.long)
             usleep(UInt32(random.below(20_000)))
             child.kill()
             let batches = child.lines().compactMap { $0.hasPrefix("batched ") ? UInt64($0.dropFirst(8)) : nil }

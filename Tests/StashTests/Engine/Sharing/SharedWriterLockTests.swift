@@ -34,7 +34,7 @@ struct SharedWriterLockTests: StepWriterScenario {
         try disk.setObject(Data("trigger".utf8), forKey: "t")
 
         let holder = try ChildProcess(try executable("StashTorture"), ["lock-folder", folder.storePath()], input: .held)
-        let watchdog = Watchdog(holder, seconds: 120)
+        let watchdog = Watchdog(holder, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(holder.readLine() == "locked", "\(holder.errors)")
         // Nothing changed since this process's last call: the read runs without the lock, which the other holds.
@@ -57,31 +57,31 @@ struct SharedWriterLockTests: StepWriterScenario {
             try storage.setObject(value("a", 1), forKey: "a")
             // `attack` closes its storage at the end of its input (`step` exits without closing: a killed writer).
             let other = try ChildProcess(try executable("StashTorture"), ["attack", folder.storePath(), "--tag", "1"], input: .held)
-            let watchdog = Watchdog(other, seconds: 120)
+            let watchdog = Watchdog(other, seconds: TestDeadline.long)
             defer { watchdog.cancel() }
             #expect(other.readLine() == "ready", "\(other.errors)")
             #expect(other.ask("set \(hexKey("b")) 10") == "wrote \(hexKey("b")) 1000000001")
             // The CLI writes beside both (it opens with the setting on).
-            let set = try ChildProcess.run(try executable("stash"), ["--dir", folder.storePath(), "set", "c", "hello"], deadline: 30)
+            let set = try ChildProcess.run(try executable("stash"), ["--dir", folder.storePath(), "set", "c", "hello"], deadline: TestDeadline.long)
             #expect(set.status == 0, "\(set.output) \(set.stderr)")
             #expect(try storage.object(forKey: "c") == Data("hello".utf8))
             other.closeInput()
-            #expect(other.wait(upTo: 30) && other.status == 0, "\(other.errors)")
+            #expect(other.wait(upTo: TestDeadline.long) && other.status == 0, "\(other.errors)")
         }
         // A sole writer comes and goes, then a shared one.
-        let sole = try ChildProcess.run(try executable("StashTorture"), ["step", folder.storePath()], input: Data("set s 5\n".utf8), deadline: 30)
+        let sole = try ChildProcess.run(try executable("StashTorture"), ["step", folder.storePath()], input: Data("set s 5\n".utf8), deadline: TestDeadline.long)
         #expect(sole.status == 0, "\(sole.stderr)")
         let shared = try ChildProcess.run(try executable("StashTorture"), ["attack", folder.storePath(), "--tag", "2"],
-                                          input: Data("set \(hexKey("t")) 5\n".utf8), deadline: 30)
+                                          input: Data("set \(hexKey("t")) 5\n".utf8), deadline: TestDeadline.long)
         #expect(shared.status == 0, "\(shared.stderr)")
-        let clean = try ChildProcess.run(try executable("stash"), ["--dir", folder.storePath(), "check"], deadline: 30)
+        let clean = try ChildProcess.run(try executable("stash"), ["--dir", folder.storePath(), "check"], deadline: TestDeadline.long)
         #expect(clean.status == 0, "\(clean.output) \(clean.stderr)")
         let segments = try FileManager.default.contentsOfDirectory(atPath: folder.storePath()).filter { $0.hasSuffix(".segment") }.sorted()
         let handle = try #require(FileHandle(forWritingAtPath: folder.storePath() + "/" + (segments.last ?? "")))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(repeating: 0x5A, count: 40))
         try handle.close()
-        let damaged = try ChildProcess.run(try executable("stash"), ["--dir", folder.storePath(), "check"], deadline: 30)
+        let damaged = try ChildProcess.run(try executable("stash"), ["--dir", folder.storePath(), "check"], deadline: TestDeadline.long)
         #expect(damaged.status != 0, "appended bytes not reported: \(damaged.output) \(damaged.stderr)")
     }
 }

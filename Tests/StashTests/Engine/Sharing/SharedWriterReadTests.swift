@@ -17,7 +17,7 @@ struct SharedWriterReadTests: StepWriterScenario {
         for index in 0..<5 { try storage.setObject(value("k\(index)", UInt64(index + 1)), forKey: "k\(index)") }
         #expect(sequence(try storage.object(forKey: "k0"), "k0") == 1) // k0 is now the most recently used
         // Another writer process opens and closes the store (its open moves the shared file's counter).
-        let other = try ChildProcess.run(try executable("StashTorture"), ["step", folder.storePath(), "--shared"], deadline: 30)
+        let other = try ChildProcess.run(try executable("StashTorture"), ["step", folder.storePath(), "--shared"], deadline: TestDeadline.long)
         #expect(other.status == 0, "\(other.stderr)")
         try storage.setObject(value("k5", 6), forKey: "k5") // over maxSize: the least recently used goes
         let left = Set(storage.allKeys)
@@ -42,7 +42,7 @@ struct SharedWriterReadTests: StepWriterScenario {
         }
         try storage.setObject(value("k", 100), forKey: "k")
         let other = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath(), "--shared"], input: .held)
-        let watchdog = Watchdog(other, seconds: 120)
+        let watchdog = Watchdog(other, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(other.readLine() == "ready", "\(other.errors)")
         #expect(other.ask("set k 10") == "wrote k 1")
@@ -52,6 +52,6 @@ struct SharedWriterReadTests: StepWriterScenario {
         storage.waitForObservers()
         #expect(edits.received == ["nil->100", "100->1", "1->2"])
         other.closeInput()
-        #expect(other.wait(upTo: 30) && other.status == 0, "\(other.errors)")
+        #expect(other.wait(upTo: TestDeadline.long) && other.status == 0, "\(other.errors)")
     }
 }

@@ -18,7 +18,7 @@ struct SharedWriterTests {
             try ChildProcess(try executable("StashTorture"),
                              ["share", store, "--seed", "\(40 + tag)", "--tag", "\(tag)", "--private", tag == 1 ? "a" : "b", "--ops", "10000"])
         }
-        let watchdogs = writers.map { Watchdog($0, seconds: 240) }
+        let watchdogs = writers.map { Watchdog($0, seconds: TestDeadline.long) }
         defer { watchdogs.forEach { $0.cancel() } }
         let histories = writers.map { writer in writer.lines().compactMap(LoggedOperation.init) }
         for (writer, history) in zip(writers, histories) {
@@ -51,21 +51,21 @@ struct SharedWriterTests {
             let victim = running[role]
             // Killed once it has done some work, at a random moment after that (inside an operation,
             // holding the lock, or between two).
-            _ = victim.waitForOutput(containing: "\n", upTo: 30)
+            _ = victim.waitForOutput(containing: "\n", upTo: TestDeadline.long)
             usleep(UInt32(random.below(30_000)))
             #expect(victim.isRunning, "round \(round): writer \(role) ended by itself: \(victim.errors)")
             victim.kill()
             histories[role] += victim.lines().compactMap(LoggedOperation.init)
             running[role] = try start(role)
-            if Date().timeIntervalSince(started) > 180 {
-                Issue.record("100 kills took more than 180 s (round \(round))")
+            if Date().timeIntervalSince(started) > TestDeadline.long { // a bound on a stuck round, not a speed test
+                Issue.record("100 kills took more than \(Int(TestDeadline.long)) s (round \(round))")
                 break
             }
         }
         for (role, survivor) in running.enumerated() {
-            _ = survivor.waitForOutput(containing: "\n", upTo: 30)
+            _ = survivor.waitForOutput(containing: "\n", upTo: TestDeadline.long)
             survivor.closeInput()
-            #expect(survivor.wait(upTo: 60) && survivor.status == 0, "writer \(role) did not go on: \(survivor.errors)")
+            #expect(survivor.wait(upTo: TestDeadline.long) && survivor.status == 0, "writer \(role) did not go on: \(survivor.errors)")
             histories[role] += survivor.lines().compactMap(LoggedOperation.init)
         }
         let final = try finalState(of: folder)
@@ -92,7 +92,7 @@ struct SharedWriterTests {
         let config = folder.diskConfig(sharedWriters: true)
         let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 100), transformer: TransformerFactory.forData())
         let other = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath(), "--shared"], input: .held)
-        let watchdog = Watchdog(other, seconds: 120)
+        let watchdog = Watchdog(other, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(other.readLine() == "ready", "the other writer did not open beside this one: \(other.errors)")
         for step in 1...200 {
@@ -112,7 +112,7 @@ struct SharedWriterTests {
         #expect(storage.allKeys.isEmpty)
         #expect(throws: StorageError.notFound) { try storage.object(forKey: "k1") }
         other.closeInput()
-        #expect(other.wait(upTo: 30) && other.status == 0, "\(other.errors)")
+        #expect(other.wait(upTo: TestDeadline.long) && other.status == 0, "\(other.errors)")
     }
 
     @Test("a process that opens without the setting keeps the store to itself: the shared writers' calls throw inUse meanwhile, and go on after")
@@ -122,13 +122,13 @@ struct SharedWriterTests {
         let shared = try DiskStorage(config: config, transformer: TransformerFactory.forData())
         try shared.setObject(Data("before".utf8), forKey: "key")
         let sole = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath()], input: .held)
-        let watchdog = Watchdog(sole, seconds: 120)
+        let watchdog = Watchdog(sole, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(sole.readLine() == "ready", "\(sole.errors)")
         #expect(throws: StorageError.inUse(directory: shared.path)) { try shared.setObject(Data("during".utf8), forKey: "key") }
         #expect(sole.ask("set key 10") == "wrote key 1")
         sole.closeInput()
-        #expect(sole.wait(upTo: 30) && sole.status == 0)
+        #expect(sole.wait(upTo: TestDeadline.long) && sole.status == 0)
         #expect(WrittenValue(parsing: try shared.object(forKey: "key"), key: "key")?.sequence == 1)
         try shared.setObject(Data("after".utf8), forKey: "key")
         #expect(try shared.object(forKey: "key") == Data("after".utf8))
@@ -145,7 +145,7 @@ struct SharedWriterTests {
         let writers = try (1...2).map { tag in
             try ChildProcess(torture, ["share", store, "--seed", "\(tag)", "--tag", "\(tag)", "--private", tag == 1 ? "a" : "b"], input: .held)
         }
-        let watchdogs = writers.map { Watchdog($0, seconds: 180) }
+        let watchdogs = writers.map { Watchdog($0, seconds: TestDeadline.long) }
         defer { watchdogs.forEach { $0.cancel() } }
         for writer in writers { try #require(writer.waitForOutput(), "a writer did not start: \(writer.errors)") }
         var config = folder.diskConfig()
@@ -179,7 +179,7 @@ struct SharedWriterTests {
         var written = Set<UInt64>()
         for writer in writers {
             writer.closeInput()
-            #expect(writer.wait(upTo: 60) && writer.status == 0, "\(writer.errors)")
+            #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
             for line in writer.lines() { if let operation = LoggedOperation(line), operation.kind == .set { written.insert(operation.sequence) } }
         }
         for (key, sequence) in read { #expect(written.contains(sequence), "\(key) #\(sequence) was never written") }

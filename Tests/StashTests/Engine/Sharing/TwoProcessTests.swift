@@ -30,7 +30,7 @@ struct TwoProcessTests {
         #expect(directory == folder.storePath())
 
         holder.closeInput()
-        #expect(holder.wait(upTo: 30) && holder.status == 0)
+        #expect(holder.wait(upTo: TestDeadline.long) && holder.status == 0)
         let storage = try DiskStorage(config: folder.diskConfig(), transformer: TransformerFactory.forData())
         try storage.setObject(Data("after".utf8), forKey: "k")
         #expect(try storage.object(forKey: "k") == Data("after".utf8))
@@ -44,7 +44,7 @@ struct TwoProcessTests {
         try #require(first.waitForOutput(), "the first writer did not start: \(first.errors)")
 
         let second = try ChildProcess(torture, ["write", folder.storePath(), "--seed", "2", "--max-size", "0"])
-        #expect(second.wait(upTo: 30))
+        #expect(second.wait(upTo: TestDeadline.long))
         #expect(second.status == 75, "\(second.errors)")
         #expect(second.lines().isEmpty, "the refused writer did something")
 
@@ -110,7 +110,7 @@ private final class LoopResults: @unchecked Sendable {
     func run(_ stash: URL, _ arguments: [String], in folder: URL) -> (status: Int32, output: String)? {
         do {
             let child = try ChildProcess(stash, arguments)
-            let ended = child.wait(upTo: 60)
+            let ended = child.wait(upTo: TestDeadline.long)
             let result = (status: child.status, output: child.text()) // `get` prints the raw value, no newline
             lock.withLock {
                 runs += 1

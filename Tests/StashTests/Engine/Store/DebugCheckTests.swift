@@ -44,7 +44,7 @@ struct DebugCheckTests {
     private func runViolation(_ check: String) throws -> ChildProcess.Run {
         let directory = TemporaryDirectory()
         let torture = try #require(builtExecutable(named: "StashTorture"), "StashTorture was not built next to the tests")
-        let run = try ChildProcess.run(torture, ["debug-check", check, directory.storePath()], deadline: 120)
+        let run = try ChildProcess.run(torture, ["debug-check", check, directory.storePath()], deadline: TestDeadline.long)
         #expect(!run.timedOut, "the child hung instead of trapping")
         return run
     }

@@ -41,7 +41,7 @@ struct StoreRegistryTests: StoreFileScenario {
             thread.start()
         }
         // A bound on work, not a stand-in for time: the rounds take a few seconds on a loaded machine.
-        let deadline = DispatchTime.now() + 90
+        let deadline = TestDeadline.fromNow
         var hung = 0
         for _ in 0..<threads where finished.wait(timeout: deadline) == .timedOut { hung += 1 }
         #expect(hung == 0, "\(hung) of \(threads) threads hung")
