@@ -98,12 +98,12 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
 
     /// What a decode of `key`'s bytes threw, as the error naming `key`: a ``StorageError`` naming it
     /// (``naming(_:)``), any other error as ``decodingFailed(_:key:)``.
-    static func reading(_ key: String, failedWith error: any Error) -> StorageError {
+    package static func reading(_ key: String, failedWith error: any Error) -> StorageError {
         (error as? StorageError)?.naming(key) ?? .decodingFailed(error, key: key)
     }
 
     /// The same error naming `key`, when it names none yet (what a read of `key` throws).
-    func naming(_ key: String) -> StorageError {
+    package func naming(_ key: String) -> StorageError {
         switch self {
         case .notFound(key: ""): return .notFound(key: key)
         case .expired(let date, key: ""): return .expired(date, key: key)
