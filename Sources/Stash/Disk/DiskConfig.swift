@@ -141,3 +141,11 @@ extension DiskConfig {
         WriteSettings(maxSize: maxSize, durable: durable, storesValuesAsFiles: storesValuesAsFiles)
     }
 }
+
+extension DiskConfig {
+    /// How the store shares its folder with other processes, as the engine takes it: ``readOnly``
+    /// makes a reader that follows a writer; ``allowsWritersInOtherProcesses`` a writer among several.
+    var sharing: SharingMode {
+        readOnly ? .follower : allowsWritersInOtherProcesses ? .sharedWriter : .soleWriter
+    }
+}

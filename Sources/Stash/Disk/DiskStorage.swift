@@ -43,8 +43,9 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// The engine of `config`'s folder, with the layers above it (``StoreLayers``): the one way an
     /// engine is opened, so that every engine has them.
     static func openEngine(_ config: DiskConfig) throws -> DiskEngine {
-        try DiskEngine.open(config.checkedStoreURL(), readOnly: config.readOnly, maxSize: config.maxSize,
-                            durable: config.durable, sharedWriters: config.allowsWritersInOtherProcesses) { StoreLayers() }
+        try DiskEngine.open(config.checkedStoreURL(), sharing: config.sharing, maxSize: config.maxSize, durable: config.durable) {
+            StoreLayers()
+        }
     }
 
     init(config: DiskConfig, transformer: Transformer<T>, engine: DiskEngine, now: @escaping @Sendable () -> Date) {

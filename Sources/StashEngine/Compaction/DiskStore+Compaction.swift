@@ -21,8 +21,8 @@ extension DiskStore {
     /// Tombstones are not copied: no older segment survives the merge. A writer in several processes
     /// compacts in bounded steps instead, inside its calls (``stepCompactionIfNeeded()``).
     func startCompactionIfNeeded() {
-        guard !readOnly, !isCompacting, active != nil else { return }
-        if sharedWriters {
+        guard writes, !isCompacting, active != nil else { return }
+        if !sharing.mode.worksOutsideOperations {
             // Other processes write between this store's operations: the copy is made now, holding the
             // lock, rather than beside later writes it would not see; a bounded part of it in each call.
             stepCompactionIfNeeded()

@@ -40,10 +40,9 @@ package final class StoreFolder {
     }
 
     package let directory: String
-    package let readOnly: Bool
-    /// Whether writers in several processes share the store (``DiskConfig/allowsWritersInOtherProcesses``):
-    /// the folder's lock is then held for each operation, not for the writer's life.
-    package let sharedWriters: Bool
+    /// How the folder is shared with other processes: a reader takes its lock only while it opens, a
+    /// sole writer for its life, writers in several processes for each operation.
+    let sharing: SharingMode
     package let kind: Kind
     /// The open folder: files are created, renamed and removed through it, and it holds the lock.
     package let handle: FolderHandle
@@ -66,7 +65,7 @@ package final class StoreFolder {
     /// record at the tail is then a write in progress, not damage.
     package private(set) var writerIsActive = false
 
-    /// Opens the folder at `directory` (creating it unless `readOnly`), checks that it is a store and
+    /// Opens the folder at `directory` (creating it unless a reader opens it), checks that it is a store and
     /// takes its lock.
     ///
     /// A writer holds an exclusive lock on the folder for its life, and one on the shared file
@@ -79,21 +78,21 @@ package final class StoreFolder {
     ///   ``StorageError/inUse(directory:)``, ``StorageError/io(operation:path:underlying:)`` (a missing
     ///   folder opened read-only is `ENOENT`).
     ///
-    /// With `sharedWriters` the exclusive lock is taken as for one operation
-    /// (``lockForOperation()``) and stays held until the caller releases it, once the store is open.
-    package init(directory: String, readOnly: Bool, sharedWriters: Bool = false) throws {
+    /// Writers in several processes take the exclusive lock as for one operation
+    /// (``lockForOperation()``); it stays held until the caller releases it, once the store is open.
+    package init(directory: String, sharing: SharingMode) throws {
         self.directory = directory
-        self.readOnly = readOnly
-        self.sharedWriters = sharedWriters && !readOnly
-        if !readOnly { try FileIO.createDirectory(directory) }
+        self.sharing = sharing
+        if sharing.writes { try FileIO.createDirectory(directory) }
         handle = try FolderHandle(path: directory)
-        if readOnly {
+        switch sharing {
+        case .follower:
             // Held while the reader opens: no writer is inside an operation meanwhile (writers in several
             // processes finish all their work on the files inside each operation, holding the lock).
             writerIsActive = try !handle.tryLock(exclusive: false)
-        } else if self.sharedWriters {
+        case .sharedWriter:
             try Self.lockForOperation(handle, shared: SharedState.openForReading(in: handle))
-        } else {
+        case .soleWriter:
             try Self.lock(handle, exclusive: true)
         }
         // Listed through the folder's own path: it must still be the folder that was opened.
@@ -109,11 +108,11 @@ package final class StoreFolder {
             throw StorageError.notAStore(directory: directory)
         }
         if kind == .segments { try readMarker(names: names) }
-        if kind == .new, !readOnly { try writeMarker(storeID: Self.newStoreID()) }
-        if readOnly {
+        if kind == .new, sharing.writes { try writeMarker(storeID: Self.newStoreID()) }
+        if !sharing.writes {
             if writerIsActive { try waitForSharingWriter() } else { shared = SharedState.openForReading(in: handle) }
         } else {
-            shared = try SharedState.openForWriting(in: handle, store: storeID, holdingLock: !self.sharedWriters)
+            shared = try SharedState.openForWriting(in: handle, store: storeID, holdingLock: sharing == .soleWriter)
         }
     }
 
@@ -174,7 +173,7 @@ package final class StoreFolder {
 
     /// Ends a reader's open: the folder's lock, taken only while it opened, is released.
     func endOpening() {
-        if readOnly { handle.unlock() }
+        if !sharing.writes { handle.unlock() }
     }
 
     /// A reader opens the store anew: whether a writer is at work on its files now. The folder's lock
@@ -182,7 +181,7 @@ package final class StoreFolder {
     /// starts an operation meanwhile, so what the open finds (a torn tail, a superseded segment) is
     /// no write in progress.
     func beginOpeningAgain() {
-        guard readOnly else { return }
+        guard !sharing.writes else { return }
         writerIsActive = (try? handle.tryLock(exclusive: false)) != true
     }
 
@@ -240,7 +239,7 @@ package final class StoreFolder {
                 return
             }
         }
-        issues.append(.corrupted("the store marker \(path) was damaged\(readOnly ? "" : "; it was rewritten")"))
+        issues.append(.corrupted("the store marker \(path) was damaged\(sharing.writes ? "; it was rewritten" : "")"))
     }
 
     private static func parse(_ lines: [Substring]) -> (id: UInt64, legacy: UInt32)? {
@@ -255,7 +254,7 @@ package final class StoreFolder {
 
     /// Rewrites a format-3 marker as format 4 (a writer, before its first record).
     func upgradeMarker() throws {
-        guard isFormat3, !readOnly else { return }
+        guard isFormat3, sharing.writes else { return }
         try writeMarker(storeID: storeID, legacyBelow: legacyBelow)
         isFormat3 = false
     }
@@ -269,7 +268,7 @@ package final class StoreFolder {
     /// to take it from, a new one. Version-2 segments below `legacyBelow` stay the store's.
     func adoptIdentity(_ storeID: UInt64?, legacyBelow: UInt32, rewrite: Bool) throws {
         let id = storeID ?? Self.newStoreID()
-        if readOnly || !rewrite {
+        if !sharing.writes || !rewrite {
             (self.storeID, self.legacyBelow) = (id, legacyBelow)
         } else {
             try writeMarker(storeID: id, legacyBelow: legacyBelow)
@@ -280,7 +279,7 @@ package final class StoreFolder {
     /// Takes the folder's lock, or throws ``StorageError/inUse(directory:)``.
     ///
     /// A process that is just ending may hold the lock a moment longer; a storage of this process
-    /// that is being closed is waited for before this is called (``DiskEngine/open(_:readOnly:maxSize:durable:sharedWriters:client:)``).
+    /// that is being closed is waited for before this is called (``DiskEngine/open(_:sharing:maxSize:durable:client:)``).
     private static func lock(_ handle: FolderHandle, exclusive: Bool) throws {
         for attempt in 0..<50 {
             if try handle.tryLock(exclusive: exclusive) { return }

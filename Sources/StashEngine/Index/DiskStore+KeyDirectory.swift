@@ -63,7 +63,7 @@ extension DiskStore {
     /// again, the next open would take the directory, with the entries the power cut took and a
     /// replay that starts mid-record. The removal is flushed for the same reason.
     func discardStaleDirectory() {
-        guard !readOnly, (try? folder.handle.remove(StoreFolder.directoryName)) != nil else { return }
+        guard writes, (try? folder.handle.remove(StoreFolder.directoryName)) != nil else { return }
         try? folder.handle.sync()
     }
 

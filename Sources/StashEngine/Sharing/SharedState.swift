@@ -76,7 +76,7 @@ package final class SharedState: @unchecked Sendable {
     /// writer's state for one it has seen.
     ///
     /// A writer of a store shared by several writer processes (`holdingLock` false) takes no lock
-    /// on the file: it holds the folder's lock for each operation instead (``DiskStore/beginSharedOperation()``).
+    /// on the file: it holds the folder's lock for each operation instead (``SharedWriter/beginOperation(_:)``).
     /// - Throws: ``StorageError/inUse(directory:)`` when another process holds the file's lock (a
     ///   reader probing it holds it for a moment only: waited for).
     static func openForWriting(in folder: FolderHandle, store: UInt64, holdingLock: Bool = true) throws -> SharedState {

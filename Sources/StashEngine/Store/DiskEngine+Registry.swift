@@ -38,12 +38,12 @@ extension DiskEngine {
         /// The open engine of `identity`, or, for a writer, the writer engine of `directory` whose folder
         /// was removed underneath (the path now names a new folder, which it takes over), or a new one
         /// from `make`. A folder moved away keeps its engine; the path then gets one of its own.
-        package func engine(for identity: FolderIdentity, directory: String, readOnly: Bool, make: () throws -> DiskEngine) throws -> DiskEngine {
+        package func engine(for identity: FolderIdentity, directory: String, writes: Bool, make: () throws -> DiskEngine) throws -> DiskEngine {
             let found: DiskEngine? = withLock { retained in
                 while true {
                     switch slots[identity] {
                     case nil:
-                        if !readOnly, let orphan = orphanedWriter(of: directory, retained: &retained) { return orphan }
+                        if writes, let orphan = orphanedWriter(of: directory, retained: &retained) { return orphan }
                         slots[identity] = .opening
                         return nil
                     case .open(let weak):

@@ -7,32 +7,30 @@ package import Foundation
 /// folder see each other's writes, in one order. Another process that
 /// would write is kept out with an exclusive lock on the folder (``StorageError/inUse(directory:)``),
 /// unless writers in several processes are allowed: each call then holds that lock while it runs
-/// (``DiskStore/beginSharedOperation()``).
+/// (``SharedWriter``). What a call does about other processes is the store's ``ProcessSharing``'s.)
 package final class DiskEngine: @unchecked Sendable {
     // @unchecked Sendable: `store` is only touched on `queue` (through `sync`/`async`);
     // everything else is immutable or Sendable.
     package let directory: String
     package let queue: DispatchQueue
-    /// The layers above (memory, observers), made by the first opener (``open(_:readOnly:maxSize:durable:sharedWriters:client:)``).
+    /// The layers above (memory, observers), made by the first opener (``open(_:sharing:maxSize:durable:client:)``).
     package let client: any EngineClient
     /// The first opener's ``DiskConfig/maxSize`` and ``DiskConfig/durable``, which every storage of
-    /// this folder must share (``open(_:readOnly:maxSize:durable:sharedWriters:client:)``).
+    /// this folder must share (``open(_:sharing:maxSize:durable:client:)``).
     package let maxSize: Int
     package let durable: Bool
-    /// Whether writers in other processes share the store (``DiskConfig/allowsWritersInOtherProcesses``).
-    package let sharedWriters: Bool
+    /// How the store is shared with other processes (the first opener's choice, or a reader's).
+    package let sharing: SharingMode
     private let store: DiskStore
     /// The store's index (``DiskStore/sharedIndex``), which has a lock of its own.
     private let index: Locked<KeyDirectory>
     /// The store's value files (thread-safe): written off the queue for large values.
     private let values: ValueFiles
     let groupCommit: GroupCommit
-    /// Whether the store was opened read-only.
-    package let readOnly: Bool
     private let queueID: Int
-    /// A read-only engine, or one of writers in several processes: what its store has caught up to,
-    /// checked outside the queue.
-    private let followWatch: FollowWatch
+    /// What the store has caught up to of other processes, checked outside the queue; nil for a sole
+    /// writer, which no other process changes.
+    private let followWatch: FollowWatch?
 
     private static let queueKey = DispatchSpecificKey<Int>()
     private static let nextQueueID = Locked(0)
@@ -43,21 +41,20 @@ package final class DiskEngine: @unchecked Sendable {
     /// The store's folder now (it changes when the store opens its path anew).
     private let folder: Locked<FolderHandle>
 
-    private init(directory: String, identity: FolderIdentity, readOnly: Bool, maxSize: Int, durable: Bool, sharedWriters: Bool,
+    private init(directory: String, identity: FolderIdentity, sharing: SharingMode, maxSize: Int, durable: Bool,
                  client: any EngineClient) throws {
         self.directory = directory
         self.client = client
         registeredIdentity = Locked(identity)
-        self.readOnly = readOnly
+        self.sharing = sharing
         self.maxSize = maxSize
         self.durable = durable
-        self.sharedWriters = sharedWriters && !readOnly
-        store = try DiskStore(directory: directory, readOnly: readOnly, durable: durable, sharedWriters: sharedWriters)
+        store = try DiskStore(directory: directory, sharing: sharing, durable: durable)
         index = store.sharedIndex
         folder = Locked(store.folder.handle, order: .engineFolder)
         values = store.values
         groupCommit = store.groupCommit
-        followWatch = store.followWatch
+        followWatch = store.sharing.watch
         queueID = Self.nextQueueID.withLock { id in
             id += 1
             return id
@@ -87,7 +84,7 @@ package final class DiskEngine: @unchecked Sendable {
     }
 
     /// The engine for `url`, shared with every other open storage of that folder; creates the folder
-    /// unless `readOnly`.
+    /// unless a reader opens it (``SharingMode/follower``).
     ///
     /// A folder is known by what it is (its device and inode), not by how it was named: a symbolic
     /// link, a bind mount, or another spelling on a case- or normalization-insensitive file system
@@ -97,22 +94,23 @@ package final class DiskEngine: @unchecked Sendable {
     /// The first opener's `maxSize` and `durable` hold while the engine is open: two storages with
     /// different limits on one folder would evict each other's data by their own rule, so a second
     /// opener asking for others gets an error instead (see Docs/Architecture.md, "Sharing a folder").
-    /// A reader may share a writer's engine; a writer cannot use a read-only one.
+    /// A reader may share a writer's engine; a writer cannot use a reader's.
     /// - Throws: ``StorageError/configurationConflict(directory:setting:inForce:requested:)``,
     ///   ``StorageError/readOnly(directory:)``.
-    package static func open(_ url: URL, readOnly: Bool = false, maxSize: Int = 0, durable: Bool = false,
-                     sharedWriters: Bool = false, client makeClient: () -> any EngineClient) throws -> DiskEngine {
+    package static func open(_ url: URL, sharing: SharingMode = .soleWriter, maxSize: Int = 0, durable: Bool = false,
+                             client makeClient: () -> any EngineClient) throws -> DiskEngine {
         let path = url.standardizedFileURL.path
-        if !readOnly { try FileIO.createDirectory(path) }
+        if sharing.writes { try FileIO.createDirectory(path) }
         let canonical = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         guard let identity = FolderIdentity(path: canonical) else { throw FileIO.error("open", canonical, code: ENOENT) }
-        let engine = try registry.engine(for: identity, directory: canonical, readOnly: readOnly) {
-            try DiskEngine(directory: canonical, identity: identity, readOnly: readOnly, maxSize: maxSize, durable: durable,
-                           sharedWriters: sharedWriters, client: makeClient())
+        let engine = try registry.engine(for: identity, directory: canonical, writes: sharing.writes) {
+            try DiskEngine(directory: canonical, identity: identity, sharing: sharing, maxSize: maxSize, durable: durable,
+                           client: makeClient())
         }
-        if engine.readOnly, !readOnly { throw StorageError.readOnly(directory: engine.directory) }
-        if !readOnly { try engine.checkSettings(maxSize: maxSize, durable: durable, sharedWriters: sharedWriters) }
-        if !readOnly, !engine.isRegistered(as: identity) {
+        guard sharing.writes else { return engine }
+        if !engine.sharing.writes { throw StorageError.readOnly(directory: engine.directory) }
+        try engine.checkSettings(maxSize: maxSize, durable: durable, sharing: sharing)
+        if !engine.isRegistered(as: identity) {
             // The engine's folder was removed and this open made the path anew: it takes the new folder now.
             _ = try engine.sync { try $0.ensureActive(checkingNow: true) }
         }
@@ -126,14 +124,14 @@ package final class DiskEngine: @unchecked Sendable {
     /// Whether this is a writer whose folder was removed underneath: it opens the folder made anew at
     /// its path on its next write, and a writer opening that path shares it.
     var isOrphanedWriter: Bool {
-        !readOnly && folder.withLock { $0 }.isRemoved
+        sharing.writes && folder.withLock { $0 }.isRemoved
     }
 
     /// Throws when a second opener asks for other settings than this engine's.
-    private func checkSettings(maxSize: Int, durable: Bool, sharedWriters: Bool) throws {
-        if sharedWriters != self.sharedWriters {
+    private func checkSettings(maxSize: Int, durable: Bool, sharing: SharingMode) throws {
+        if sharing != self.sharing {
             throw StorageError.configurationConflict(directory: directory, setting: "allowsWritersInOtherProcesses",
-                                                     inForce: String(self.sharedWriters), requested: String(sharedWriters))
+                                                     inForce: String(self.sharing == .sharedWriter), requested: String(sharing == .sharedWriter))
         }
         if maxSize != self.maxSize {
             throw StorageError.configurationConflict(directory: directory, setting: "maxSize",
@@ -155,14 +153,13 @@ package final class DiskEngine: @unchecked Sendable {
         return index.withLock { $0.peek(key) }
     }
 
-    /// A read-only engine, or one of writers in several processes: catches up with what another process
-    /// did first if the shared file says it changed the store (two loads and one `fstat` when it did not; see ``DiskStore/catchUp()`` and ``DiskStore/beginSharedOperation()``).
-    /// For the paths that answer without the queue (the index, memory hits); the queue's hop does it itself.
+    /// Catches up with what another process did first if the shared file says it changed the store
+    /// (two loads and one `fstat` when it did not; ``FollowWatch/isCurrent``); nothing for a sole
+    /// writer. For the paths that answer without the queue (the index, memory hits); the queue's hop
+    /// does it itself (``ProcessSharing/runOperation(_:readsWithoutLock:_:)``).
     @inline(__always)
     package func followOtherProcesses() {
-        guard readOnly || sharedWriters else { return }
-        // The file must also still be the one at its name, unchanged in place (``FollowWatch/isCurrent``).
-        guard !followWatch.isCurrent else { return }
+        guard let followWatch, !followWatch.isCurrent else { return }
         run { _ in }
     }
 
@@ -222,7 +219,7 @@ package final class DiskEngine: @unchecked Sendable {
     private func stage(_ key: String, _ data: Data, config: WriteSettings) -> StagedValue? {
         // Not with writers in other processes: one of them opening the store anew meanwhile would take
         // the file for a crash's leftover (no record names it yet) and remove it.
-        guard !readOnly, !sharedWriters, DiskStore.needsFile(size: data.count, storesValuesAsFiles: config.storesValuesAsFiles),
+        guard sharing.worksOutsideOperations, DiskStore.needsFile(size: data.count, storesValuesAsFiles: config.storesValuesAsFiles),
               (try? DiskStore.validate(key: key, size: data.count, maxSize: config.maxSize)) != nil else { return nil }
         let folder = values.handle
         guard let file = try? values.write(data, durable: config.durable) else { return nil }
@@ -254,7 +251,7 @@ package final class DiskEngine: @unchecked Sendable {
     ///
     /// `readsWithoutLock`: a read (``DiskStore/read(_:now:)``) of a store shared with writers in other
     /// processes runs without the store's lock when the shared file says nothing changed since this
-    /// process's last call, and again holding it if the read finds it needs it (``run(readsWithoutLock:_:)``).
+    /// process's last call, and again holding it if the read finds it needs it (``SharedWriter``).
     @inline(__always)
     package func sync<Result, Failure: Error>(readsWithoutLock: Bool = false,
                                       _ body: (DiskStore) throws(Failure) -> Result) throws(Failure) -> Result {
@@ -276,35 +273,21 @@ package final class DiskEngine: @unchecked Sendable {
     /// on it, so a call from inside a transformer or another operation never deadlocks) and delivers
     /// what it committed to observers once off the queue.
     ///
-    /// With writers in other processes the call holds the store's lock and catches up first; a read
-    /// (`readsWithoutLock`) skips both when the shared file says nothing changed since this process's
-    /// last call (two loads), as a reader in another process does: the records it reads never change,
-    /// and a file another process removed meanwhile makes the read run again, holding the lock
-    /// (``DiskStore/readNeededLock``).
+    /// What the call does about other processes is the store's ``ProcessSharing``'s: a reader catches
+    /// up first, so it sees every write another process made before this call (Contract item 11);
+    /// with writers in other processes the call holds the folder's lock and catches up first (a read,
+    /// `readsWithoutLock`, may skip both: ``SharedWriter``).
     @inline(never)
     private func run(readsWithoutLock: Bool = false, _ body: (DiskStore) -> Void) {
         if isOnQueue {
-            // A call from inside a read that runs without the lock (a transformer that calls back into
-            // the store): it must not write beside another process, so the lock is taken (and the store
-            // caught up) here; the read runs again once it ends (``DiskStore/readWithoutLock(_:)``).
-            if store.readingWithoutLock, !store.holdsOperationLock { store.beginSharedOperation() }
+            store.sharing.enterNestedCall(store)
             return body(store)
         }
         var before: UInt64 = 0
         var after: UInt64 = 0
         queue.sync { // the non-generic overload: `() -> Void`
             before = client.lastPublished
-            // A reader sees every write another process made before this call (Contract item 11).
-            if readOnly { store.catchUp() }
-            if sharedWriters {
-                if !(readsWithoutLock && store.readWithoutLock(body)) {
-                    store.beginSharedOperation()
-                    body(store)
-                    store.endSharedOperation()
-                }
-            } else {
-                body(store)
-            }
+            store.sharing.runOperation(store, readsWithoutLock: readsWithoutLock, body)
             after = client.lastPublished
         }
         if after > before { client.deliver(through: after) }
@@ -315,12 +298,11 @@ package final class DiskEngine: @unchecked Sendable {
         queue.async {
             // As in ``run(_:)``; what other processes changed reaches observers off the queue.
             let before = self.client.lastPublished
-            if self.readOnly { self.store.catchUp() }
-            if self.sharedWriters { self.store.beginSharedOperation() }
+            self.store.sharing.beginOperation(self.store)
             let caughtUp = self.client.lastPublished
             if caughtUp > before { DispatchQueue.global().async { self.client.deliver(through: caughtUp) } }
             body(self.store)
-            if self.sharedWriters { self.store.endSharedOperation() }
+            self.store.sharing.endOperation(self.store)
         }
     }
 }

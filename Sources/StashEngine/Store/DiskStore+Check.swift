@@ -40,7 +40,7 @@ extension DiskStore {
         for (number, (key, record)) in entries.enumerated() {
             do {
                 _ = try load(key, record)
-            } catch where readOnly && hasChanged(key, since: record) {
+            } catch where sharing.keyChanged(key, since: record, in: self) {
                 // A reader beside a writer in another process: the key changed since (its old value
                 // file replaced, say). Not damage; the state checked is the one caught up to.
             } catch {

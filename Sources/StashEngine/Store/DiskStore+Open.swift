@@ -16,14 +16,14 @@ extension DiskStore {
     ///   store anew (not when this store opens anew because they changed it).
     package func open(publishing: Bool = true) throws {
         if folder.kind == .v1 {
-            if readOnly { throw StorageError.unsupportedFormat(directory: directory, format: 1) }
+            if !writes { throw StorageError.unsupportedFormat(directory: directory, format: 1) }
             try upgradeFromVersion1()
-        } else if !readOnly, FileManager.default.fileExists(atPath: directory + "/" + StoreFolder.v1JournalName),
+        } else if writes, FileManager.default.fileExists(atPath: directory + "/" + StoreFolder.v1JournalName),
                   StoreFolder.isV1Journal(directory + "/" + StoreFolder.v1JournalName) {
             try removeVersion1Files() // an upgrade a crash cut short after its marker
         }
         let files = try folder.files()
-        if !readOnly {
+        if writes {
             try folder.upgradeMarker() // before any record of format 4 is appended
             for name in files.temporary { try? folder.handle.remove(name) }
         }
@@ -43,7 +43,7 @@ extension DiskStore {
         // A durable store appends to a segment that a process without `durable` may have started (this
         // store's past, or another writer's): a durable record in it counts as written only once the
         // segment's name is on stable storage, as for the segments it starts itself.
-        if durable, !readOnly { try? folder.handle.sync() } // best effort: a folder that cannot be flushed (read-only) takes no writes anyway
+        if durable, writes { try? folder.handle.sync() } // best effort: a folder that cannot be flushed (read-only) takes no writes anyway
         // Without a usable directory, a large store writes one when it closes, even if nothing changed.
         if directory == nil { changesSinceDirectory = 1 }
         if publishing { publishStructure() } // a writer: readers in other processes open the store anew
@@ -64,7 +64,7 @@ extension DiskStore {
             let name = SegmentFile.name(of: id)
             let segment: SegmentFile?
             do {
-                segment = try SegmentFile.open(id, in: folder.handle, writable: !readOnly, wholeFile: false)?.file
+                segment = try SegmentFile.open(id, in: folder.handle, writable: writes, wholeFile: false)?.file
             } catch where FileIO.isErrno(error, .ENOENT) {
                 continue // deleted since the listing (old segments a removeAll of this process deletes in the background)
             } catch where [.ELOOP, .EISDIR, .ENXIO, .EOPNOTSUPP].contains(where: { FileIO.isErrno(error, $0) }) {
@@ -76,7 +76,7 @@ extension DiskStore {
                 // Both header copies damaged, or a crash right after the file was created: without
                 // its salt no record in it can be verified.
                 recoveryIssues.append(.corrupted("segment \(name) has no valid header; its records were dropped"))
-                if !readOnly, let size = fileSize(name), size <= SegmentFormat.headerLength {
+                if writes, let size = fileSize(name), size <= SegmentFormat.headerLength {
                     try? folder.handle.remove(name)
                 } else {
                     hasUnreadSegments = true
@@ -107,9 +107,9 @@ extension DiskStore {
         let superseded = own.filter { $0.id < floor }
         // A reader beside a live writer: the writer deletes superseded segments in the background
         // (after a removeAll or a compaction); not damage.
-        for segment in superseded where !(readOnly && folder.writerIsActive) {
-            recoveryIssues.append(.corrupted("segment \(SegmentFile.name(of: segment.id)) is superseded (merged by a compaction or emptied by removeAll); it was ignored\(readOnly ? "" : " and removed")"))
-            if !readOnly { segment.remove() }
+        for segment in superseded where !folder.writerIsActive {
+            recoveryIssues.append(.corrupted("segment \(SegmentFile.name(of: segment.id)) is superseded (merged by a compaction or emptied by removeAll); it was ignored\(writes ? " and removed" : "")"))
+            if writes { segment.remove() }
         }
         return own.filter { $0.id >= floor }
     }
@@ -181,29 +181,29 @@ extension DiskStore {
             let isLast = number == own.count - 1
             // A reader beside a live writer: a partial record at the end of the last segment is a
             // write in progress, not damage (the reader replays it once it is published).
-            let isWriteInProgress = readOnly && isLast && folder.writerIsActive
+            let isWriteInProgress = isLast && folder.writerIsActive
             for damaged in scan.damaged where !(isWriteInProgress && base + damaged.upperBound == total) {
                 let range = (base + damaged.lowerBound)..<(base + damaged.upperBound)
                 let torn = range.upperBound == total
                 recoveryIssues.append(.corrupted(torn
-                    ? "the last \(range.count) bytes of segment \(SegmentFile.name(of: id)) were torn (a write cut short)\(isLast && !readOnly ? " and were cut off" : "")"
+                    ? "the last \(range.count) bytes of segment \(SegmentFile.name(of: id)) were torn (a write cut short)\(isLast && writes ? " and were cut off" : "")"
                     : "bytes \(range.lowerBound)..<\(range.upperBound) of segment \(SegmentFile.name(of: id)) were damaged; the records there were skipped"))
             }
             var validEnd = base + scan.validEnd
             if let batch = replayer.endSegment() {
                 if !isWriteInProgress {
-                    recoveryIssues.append(.corrupted("a batch at bytes \(batch.lowerBound)..<\(batch.upperBound) of segment \(SegmentFile.name(of: id)) was cut short; none of it was applied\(isLast && !readOnly ? ", and it was cut off" : "")"))
+                    recoveryIssues.append(.corrupted("a batch at bytes \(batch.lowerBound)..<\(batch.upperBound) of segment \(SegmentFile.name(of: id)) was cut short; none of it was applied\(isLast && writes ? ", and it was cut off" : "")"))
                 }
                 // Cut off whole: records appended later must never be read as the rest of it.
                 validEnd = min(validEnd, batch.lowerBound)
             }
             if isLast, validEnd < total {
-                if readOnly { file.length = validEnd } else { try file.truncate(to: validEnd) }
+                if writes { try file.truncate(to: validEnd) } else { file.length = validEnd }
             }
         }
         // Segments before the last `clear` hold nothing (a removeAll whose process ended before it
         // had deleted them): a writer deletes them now, in any order, since the clear stays.
-        if !readOnly, let cleared = replayer.lastClearSegment {
+        if writes, let cleared = replayer.lastClearSegment {
             for (id, segment) in segments where id < cleared {
                 segments[id] = nil
                 segment.remove()
@@ -227,7 +227,7 @@ extension DiskStore {
             segment.deadBytes = max(0, segment.recordBytes - liveBytes[segment.id, default: 0])
         }
         values.raise(above: max(maxFile, valueFiles.max() ?? 0))
-        guard !readOnly else { return }
+        guard writes else { return }
         // The oldest segments, below the directory's, that no entry names: the inputs of a compaction
         // whose removal a crash cut short. Only a run from the oldest on: a segment that an older one
         // survives may hold the tombstones that keep that one's records dead in a full replay.
@@ -265,12 +265,8 @@ extension DiskStore {
     /// refused (``StorageError/notAStore(directory:)``, ``StorageError/inUse(directory:)``), and
     /// nothing is written to it.
     package func reopen() throws {
-        let fresh = try StoreFolder(directory: directory, readOnly: false, sharedWriters: sharedWriters)
-        if sharedWriters {
-            // The new folder's lock is held for the rest of this operation (``endSharedOperation()``).
-            folder.handle.unlock()
-            fresh.shared?.operationInProgress = true
-        }
+        let fresh = try StoreFolder(directory: directory, sharing: sharing.mode)
+        sharing.adoptReopened(fresh, replacing: folder)
         folder = fresh
         values.handle = fresh.handle
         forgetIndex(seed: 0)

@@ -56,7 +56,7 @@ extension DiskStore {
             for id in discarded.fileIDs() { try? folder.remove(ValueFiles.name(of: id)) }
             discarded.release()
         }
-        if sharedWriters {
+        if !sharing.mode.worksOutsideOperations {
             // Inside the operation, holding the lock: a reader that holds it finds no work in progress.
             deleteOldFiles()
         } else {
@@ -153,7 +153,7 @@ extension DiskStore {
     /// entry goes from the index even if its tombstone cannot be written (the damage stays detectable).
     package func drop(_ key: String) {
         guard record(forKey: key) != nil else { return }
-        if !readOnly { _ = try? removeKeys([key]) }
+        if writes { _ = try? removeKeys([key]) }
         if record(forKey: key) != nil {
             invalidateMemory([key])
             withIndex { index in

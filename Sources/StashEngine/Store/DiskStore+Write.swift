@@ -21,8 +21,8 @@ extension DiskStore {
     }
 
     package func checkWritable() throws {
-        if readOnly { throw StorageError.readOnly(directory: directory) }
-        try checkSharedOperation()
+        if !writes { throw StorageError.readOnly(directory: directory) }
+        try sharing.checkOperation()
     }
 
     /// What a committed write leaves to its caller, off the queue (``DiskEngine/write(_:_:expiry:now:config:onCommit:)``).
@@ -162,16 +162,36 @@ extension DiskStore {
 
     /// Buffers an access record for `record` (a read, or a memory hit): the LRU order survives a restart.
     func noteAccess(_ record: DiskRecord, time: Double) {
-        guard !readOnly else { return }
+        guard writes else { return }
         pendingAccesses.append((record.segment, record.offset, time, record.keyHash))
         accessesSinceDirectory += 1
-        if pendingAccesses.count >= 256, !readingWithoutLock { try? flushAccesses() }
+        if pendingAccesses.count >= 256, sharing.mayWriteNow { try? flushAccesses() }
     }
 
     /// A record that no longer holds a live value: its bytes become dead, its value file goes later.
     func forget(_ old: DiskRecord) {
         totalSize -= old.size
+        markDead(old)
+    }
+
+    /// The dead-byte rule (compaction's trigger): a record whose key has a later one, or none, is dead.
+    func markDead(_ old: DiskRecord) {
         segments[old.segment]?.deadBytes += FileNumber.saturating(old.length)
+    }
+
+    /// The bytes `record` (`length` bytes of `file`, appended after this store's own: another
+    /// process's) makes dead, as this store counts its own: the record a set or removal replaces, and
+    /// every record but a set itself. Counted before the index takes `record`.
+    func countDead(of record: SegmentRecord, length: Int, in file: SegmentFile, index: KeyDirectory) {
+        switch record {
+        case .set(let key, _):
+            if let old = index.peek(key) { markDead(old) }
+        case .remove(let key):
+            if let old = index.peek(key) { markDead(old) }
+            file.deadBytes += length
+        case .access, .clear, .batch:
+            file.deadBytes += length
+        }
     }
 
     /// Makes sure records can be appended. The folder may have been removed underneath, and maybe
@@ -189,7 +209,7 @@ extension DiskStore {
         if let active {
             guard folderLoss.isDue() else { return false }
             if !active.isDetached {
-                if !sharedWriters, folderLoss.isSharedFileCheckDue() { replaceSharedFileIfGone() } // writers in several processes check at every operation
+                sharing.checkSharedFile(self)
                 return false
             }
         }
@@ -200,18 +220,6 @@ extension DiskStore {
         if let active { segments[active.id] = nil }
         try roll()
         return false
-    }
-
-    /// A writer that keeps the store to itself: a shared file deleted (or renamed over) while the store
-    /// is open gets a successor at its name, so that readers follow this writer again (those on the old
-    /// file find it gone, and look at the name; until then they read the files at every call). Checked
-    /// when the folder is, at most every ``FolderLossCheck/sharedFileInterval``.
-    func replaceSharedFileIfGone() {
-        guard let old = folder.shared, !old.isAtPath, !folder.handle.isRemoved,
-              let fresh = try? SharedState.openForWriting(in: folder.handle, store: folder.storeID) else { return }
-        old.retire()
-        folder.shared = fresh
-        publishStructure()
     }
 
     /// Seals the active segment and starts a new one (carrying `newFloor`, which then becomes the
@@ -238,7 +246,7 @@ extension DiskStore {
     /// Tells readers in other processes that the store's files changed (``SharedState``): they open
     /// it anew before their next operation.
     func publishStructure() {
-        guard !readOnly, let shared = folder.shared else { return }
+        guard writes, let shared = folder.shared else { return }
         shared.publishStructure(store: folder.storeID, segment: active?.id ?? 0, salt: active?.salt ?? 0, length: active?.length ?? 0)
     }
 

@@ -33,7 +33,11 @@ package struct DiskRecord: Equatable {
 /// segment off the queue when most bytes are dead (``DiskStore/startCompactionIfNeeded()``).
 package final class DiskStore {
     package let directory: String
-    package let readOnly: Bool
+    /// How the store shares its folder with other processes: what an operation does before and after
+    /// its work, how it opens and closes (``ProcessSharing``).
+    let sharing: any ProcessSharing
+    /// Whether the store writes to its files (``SharingMode/writes``: not a reader).
+    package let writes: Bool
     /// Whether the store's writes are durable (``DiskConfig/durable``): a new segment's name is then
     /// flushed with the folder before a durable record in it counts as written.
     package let durable: Bool
@@ -93,24 +97,6 @@ package final class DiskStore {
     var folderLoss = FolderLossCheck()
     /// Reused for every read of a record (``load(_:_:)``), as ``scratch`` is for appends.
     var readScratch: [UInt8] = []
-    /// A read-only store: what it has caught up to of a writer in another process (``catchUp()``).
-    package var followed = FollowedState()
-    /// The same, for checks outside the queue (``DiskEngine``'s memory-hit and index paths).
-    let followWatch = FollowWatch()
-    /// Whether writers in other processes share the store (``DiskConfig/allowsWritersInOtherProcesses``):
-    /// each operation then holds the folder's lock and catches up first (``beginSharedOperation()``).
-    package let sharedWriters: Bool
-    /// Whether this store holds the folder's lock for the operation under way (writers in several processes).
-    var holdsOperationLock = false
-    /// Why the operation under way could not take the lock or catch up; it throws this.
-    var sharedOperationError: (any Error)?
-    /// A catch-up failed half-way: the next operation opens the store anew from its files.
-    var needsSharedReopen = false
-    /// A read runs without the lock (``readWithoutLock(_:)``): it writes nothing, and a failure it meets
-    /// sets ``readNeededLock`` instead of dropping the entry, so that the read runs again holding it.
-    var readingWithoutLock = false
-    var readNeededLock = false
-
     /// The sizes and counts at which the store seals segments, compacts and writes key directories.
     package struct Thresholds: Sendable {
         /// Segments are sealed at this size; a new one is started for the next record.
@@ -149,57 +135,27 @@ package final class DiskStore {
     /// The longest key, in UTF-8 bytes.
     static let maxKeyLength = 1 << 20
 
-    package init(directory: String, readOnly: Bool, durable: Bool = false, sharedWriters: Bool = false) throws {
+    package init(directory: String, sharing mode: SharingMode, durable: Bool = false) throws {
         self.directory = directory
-        self.readOnly = readOnly
         self.durable = durable
-        self.sharedWriters = sharedWriters && !readOnly
+        sharing = mode.makeSharing()
+        writes = mode.writes
         thresholds = Self.thresholds(for: directory)
-        folder = try StoreFolder(directory: directory, readOnly: readOnly, sharedWriters: sharedWriters)
-        values = ValueFiles(folder: folder.handle, randomIDs: self.sharedWriters)
+        folder = try StoreFolder(directory: directory, sharing: mode)
+        values = ValueFiles(folder: folder.handle, randomIDs: mode.numbersValueFilesAtRandom)
         recoveryIssues += folder.issues
-        if readOnly {
-            defer { folder.endOpening() }
-            try followOpening { try open() }
-        } else if self.sharedWriters {
-            // Opened holding the folder's lock, as one operation: from the files, whatever the
-            // shared file says (a process killed inside an operation included).
-            holdsOperationLock = true
-            folder.shared?.operationInProgress = true
-            defer { endSharedOperation() }
-            do {
-                try open()
-            } catch {
-                needsSharedReopen = true // the flag stays set: the next process opens the store from its files
-                throw error
-            }
-        } else {
-            try open()
-        }
+        try sharing.open(self)
     }
 
     /// Records pending accesses, writes the key directory of a large store and closes the files.
     package func close() {
-        if sharedWriters {
-            // As one more operation: caught up, so that what it writes (access records, a key
-            // directory) follows what the other processes did.
-            beginSharedOperation()
-            defer { endSharedOperation() }
-            guard sharedOperationError == nil else { return housekeeping.wait() }
-            return finishWriting()
-        }
-        defer {
-            folder.shared?.unlock()
-            folder.handle.unlock()
-        }
-        guard !readOnly else { return }
-        finishWriting()
+        sharing.close(self)
     }
 
     /// A writer's last work before its files close: a removeAll's deletions finish first (the next
     /// opener, a `stash check` right after a `stash clear`, say, must not find the old segments still
     /// there), then the pending access records, a key directory for a large store, the last flush.
-    private func finishWriting() {
+    func finishWriting() {
         housekeeping.wait()
         try? flushAccesses()
         let count = withIndex { $0.count }
@@ -230,7 +186,7 @@ package final class DiskStore {
     ///   file is damaged or missing (the entry is dropped); an I/O error otherwise.
     package func read(_ key: String, now: Date) throws -> (data: Data, record: DiskRecord, path: String?) {
         assertOnQueue()
-        try checkSharedOperation()
+        try sharing.checkOperation()
         // Marked used first: one lookup (a read that then fails has its entry dropped, or is an I/O error).
         let time = StoredTime.seconds(now)
         guard let record = withIndex({ $0.touch(key, time: time) }) else { throw StorageError.notFound(key: key) }
@@ -238,16 +194,13 @@ package final class DiskStore {
         do {
             data = try load(key, record)
         } catch {
-            if readingWithoutLock {
-                readNeededLock = true // another process may have changed the file since: again, holding the lock
+            switch sharing.readFailed(error, in: self) {
+            case .fail: throw error
+            case .readAgain: return try read(key, now: now)
+            case .dropIfDamaged:
+                if case .corrupted? = error as? StorageError { drop(key) }
                 throw error
             }
-            guard let error = error as? StorageError else { throw error }
-            // A reader beside a writer in another process: the value file may have been replaced
-            // since the catch-up before this read. Caught up again, the key is read as it is now.
-            if readOnly, catchUp() { return try read(key, now: now) }
-            if case .corrupted = error { drop(key) }
-            throw error
         }
         noteAccess(record, time: time)
         return (data, record, filePath(of: record))

@@ -1,8 +1,7 @@
 package import Foundation
 
 /// A change another process made, read from the records it appended: what this process's observers
-/// are told when the store catches up (a reader's ``DiskStore/catchUp()``, a shared writer's
-/// ``DiskStore/beginSharedOperation()``).
+/// are told when the store catches up (``Follower/catchUp(_:)``, ``SharedWriter/beginOperation(_:)``).
 package enum ForeignChange {
     /// A set; the value's bytes when packed, else its file (read when the change is published).
     case set(key: String, inline: Data?, file: (id: UInt64, size: Int, hash: UInt64)?)
@@ -14,7 +13,9 @@ extension DiskStore {
     /// Whether anyone in this process observes the store: changes of other processes are read for
     /// observers only then.
     var isObserved: Bool { client?.hasObservers == true }
+}
 
+extension CatchingUp {
     /// The changes the records in `raw` at `records` (offset and length in `raw`) make, in order.
     static func foreignChanges(in raw: UnsafeRawBufferPointer, _ records: [(record: SegmentRecord, offset: Int, length: Int)])
         -> [ForeignChange] {
@@ -39,16 +40,17 @@ extension DiskStore {
     /// opens the store anew because that process changed its files: the rest of the active segment it
     /// followed, then the segments numbered after it (not a compaction's outputs, which hold copies).
     /// Empty when nothing observes the store.
-    func unseenChanges(after followedID: UInt32?, from start: Int) -> [ForeignChange] {
-        guard isObserved, let followedID else { return [] }
+    func unseenChanges(_ store: DiskStore, after followedID: UInt32?, from start: Int) -> [ForeignChange] {
+        guard store.isObserved, let followedID else { return [] }
         var changes: [ForeignChange] = []
-        if let file = segments[followedID] {
+        if let file = store.segments[followedID] {
             var info = stat()
             if fstat(file.fd, &info) == 0, let size = FileNumber.int(info.st_size), size > start,
                let bytes = try? FileIO.read(file.fd, at: start, count: size - start, path: file.path) {
                 changes += Self.changes(in: bytes, from: 0, salt: file.salt)
             }
         }
+        let folder = store.folder
         let later = ((try? folder.files().segments) ?? []).filter { $0 > followedID }
         for id in later {
             guard let (file, bytes) = try? SegmentFile.open(id, in: folder.handle, writable: false),
@@ -68,8 +70,8 @@ extension DiskStore {
 
     /// Tells this process's observers of `changes`, in order, once the index holds them; `before` is
     /// what the store had before them (the keys a `clear` among them removed, the values sets replaced).
-    func publishForeign(_ changes: [ForeignChange], before: ForeignBefore) {
-        guard let client, !changes.isEmpty else { return }
+    func publishForeign(_ store: DiskStore, _ changes: [ForeignChange], before: ForeignBefore) {
+        guard let client = store.client, !changes.isEmpty else { return }
         var (keys, replaced) = (before.keys, before.values)
         // Whole commits of other processes, published as one change (a batch is never seen in halves).
         var events: [StoreEvent] = []
@@ -77,7 +79,7 @@ extension DiskStore {
             switch change {
             case .set(let key, let inline, let file):
                 // A file an overwrite after it replaced may be gone: that overwrite is told instead.
-                guard let value = inline ?? file.flatMap({ try? values.read($0.id, size: $0.size, hash: $0.hash) }) else { continue }
+                guard let value = inline ?? file.flatMap({ try? store.values.read($0.id, size: $0.size, hash: $0.hash) }) else { continue }
                 keys.insert(key)
                 let previous = replaced.updateValue(value, forKey: key)
                 events.append(.set(key: key, value: value, previous: previous))
@@ -94,25 +96,25 @@ extension DiskStore {
         client.publish(events)
     }
 
-    /// What ``publishForeign(_:before:)`` needs of the store before `changes` apply: every key if they
+    /// What ``publishForeign(_:_:before:)`` needs of the store before `changes` apply: every key if they
     /// hold a `clear`, else those of their removals the store has; and for the keys their sets change
     /// that key observers watch, the value the store has (`KeyChange.edit(before:after:)`, as for this
     /// process's own writes). Read before the index takes the changes.
-    func foreignBefore(_ changes: [ForeignChange]) -> ForeignBefore {
+    func foreignBefore(_ store: DiskStore, _ changes: [ForeignChange]) -> ForeignBefore {
         var before = ForeignBefore()
         if changes.contains(where: { if case .clear = $0 { true } else { false } }) {
-            before.keys = Set(keys)
+            before.keys = Set(store.keys)
         } else {
-            for case .remove(let key) in changes where record(forKey: key) != nil { before.keys.insert(key) }
+            for case .remove(let key) in changes where store.record(forKey: key) != nil { before.keys.insert(key) }
         }
-        for case .set(let key, _, _) in changes where before.values[key] == nil && client?.hasKeyObservers(key) == true {
-            if let record = record(forKey: key), let data = try? load(key, record) { before.values[key] = data }
+        for case .set(let key, _, _) in changes where before.values[key] == nil && store.client?.hasKeyObservers(key) == true {
+            if let record = store.record(forKey: key), let data = try? store.load(key, record) { before.values[key] = data }
         }
         return before
     }
 }
 
-/// The store's keys and values before another process's changes (``DiskStore/foreignBefore(_:)``).
+/// The store's keys and values before another process's changes (``CatchingUp/foreignBefore(_:_:)``).
 package struct ForeignBefore {
     package var keys = Set<String>()
     package var values: [String: Data] = [:]

@@ -1,0 +1,119 @@
+/// A reader (``SharingMode/follower``): it writes nothing, holds no lock between operations (so a
+/// writer can open while it reads), and before each operation catches up with what a writer in another
+/// process did since the last one, so that every write that returned before the operation is seen
+/// (Contract item 11).
+final class Follower: CatchingUp, ProcessSharing {
+    var mode: SharingMode { .follower }
+
+    /// Opens the store: the folder's shared lock, taken while the folder opened if no writer had it,
+    /// goes once the index is built (``StoreFolder/endOpening()``).
+    func open(_ store: DiskStore) throws {
+        defer { store.folder.endOpening() }
+        try following(store) { try store.open(publishing: false) }
+    }
+
+    func close(_ store: DiskStore) {
+        store.folder.shared?.unlock()
+        store.folder.handle.unlock()
+    }
+
+    func beginOperation(_ store: DiskStore) {
+        catchUp(store)
+    }
+
+    func endOperation(_ store: DiskStore) {}
+
+    /// Another process may have replaced the value file since the catch-up before this read: caught
+    /// up again, the key is read as it is now.
+    func readFailed(_ error: any Error, in store: DiskStore) -> AfterFailedRead {
+        error is StorageError && catchUp(store) ? .readAgain : .dropIfDamaged
+    }
+
+    func keyChanged(_ key: String, since record: DiskRecord, in store: DiskStore) -> Bool {
+        catchUp(store)
+        return store.record(forKey: key) != record
+    }
+
+    /// Catches up with what a writer in another process did since the last call. When nothing changed
+    /// this is two loads from the shared file's mapping and one `fstat` of it (its
+    /// ``SharedState/Seal``); when the active segment grew, its new records are replayed; when the
+    /// store's files changed (a segment started, a compaction, a `removeAll`, a writer opened), the
+    /// store is opened anew, and so it is when the shared file was deleted, replaced or written in
+    /// place by another program (what it says may then be old: the files decide). Without a shared
+    /// file (no writer of this version ever opened the store) it looks for one, which costs a `fstatat`.
+    /// - Returns: Whether anything changed.
+    @discardableResult
+    func catchUp(_ store: DiskStore) -> Bool {
+        store.assertOnQueue()
+        let folder = store.folder
+        guard let shared = folder.shared else {
+            if let found = SharedState.openForReading(in: folder.handle) {
+                folder.shared = found
+            } else if !folder.writerIsActive {
+                return false
+            }
+            // Found; or none while a writer is at work (someone deleted it, and the writer makes a new
+            // one when it next checks its folder): nothing tells what changed, so the files do, every call.
+            openAgainForReading(store)
+            return true
+        }
+        let seal = shared.seal
+        if seal == nil || seal != followed.seal || shared.counter != followed.counter {
+            // No longer at its name: the writers publish to the file there now (if any yet).
+            if seal == nil { folder.shared = SharedState.openForReading(in: folder.handle) }
+            let changes = unseenChanges(store, after: followed.segment, from: followed.segment.flatMap { store.segments[$0]?.length } ?? 0)
+            let before = foreignBefore(store, changes)
+            openAgainForReading(store)
+            publishForeign(store, changes, before: before)
+            return true
+        }
+        let length = shared.publishedLength
+        guard length != followed.length else { return false }
+        shared.acquire()
+        guard replayTail(store, upTo: length) else {
+            openAgainForReading(store)
+            return true
+        }
+        followed.length = length
+        noteFollowed(store)
+        return true
+    }
+
+    /// Reads what the shared file says before an open (so that a change during the open is caught by
+    /// the next ``catchUp(_:)``), runs `open`, and records it as caught up to.
+    private func following(_ store: DiskStore, _ open: () throws -> Void) rethrows {
+        let folder = store.folder
+        let shared = folder.shared
+        let seal = shared?.seal
+        let structure = shared?.structure
+        let length = shared?.publishedLength ?? 0
+        try open()
+        followed = FollowedState(counter: structure?.counter ?? 0, length: length, seal: seal)
+        if let shared, let structure, shared.describes(store: folder.storeID),
+           let segment = store.segments[structure.segment], segment.salt == structure.salt, store.segments.keys.max() == segment.id {
+            followed.segment = segment.id
+        }
+        noteFollowed(store)
+    }
+
+    /// Opens the store anew, as when it was first opened: the writer changed its files. Tried again
+    /// while the writer changes them during the attempt (its counter moved), a few times.
+    private func openAgainForReading(_ store: DiskStore) {
+        let folder = store.folder
+        for attempt in 0..<8 {
+            let counter = folder.shared?.counter
+            store.recoveryIssues = folder.issues
+            folder.beginOpeningAgain()
+            defer { folder.endOpening() }
+            do {
+                try following(store) { try openAgain(store, publishing: false) }
+            } catch {
+                store.recoveryIssues.append(.corrupted("the store could not be read again after another process changed it: \(error)"))
+                followed = FollowedState(counter: counter ?? 0, length: folder.shared?.publishedLength ?? 0, seal: folder.shared?.seal)
+                noteFollowed(store)
+                return
+            }
+            if folder.shared?.counter == counter || attempt == 7 { return }
+        }
+    }
+}

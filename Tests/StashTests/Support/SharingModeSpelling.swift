@@ -1,0 +1,46 @@
+import Foundation
+@testable import StashEngine
+
+// The engine takes one `SharingMode`; the tests spell it as the configuration does (`readOnly`,
+// `sharedWriters`), so that each test reads as the case it is, and the protocol's steps by their names.
+
+extension SharingMode {
+    init(readOnly: Bool, sharedWriters: Bool) {
+        self = readOnly ? .follower : sharedWriters ? .sharedWriter : .soleWriter
+    }
+}
+
+extension DiskStore {
+    convenience init(directory: String, readOnly: Bool, durable: Bool = false, sharedWriters: Bool = false) throws {
+        try self.init(directory: directory, sharing: SharingMode(readOnly: readOnly, sharedWriters: sharedWriters), durable: durable)
+    }
+
+    var readOnly: Bool { !writes }
+    var sharedWriters: Bool { sharing.mode == .sharedWriter }
+
+    /// A reader's catch-up (``Follower/catchUp(_:)``); nothing for a writer.
+    @discardableResult
+    func catchUp() -> Bool {
+        (sharing as? Follower)?.catchUp(self) ?? false
+    }
+
+    /// The steps a writer among several takes around each operation (``SharedWriter``).
+    func beginSharedOperation() { sharing.beginOperation(self) }
+    func endSharedOperation() { sharing.endOperation(self) }
+}
+
+extension DiskEngine {
+    static func open(_ url: URL, readOnly: Bool, maxSize: Int = 0, durable: Bool = false, sharedWriters: Bool = false,
+                     client: () -> any EngineClient) throws -> DiskEngine {
+        try open(url, sharing: SharingMode(readOnly: readOnly, sharedWriters: sharedWriters), maxSize: maxSize, durable: durable, client: client)
+    }
+
+    var readOnly: Bool { !sharing.writes }
+    var sharedWriters: Bool { sharing == .sharedWriter }
+}
+
+extension StoreFolder {
+    convenience init(directory: String, readOnly: Bool, sharedWriters: Bool = false) throws {
+        try self.init(directory: directory, sharing: SharingMode(readOnly: readOnly, sharedWriters: sharedWriters))
+    }
+}
