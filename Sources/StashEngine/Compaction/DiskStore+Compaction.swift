@@ -1,22 +1,11 @@
 import Foundation
 
-/// What a compaction produced off the queue, handed back to the store's queue.
-package struct CompactionResult: @unchecked Sendable {
-    // @unchecked Sendable: built on one thread, then handed over once and only read on the queue.
-    var outputs: [SegmentFile] = []
-    /// Each copied record: its key, where it was, where its copy is.
-    package var moved: [(key: String, from: DiskRecord, to: DiskRecord)] = []
-    /// Keys whose record did not verify: their values are damaged.
-    package var damaged: [(key: String, from: DiskRecord)] = []
-    package var failure: (any Error)?
-}
-
 extension DiskStore {
     /// Starts a compaction when dead bytes outweigh live ones (and exceed ``Thresholds/compactionMinimum``).
     ///
     /// Every segment so far is merged: the active one is sealed, ids are reserved for the output
     /// below the new active segment's, and the live records are copied, least recently used first,
-    /// off the queue (``compact(_:victims:into:count:folder:store:segmentLimit:)``). Writes go on meanwhile to the
+    /// off the queue (``CompactionCopy/compact(_:victims:into:count:folder:store:segmentLimit:)``). Writes go on meanwhile to the
     /// new active segment, which replays after the output, so a copy never overrides a later write.
     /// Tombstones are not copied: no older segment survives the merge. A writer in several processes
     /// compacts in bounded steps instead, inside its calls (``stepCompactionIfNeeded()``).
@@ -40,8 +29,8 @@ extension DiskStore {
         let (folder, store, segmentLimit) = (folder.handle, folder.storeID, thresholds.segmentLimit)
         let schedule = schedule
         DispatchQueue.global(qos: .utility).async {
-            let result = Self.copyAlone(in: folder) {
-                Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
+            let result = CompactionCopy.copyAlone(in: folder) {
+                CompactionCopy.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
                              folder: folder, store: store, segmentLimit: segmentLimit)
             }
             schedule { store in
@@ -53,60 +42,9 @@ extension DiskStore {
         }
     }
 
-    /// One lock per store folder, held while a compaction copies: a compaction on demand
-    /// (``compactNow()``) waits for the copy of a background one under way, and a store opened
-    /// again on the folder for the copy its predecessor left running. Never held across the queue.
-    /// Keyed by what identifies the folder (its device and inode, as the engine registry does), so two
-    /// paths to one folder (a symlink, `..`) share one lock; an entry lives only while a compaction
-    /// uses it, so the table does not grow with every folder ever compacted.
-    private static let copyLocks = Locked<[CopyLockKey: (lock: NSLock, users: Int)]>([:])
-
-    /// What a copy lock is for: the folder's identity, or its path when the open folder can no longer
-    /// be asked (`fstat` failed), which then serialises only with copies in that path.
-    private enum CopyLockKey: Hashable {
-        case folder(FolderIdentity)
-        case path(String)
-    }
-
-    /// Runs `copy` while no other compaction of the folder `folder` copies.
-    static func copyAlone<Result>(in folder: FolderHandle, _ copy: () -> Result) -> Result {
-        let key = folder.identity.map(CopyLockKey.folder) ?? .path(folder.path)
-        let lock = copyLocks.withLock { locks in
-            var entry = locks[key] ?? (NSLock(), 0)
-            entry.users += 1
-            locks[key] = entry
-            return entry.lock
-        }
-        defer {
-            copyLocks.withLock { locks in
-                guard var entry = locks[key] else { return }
-                entry.users -= 1
-                locks[key] = entry.users == 0 ? nil : entry
-            }
-        }
-        lock.lock()
-        defer { lock.unlock() }
-        return copy()
-    }
-
-    /// The copy lock of `folder` while one exists (tests: two paths to one folder share it).
-    static func copyLock(of folder: FolderHandle) -> NSLock? {
-        let key = folder.identity.map(CopyLockKey.folder) ?? .path(folder.path)
-        return copyLocks.withLock { $0[key]?.lock }
-    }
-
-    /// What a compaction copies, from where, and into which ids.
-    package struct CompactionPlan: @unchecked Sendable {
-        // @unchecked Sendable: built on the queue, then only read by the compaction thread.
-        package var entries: [(key: String, value: DiskRecord)]
-        var victims: [SegmentFile]
-        var firstOutput: UInt32
-        var outputCount: UInt32
-    }
-
     /// Seals the active segment and reserves ids for the output below the new active one's (room
     /// for `liveBytes` and one spare); every segment before is an input.
-    func beginCompaction(liveBytes: Int) throws -> CompactionPlan {
+    func beginCompaction(liveBytes: Int) throws -> CompactionCopy.Plan {
         assertOnQueue()
         let outputCount = UInt32(liveBytes / thresholds.segmentLimit + 2)
         let firstOutput = nextSegmentID
@@ -118,70 +56,15 @@ extension DiskStore {
             throw error
         }
         let victims = segments.values.filter { $0.id < firstOutput }.sorted { $0.id < $1.id }
-        return CompactionPlan(entries: withIndex { $0.entriesOldestFirst }, victims: victims, firstOutput: firstOutput,
+        return CompactionCopy.Plan(entries: withIndex { $0.entriesOldestFirst }, victims: victims, firstOutput: firstOutput,
                               outputCount: outputCount)
-    }
-
-    /// Copies `entries`' records out of `victims` into new segments `first`, `first + 1`, …, flushed.
-    /// Runs off the queue: it touches no state of the store.
-    static func compact(_ entries: [(key: String, value: DiskRecord)], victims: [SegmentFile], into first: UInt32,
-                        count: UInt32, folder: FolderHandle, store: UInt64,
-                        segmentLimit: Int = Thresholds.standard.segmentLimit) -> CompactionResult {
-        var result = CompactionResult()
-        let byID = Dictionary(uniqueKeysWithValues: victims.map { ($0.id, $0) })
-        do {
-            var output = try SegmentFile.create(id: first, in: folder, store: store, flags: SegmentFormat.compactionFlag,
-                                                durable: false, unpublished: true)
-            result.outputs.append(output)
-            var buffer: [UInt8] = []
-            for (key, record) in entries {
-                guard let segment = byID[record.segment],
-                      let recordOffset = FileNumber.int(record.offset), let recordLength = FileNumber.int(record.length),
-                      let (parsed, bytes) = try? segment.record(at: recordOffset, length: recordLength),
-                      case .set(let storedKey, let info) = parsed, storedKey == key, info.value == record.value else {
-                    result.damaged.append((key, record))
-                    continue
-                }
-                if SegmentOffsets.end(output.length, appending: buffer.count, bytes.count) > segmentLimit, output.id + 1 < first + count, !buffer.isEmpty || output.recordBytes > 0 {
-                    try output.append(buffer)
-                    buffer.removeAll(keepingCapacity: true)
-                    output = try SegmentFile.create(id: output.id + 1, in: folder, store: store,
-                                                    flags: SegmentFormat.compactionFlag, durable: false, unpublished: true)
-                    result.outputs.append(output)
-                }
-                // Offsets are 32-bit: an output that would pass 4 GiB (more live data than the ids
-                // reserved for it can hold) ends the compaction, which is retried later.
-                guard SegmentOffsets.fits(output.length, appending: buffer.count, bytes.count) else {
-                    throw StorageError.corrupted("the compaction output would exceed 4 GiB")
-                }
-                let length = bytes.withUnsafeBytes { raw in
-                    SegmentFormat.appendSet(key: key, expiry: record.expiry, time: record.lastAccess, value: record.value,
-                                            inlineBytes: UnsafeRawBufferPointer(rebasing: raw[info.valueOffset...]),
-                                            salt: output.salt, to: &buffer).length
-                }
-                var copy = record
-                copy.segment = output.id
-                copy.offset = UInt32(SegmentOffsets.end(output.length, appending: buffer.count - length))
-                copy.length = UInt32(length)
-                result.moved.append((key, record, copy))
-                if buffer.count >= 1 << 20 {
-                    try output.append(buffer)
-                    buffer.removeAll(keepingCapacity: true)
-                }
-            }
-            try output.append(buffer)
-            for file in result.outputs { try file.sync() }
-        } catch {
-            result.failure = error
-        }
-        return result
     }
 
     /// Points the index at the copies (where it still points at the originals: a key written or
     /// removed meanwhile keeps its newer record), starts a segment whose floor supersedes the inputs,
     /// writes the key directory or removes the old one (it names the inputs), then removes the inputs, oldest first
     /// (also when the directory could be neither written nor removed).
-    func finishCompaction(_ result: CompactionResult, victims: [SegmentFile], epoch: Int) {
+    func finishCompaction(_ result: CompactionCopy.Result, victims: [SegmentFile], epoch: Int) {
         assertOnQueue()
         // The outputs are published (renamed to segment names, the folder flushed) only here, on the
         // queue of the store that started the compaction and only if nothing made them stale: a store
@@ -213,7 +96,7 @@ extension DiskStore {
                         usedMeanwhile.append(moved)
                     }
                 } else {
-                    segments[to.segment]?.deadBytes += FileNumber.saturating(to.length)
+                    markDead(to) // the key was written or removed meanwhile
                 }
             }
         }

@@ -70,7 +70,7 @@ extension DiskStore {
     /// A background compaction under way is discarded (its finish, still to come on the queue, finds
     /// the epoch changed and removes its outputs) but still counts as running until then
     /// (`isCompacting` is its own), so no other starts meanwhile; and this one copies only once the
-    /// background one's copy is over (``copyAlone(in:_:)``): two compactions never overlap.
+    /// background one's copy is over (``CompactionCopy/copyAlone(in:_:)``): two compactions never overlap.
     func compactNow() throws {
         assertOnQueue()
         try ensureActive()
@@ -79,8 +79,8 @@ extension DiskStore {
         let live = withIndex { index in index.entries.reduce(0) { $0 &+ FileNumber.saturating($1.value.length) } }
         let plan = try beginCompaction(liveBytes: live)
         let (folder, store, segmentLimit) = (folder.handle, folder.storeID, thresholds.segmentLimit)
-        let result = Self.copyAlone(in: folder) {
-            Self.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
+        let result = CompactionCopy.copyAlone(in: folder) {
+            CompactionCopy.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
                          folder: folder, store: store, segmentLimit: segmentLimit)
         }
         if let failure = result.failure {

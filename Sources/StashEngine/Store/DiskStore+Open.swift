@@ -17,10 +17,10 @@ extension DiskStore {
     package func open(publishing: Bool = true) throws {
         if folder.kind == .v1 {
             if !writes { throw StorageError.unsupportedFormat(directory: directory, format: 1) }
-            try upgradeFromVersion1()
+            try VersionOneUpgrade(folder: folder, values: values, segmentLimit: thresholds.upgradeSegmentLimit).run(reporting: &recoveryIssues)
         } else if writes, FileManager.default.fileExists(atPath: directory + "/" + StoreFolder.v1JournalName),
                   StoreFolder.isV1Journal(directory + "/" + StoreFolder.v1JournalName) {
-            try removeVersion1Files() // an upgrade a crash cut short after its marker
+            try VersionOneUpgrade.removeFiles(of: folder) // an upgrade a crash cut short after its marker
         }
         let files = try folder.files()
         if writes {

@@ -1,29 +1,38 @@
 import Foundation
 
-extension DiskStore {
-    /// Carries a store of the first disk format (a journal plus one file per value, named by a hash
-    /// of the key) over into segments, then removes the old files.
-    ///
-    /// Crash-safe: the marker that makes the folder a version-2 store is written only once every value
-    /// is in the new segments (flushed); an upgrade a crash cut short is started over from the journal.
-    func upgradeFromVersion1() throws {
+/// Carries a store of the first disk format (a journal plus one file per value, named by a hash of
+/// the key) over into segments, then removes the old files: a step of opening such a store, once.
+///
+/// Crash-safe: the marker that makes the folder a version-2 store is written only once every value is
+/// in the new segments (flushed); an upgrade a crash cut short is started over from the journal.
+struct VersionOneUpgrade {
+    let folder: StoreFolder
+    let values: ValueFiles
+    /// The size at which the upgrade starts a new segment.
+    let segmentLimit: Int
+
+    private var directory: String { folder.directory }
+
+    /// Runs the upgrade; what it found wrong (a damaged journal, values it could not carry over) is
+    /// appended to `issues`.
+    func run(reporting issues: inout [StorageError]) throws {
         let journalPath = directory + "/" + StoreFolder.v1JournalName
-        let (entries, damage) = Self.replayVersion1Journal(try FileIO.readWholeFile(journalPath) ?? [])
-        if let damage { recoveryIssues.append(.corrupted("version-1 journal: \(damage); the records after it were dropped")) }
+        let (entries, damage) = Self.replayJournal(try FileIO.readWholeFile(journalPath) ?? [])
+        if let damage { issues.append(.corrupted("version-1 journal: \(damage); the records after it were dropped")) }
         // Leftovers of an upgrade a crash cut short.
         let leftovers = try folder.files()
         for id in leftovers.segments { try folder.handle.remove(SegmentFile.name(of: id)) }
         for id in leftovers.values { values.remove(id) }
         let storeID = StoreFolder.newStoreID()
-        var output = try UpgradeOutput(folder: folder.handle, store: storeID, limit: thresholds.upgradeSegmentLimit)
+        var output = try UpgradeOutput(folder: folder.handle, store: storeID, limit: segmentLimit)
         var lost = 0
         for (_, entry) in entries.entriesOldestFirst {
-            guard let data = readVersion1Value(entry) else {
+            guard let data = readValue(entry) else {
                 lost += 1
                 continue
             }
             var value = StoredValue.inline(size: data.count)
-            if Self.needsFile(size: data.count, storesValuesAsFiles: false) {
+            if DiskStore.needsFile(size: data.count, storesValuesAsFiles: false) {
                 // Flushed: the version-1 files are deleted once the marker is written.
                 let file = try values.write(data, durable: true)
                 value = .file(id: file.id, size: data.count, hash: file.hash)
@@ -42,13 +51,13 @@ extension DiskStore {
         try folder.handle.sync()
         try folder.writeMarker(storeID: storeID)
         if lost > 0 {
-            recoveryIssues.append(.corrupted("\(lost) values of the version-1 store were missing or damaged and were not carried over"))
+            issues.append(.corrupted("\(lost) values of the version-1 store were missing or damaged and were not carried over"))
         }
-        try removeVersion1Files()
+        try Self.removeFiles(of: folder)
     }
 
     /// One key of a version-1 store as its journal leaves it.
-    package struct Version1Entry {
+    package struct Entry {
         package var record: V1Record
         /// The spelling of the key in the latest set record: the v1 writer named the value file after
         /// the spelling of the call that wrote it (its index, keyed canonically, kept the first one).
@@ -59,12 +68,12 @@ extension DiskStore {
 
     /// Replays a version-1 journal by canonical key (Contract item 8): a set, remove or access record
     /// in any spelling acts on the one entry of its key; a set record's spelling becomes the entry's.
-    static func replayVersion1Journal(_ bytes: [UInt8]) -> (entries: LRUIndex<Version1Entry>, damage: String?) {
-        var entries = LRUIndex<Version1Entry>()
+    static func replayJournal(_ bytes: [UInt8]) -> (entries: LRUIndex<Entry>, damage: String?) {
+        var entries = LRUIndex<Entry>()
         let (_, damage) = JournalFormat.parse(bytes) { record in
             switch record {
             case .set(let key, let info):
-                var entry = Version1Entry(record: info, spelling: key)
+                var entry = Entry(record: info, spelling: key)
                 if let previous = entries.peek(key) {
                     entry.otherSpellings = (previous.otherSpellings + [previous.spelling]).filter { !isSameSpelling($0, key) }
                 }
@@ -83,14 +92,14 @@ extension DiskStore {
     /// seen in set records and its composed and decomposed forms: a journal rewritten by v1's own
     /// compaction names every key by the first spelling v1's index met, not by the one its file was
     /// named after. The generation in the name makes any match exactly this write's file.
-    func readVersion1Value(_ entry: Version1Entry) -> Data? {
+    private func readValue(_ entry: Entry) -> Data? {
         var candidates = [entry.spelling] + entry.otherSpellings
         for form in [entry.spelling.precomposedStringWithCanonicalMapping, entry.spelling.decomposedStringWithCanonicalMapping]
         where !candidates.contains(where: { Self.isSameSpelling($0, form) }) {
             candidates.append(form)
         }
         for spelling in candidates {
-            let path = directory + "/" + Self.version1FileName(forKey: spelling, generation: entry.record.generation)
+            let path = directory + "/" + Self.fileName(forKey: spelling, generation: entry.record.generation)
             if let data = try? FileIO.readFile(path, expectedSize: entry.record.size) { return data }
         }
         return nil
@@ -103,8 +112,8 @@ extension DiskStore {
 
     /// Removes the journal and value files of a version-1 store once its upgrade is complete (also
     /// when a crash cut the upgrade short after the marker was written).
-    func removeVersion1Files() throws {
-        for name in try FileIO.listDirectory(directory) where Self.isVersion1FileName(name) {
+    static func removeFiles(of folder: StoreFolder) throws {
+        for name in try FileIO.listDirectory(folder.directory) where isFileName(name) {
             try? folder.handle.remove(name)
         }
         try? folder.handle.remove("journal.compacting")
@@ -112,7 +121,7 @@ extension DiskStore {
     }
 
     /// `<32 hex digits of the key's SHA-256>.<hex generation>`: a version-1 value file's name.
-    static func version1FileName(forKey key: String, generation: UInt64) -> String {
+    static func fileName(forKey key: String, generation: UInt64) -> String {
         let hash = String(unsafeUninitializedCapacity: 32) { out in
             SHA256.writeHex(of: key, into: UnsafeMutableBufferPointer(rebasing: out[0..<32]))
             return 32
@@ -121,7 +130,7 @@ extension DiskStore {
     }
 
     /// `<32 hex digits>.<1 to 16 hex digits>`.
-    static func isVersion1FileName(_ name: String) -> Bool {
+    static func isFileName(_ name: String) -> Bool {
         let utf8 = name.utf8
         guard (34...49).contains(utf8.count) else { return false }
         for (offset, byte) in utf8.enumerated() {
