@@ -275,6 +275,9 @@ public final class ChildProcess: @unchecked Sendable {
 
     public var isRunning: Bool { process.isRunning }
 
+    /// The child's process identifier.
+    public var processIdentifier: Int32 { process.processIdentifier }
+
     /// How the child ended; waits for it to end.
     public var ending: Ending {
         switch process.ending {
