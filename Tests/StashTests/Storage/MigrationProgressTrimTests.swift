@@ -108,4 +108,20 @@ struct MigrationProgressTrimTests {
         #expect(reopened.allKeys.count == 2, "\(reopened.allKeys)")
         #expect(try Self.migrator(failing: Locked(false)).migrate(reopened).applied.isEmpty)
     }
+
+    @Test("the progress counts in maxSize like any value: with large bookkeeping the store still holds maxSize after every write")
+    func largeProgressStillHoldsMaxSize() throws {
+        let directory = TemporaryDirectory()
+        let storage = try DiskStorage(config: directory.diskConfig(maxSize: 300),
+                                      transformer: TransformerFactory.forCodable(ofType: String.self))
+        // The progress names the last key migrated: a 250-byte key makes it larger than 250 bytes.
+        let longKey = "m." + String(repeating: "k", count: 250)
+        try storage.setObject("a", forKey: longKey)
+        #expect(try Self.migrator(failing: Locked(false)).migrate(storage).migrated == 1)
+        for index in 0..<4 {
+            try storage.setObject(Self.filler, forKey: "f\(index)")
+            #expect(storage.totalSize <= 300, "after f\(index): \(storage.totalSize)")
+            #expect(Self.hasProgress(storage))
+        }
+    }
 }
