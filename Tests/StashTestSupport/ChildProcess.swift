@@ -29,13 +29,46 @@ public final class ChildProcess: @unchecked Sendable {
         case held
     }
 
+    /// How a child ended.
+    public enum Ending: Sendable, Equatable, CustomStringConvertible {
+        /// It exited by itself with this status.
+        case exited(Int32)
+        /// A signal ended it.
+        case signalled(Int32)
+        /// `waitpid` failed with this `errno` (ECHILD: the child was reaped by someone else), so how
+        /// it ended is not known. Every check of a run treats it as a failure: ``status`` is then
+        /// ``unknownStatus``, and ``exitedNormally``, ``wasKilled`` and ``wasSignalled`` are false.
+        case unknown(errno: Int32)
+
+        public var description: String {
+            switch self {
+            case .exited(let status): return "exited with status \(status)"
+            case .signalled(let signal): return "ended by signal \(signal)"
+            case .unknown(let number):
+                return "ended, but its exit status is unknown: waitpid failed with errno \(number)"
+                    + (number == ECHILD ? " (ECHILD: the child was reaped by someone else)" : "")
+            }
+        }
+    }
+
+    /// The ``status`` of a child whose ending is unknown: no exit status or signal number, so no
+    /// check of a status (`== 0`, `== 3`, `> 0`) passes by accident.
+    public static let unknownStatus: Int32 = -1
+
     /// A finished run: how it ended and what it printed.
     public struct Run: Sendable {
-        public var status: Int32
+        /// How the child ended.
+        public var ending: Ending
+        /// Its exit status, or the signal that ended it; ``ChildProcess/unknownStatus`` when unknown.
+        public var status: Int32 { ChildProcess.status(of: ending) }
         public var stdout: Data
+        /// What it wrote to standard error; when its ending is unknown, led by a line that says so,
+        /// so that every check that prints it says why it failed.
         public var stderr: String
-        /// Whether the child exited by itself (rather than by a signal).
-        public var exitedNormally: Bool
+        /// Whether the child exited by itself (rather than by a signal; false when unknown).
+        public var exitedNormally: Bool { if case .exited = ending { return true } else { return false } }
+        /// Whether a signal ended it (false when unknown).
+        public var wasSignalled: Bool { if case .signalled = ending { return true } else { return false } }
         /// Whether it was killed because it outlived the deadline.
         public var timedOut: Bool
         public var output: String { String(decoding: stdout, as: UTF8.self) }
@@ -101,8 +134,7 @@ public final class ChildProcess: @unchecked Sendable {
                            environment: [String: String]? = nil, deadline: TimeInterval = TestDeadline.long) throws -> Run {
         let child = try ChildProcess(executable, arguments, input: input.map(Input.data) ?? .empty, environment: environment)
         let timedOut = !child.wait(upTo: deadline)
-        return Run(status: child.status, stdout: child.output, stderr: child.errors,
-                   exitedNormally: child.exitedNormally, timedOut: timedOut)
+        return Run(ending: child.ending, stdout: child.output, stderr: child.errors, timedOut: timedOut)
     }
 
     private func drain(_ handle: FileHandle, isOutput: Bool) {
@@ -231,21 +263,55 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// What the child wrote to standard error: all of it once the child has ended, what came so far
-    /// while it runs.
+    /// while it runs. When its ending is unknown, a first line says so.
     public var errors: String {
         let ended = !process.isRunning
+        let note = ended ? Self.note(for: ending) : ""
         condition.lock()
         defer { condition.unlock() }
         while ended, !errorsEnded { condition.wait() }
-        return String(decoding: streams.errors, as: UTF8.self)
+        return note + String(decoding: streams.errors, as: UTF8.self)
     }
 
     public var isRunning: Bool { process.isRunning }
-    public var status: Int32 { process.terminationStatus }
-    public var exitedNormally: Bool { process.terminationReason == .exit }
+
+    /// The child's process identifier.
+    public var processIdentifier: Int32 { process.processIdentifier }
+
+    /// How the child ended; waits for it to end.
+    public var ending: Ending {
+        switch process.ending {
+        case .exited(let status): return .exited(status)
+        case .signalled(let signal): return .signalled(signal)
+        case .unknown(let number): return .unknown(errno: number)
+        }
+    }
+
+    /// Its exit status, or the signal that ended it; ``unknownStatus`` when that is unknown.
+    public var status: Int32 { Self.status(of: ending) }
+    /// Whether it exited by itself (false when its ending is unknown).
+    public var exitedNormally: Bool { if case .exited = ending { return true } else { return false } }
+    /// Whether SIGKILL ended it (false when its ending is unknown: a kill test then fails).
     public var wasKilled: Bool {
         // A child of strace that was killed shows as strace dying of the same signal (or exiting 128+9).
-        (process.terminationReason == .uncaughtSignal && status == SIGKILL) || status == 128 + SIGKILL
+        switch ending {
+        case .signalled(let signal): return signal == SIGKILL
+        case .exited(let status): return status == 128 + SIGKILL
+        case .unknown: return false
+        }
+    }
+
+    static func status(of ending: Ending) -> Int32 {
+        switch ending {
+        case .exited(let status), .signalled(let status): return status
+        case .unknown: return unknownStatus
+        }
+    }
+
+    /// The first line of ``errors`` for a child whose ending is unknown; empty otherwise.
+    static func note(for ending: Ending) -> String {
+        if case .unknown = ending { return "[ChildProcess] the child \(ending): treat the run as failed\n" }
+        return ""
     }
 }
 

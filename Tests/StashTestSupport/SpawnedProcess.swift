@@ -20,6 +20,10 @@ final class SpawnedProcess: @unchecked Sendable {
     enum Ending: Equatable {
         case exited(Int32)
         case signalled(Int32)
+        /// `waitpid` failed with this `errno` (ECHILD: the child was reaped by someone else, or the
+        /// process ignores SIGCHLD), so how it ended cannot be known. Never turned into a status:
+        /// a made-up one (say "killed by SIGKILL") would pass the very checks a crash test makes.
+        case unknown(errno: Int32)
     }
 
     let processIdentifier: pid_t
@@ -82,7 +86,11 @@ final class SpawnedProcess: @unchecked Sendable {
         if ended != nil || isReaping { return ended == nil }
         var status: Int32 = 0
         let reaped = waitpid(processIdentifier, &status, WNOHANG)
-        if reaped == processIdentifier { ended = Self.ending(status) }
+        if reaped == processIdentifier {
+            ended = Self.ending(status)
+        } else if reaped == -1, errno == ECHILD {
+            ended = .unknown(errno: ECHILD) // no child of ours any more: it ended, somehow
+        }
         return ended == nil
     }
 
@@ -99,32 +107,18 @@ final class SpawnedProcess: @unchecked Sendable {
         var status: Int32 = 0
         var reaped: pid_t
         repeat { reaped = waitpid(processIdentifier, &status, 0) } while reaped == -1 && errno == EINTR
+        let failure = errno
         condition.lock()
         defer { condition.unlock() }
         isReaping = false
-        ended = reaped == processIdentifier ? Self.ending(status) : .signalled(SIGKILL) // ECHILD: reaped elsewhere
+        let ending = reaped == processIdentifier ? Self.ending(status) : .unknown(errno: failure)
+        ended = ending
         condition.broadcast()
-        return ended!
+        return ending
     }
 
     func waitUntilExit() {
         _ = ending
-    }
-
-    /// How `Foundation.Process` names the two endings.
-    enum TerminationReason { case exit, uncaughtSignal }
-
-    /// How the child ended (it must have ended).
-    var terminationReason: TerminationReason {
-        if case .exited = ending { return .exit }
-        return .uncaughtSignal
-    }
-
-    /// Its exit status, or the signal that ended it (it must have ended).
-    var terminationStatus: Int32 {
-        switch ending {
-        case .exited(let status), .signalled(let status): return status
-        }
     }
 
     #if canImport(Glibc)

@@ -144,11 +144,8 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
-        try checkWritable()
-        try ReservedKeys.check(key)
         let now = now()
-        let expiryDate = try (expiry ?? config.expiry).checkedDate(from: now)
-        let data = try transformer.encode(object)
+        let (data, expiryDate) = try prepareWrite(object, forKey: key, expiry: expiry, now: now)
         try engine.write(key, data, expiry: expiryDate, now: now, config: config.writeSettings)
     }
 

@@ -17,7 +17,7 @@ import Foundation
 /// storage.async.object(forKey: "me") { result in … }
 /// let user = try await storage.async.object(forKey: "me")
 /// ```
-public final class AsyncStorage<T: Sendable>: AsyncStorageAware, Sendable {
+public final class AsyncStorage<T: Sendable>: AsyncStorageAware, AsyncCallRunning, Sendable {
     let innerStorage: HybridStorage<T>
 
     /// Wraps a hybrid storage.
@@ -50,37 +50,40 @@ public final class AsyncStorage<T: Sendable>: AsyncStorageAware, Sendable {
         }
     }
 
-    // MARK: AsyncStorageAware: every call on the store's queue, reads from memory when nothing waits
+    // MARK: AsyncCallRunning: every call on the store's queue, reads from memory when nothing waits
 
-    public func submit<Value: Sendable>(_ call: AsyncCall, _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value,
-                                        completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+    /// This storage runs its calls itself.
+    public var runner: AsyncRunner<T> { AsyncRunner(self) }
+
+    package func submit<Value: Sendable>(_ call: AsyncCall, _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value,
+                                         completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         if call.kind == .mutation { mutate(completion, work) } else { run(completion, work) }
     }
 
-    public func perform<Value: Sendable>(_ call: AsyncCall,
-                                         _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value) async throws -> Value {
+    package func perform<Value: Sendable>(_ call: AsyncCall,
+                                          _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value) async throws -> Value {
         call.kind == .mutation ? try await mutate(work) : try await run(work)
     }
 
     /// A memory hit for an awaited read, once no earlier mutation waits. A completion handler's read
     /// keeps its place on the queue, as it always has.
-    public func immediateEntry(for call: AsyncCall) -> Entry<T>? {
+    package func immediateEntry(for call: AsyncCall) -> Entry<T>? {
         guard call.isAwaited, let key = call.key, canAnswerFromMemory else { return nil }
         return innerStorage.memoryEntry(forKey: key)
     }
 
-    public func immediateObject(for call: AsyncCall) throws -> T? {
+    package func immediateObject(for call: AsyncCall) throws -> T? {
         guard call.isAwaited, let key = call.key, canAnswerFromMemory else { return nil }
         return try innerStorage.memoryObject(forKey: key)
     }
 
     /// Answered from memory or the disk index, never the queue, once no earlier write is pending.
-    public func immediateExistence(for call: AsyncCall) throws -> Bool? {
+    package func immediateExistence(for call: AsyncCall) throws -> Bool? {
         guard call.isAwaited, let key = call.key, canAnswerFromMemory else { return nil }
         return try innerStorage.existsObject(forKey: key)
     }
 
-    public func immediateExpiry(for call: AsyncCall) throws -> Bool? {
+    package func immediateExpiry(for call: AsyncCall) throws -> Bool? {
         guard call.isAwaited, let key = call.key, canAnswerFromMemory else { return nil }
         return try innerStorage.isExpiredObject(forKey: key)
     }

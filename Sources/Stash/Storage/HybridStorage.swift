@@ -111,14 +111,11 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
-        try diskStorage.checkWritable()
-        try ReservedKeys.check(key)
         let now = now
-        let config = diskStorage.config
-        let expiryDate = try (expiry ?? config.expiry).checkedDate(from: now)
-        try cache.config.validate() // the memory copy's limits and expiry (a plain value: checked here)
-        let data = try diskStorage.transformer.encode(object)
-        try engine.write(key, data, expiry: expiryDate, now: now, config: config.writeSettings) { store, path in
+        // Last before encoding: the memory copy's limits and expiry (a plain value: checked here).
+        let (data, expiryDate) = try diskStorage.prepareWrite(object, forKey: key, expiry: expiry, now: now,
+                                                              lastCheck: cache.config.validate)
+        try engine.write(key, data, expiry: expiryDate, now: now, config: diskStorage.config.writeSettings) { store, path in
             // An already expired value may have been trimmed at once; memory never holds what disk lost.
             if store.record(forKey: key) != nil {
                 remember(object, forKey: key, cost: data.count, expiry: expiryDate, filePath: path)

@@ -10,7 +10,7 @@ extension DiskStorage {
     public func write(_ batch: StorageBatch<T>) throws {
         try checkWritable()
         let now = now()
-        let changes = try batch.diskChanges(transformer: transformer, defaultExpiry: config.expiry, now: now)
+        let changes = try writeFront(now: now).changes(of: batch)
         try engine.writeBatch(changes, now: now, config: config.writeSettings)
     }
 
@@ -31,9 +31,8 @@ extension HybridStorage {
         try diskStorage.checkWritable()
         try cache.config.validate()
         let now = self.now
-        let config = diskStorage.config
-        let changes = try batch.diskChanges(transformer: diskStorage.transformer, defaultExpiry: config.expiry, now: now)
-        try engine.writeBatch(changes, now: now, config: config.writeSettings) { store, paths in
+        let changes = try diskStorage.writeFront(now: now).changes(of: batch)
+        try engine.writeBatch(changes, now: now, config: diskStorage.config.writeSettings) { store, paths in
             for (number, change) in changes.enumerated() {
                 guard case .set(let key, let data, let expiry) = change, case .set(let object, _, _) = batch.changes[number],
                       store.record(forKey: key)?.expiry == StoredTime.seconds(expiry) else { continue }

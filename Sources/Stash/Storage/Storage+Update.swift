@@ -43,9 +43,10 @@ extension DiskStorage {
                        current: (DiskStore, inout Date) throws -> T?, body: (inout T) throws -> Void,
                        onCommit: (DiskStore, T, _ size: Int, _ expiry: Date, _ path: String?) -> Void = { _, _, _, _, _ in }) throws -> T {
         try checkWritable()
-        try ReservedKeys.check(key)
-        let requested = try expiry.map { try $0.checkedDate(from: now) }
-        let fallback = try config.expiry.checkedDate(from: now)
+        let front = writeFront(now: now)
+        try front.check(key)
+        let requested = try expiry.map { try front.date($0) }
+        let fallback = try front.date(nil)
         var written: T?
         var (size, date) = (0, fallback)
         try engine.bracketOne(key, now: now, config: config.writeSettings) { store in
@@ -53,7 +54,7 @@ extension DiskStorage {
             let found = try current(store, &storedExpiry)
             guard var value = found ?? defaultValue else { throw StorageError.notFound(key: key) }
             try engine.runUserCode { try body(&value) }
-            let data = try transformer.encode(value)
+            let data = try front.encode(value)
             written = value
             (size, date) = (data.count, requested ?? (found == nil ? fallback : storedExpiry))
             return (data, date)
@@ -73,11 +74,12 @@ extension DiskStorage {
         throws -> Result {
         // A read-only storage may read in a transaction (one consistent view of several keys); its writes throw.
         if config.readOnly { try engine.checkOutsideUserCode() } else { try checkWritable() }
-        _ = try config.expiry.checkedDate(from: now) // an unusable default fails before the body runs
+        let front = writeFront(now: now)
+        _ = try front.date(nil) // an unusable default fails before the body runs
         let readOnlyDirectory = config.readOnly ? engine.directory : nil
         let (result, _) = try engine.bracket(now: now, config: config.writeSettings) { store in
-            let transaction = StorageTransaction(transformer: transformer, defaultExpiry: config.expiry, now: now,
-                                                 readOnlyDirectory: readOnlyDirectory, readCommitted: { key in try readCommitted(store, key) })
+            let transaction = StorageTransaction(front: front, readOnlyDirectory: readOnlyDirectory,
+                                                 readCommitted: { key in try readCommitted(store, key) })
             defer { transaction.end() }
             let result = try engine.runUserCode { try body(transaction) }
             return (transaction.changes, (result, transaction))

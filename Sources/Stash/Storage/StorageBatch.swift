@@ -42,20 +42,3 @@ public struct StorageBatch<T: Sendable>: Sendable {
     /// Whether the batch holds no change.
     public var isEmpty: Bool { changes.isEmpty }
 }
-
-extension StorageBatch {
-    /// The batch as the disk engine takes it: values encoded and expiries resolved, before the queue.
-    func diskChanges(transformer: Transformer<T>, defaultExpiry: Expiry, now: Date) throws -> [DiskBatchChange] {
-        try changes.map { change in
-            switch change {
-            case .set(let object, let key, let expiry):
-                try ReservedKeys.check(key)
-                let date = try (expiry ?? defaultExpiry).checkedDate(from: now)
-                return .set(key: key, data: try transformer.encode(object), expiry: date)
-            case .remove(let key):
-                try ReservedKeys.check(key)
-                return .remove(key: key)
-            }
-        }
-    }
-}

@@ -21,9 +21,10 @@ public final class StorageTransaction<T: Sendable> {
         case removed
     }
 
-    private let transformer: Transformer<T>
-    private let defaultExpiry: Expiry
-    private let now: Date
+    /// The front half of the transaction's writes (key check, expiry against the transaction's
+    /// "now", bytes): the one every write path shares.
+    private let front: WriteFront<T>
+    private var now: Date { front.now }
     /// The committed entry of a key (memory first, then disk), read on the store's queue; nil when none.
     private let readCommitted: (String) throws -> Entry<T>?
     /// Where in ``states`` each key the transaction wrote is: a dictionary of concrete types, which
@@ -37,12 +38,9 @@ public final class StorageTransaction<T: Sendable> {
     /// The folder of a read-only storage, whose transactions only read; nil when it may write.
     private let readOnlyDirectory: String?
 
-    init(transformer: Transformer<T>, defaultExpiry: Expiry, now: Date, readOnlyDirectory: String?,
-         readCommitted: @escaping (String) throws -> Entry<T>?) {
+    init(front: WriteFront<T>, readOnlyDirectory: String?, readCommitted: @escaping (String) throws -> Entry<T>?) {
         self.readOnlyDirectory = readOnlyDirectory
-        self.transformer = transformer
-        self.defaultExpiry = defaultExpiry
-        self.now = now
+        self.front = front
         self.readCommitted = readCommitted
     }
 
@@ -117,7 +115,7 @@ public final class StorageTransaction<T: Sendable> {
     public func setObject(_ object: T, forKey key: String, expiry: Expiry? = nil) throws {
         try checkOpen()
         try checkWritable(key)
-        try set(object, forKey: key, expiry: (expiry ?? defaultExpiry).checkedDate(from: now))
+        try set(object, forKey: key, expiry: front.date(expiry))
     }
 
     /// Removes `key`'s value when the transaction commits (nothing happens for a key with none).
@@ -140,7 +138,7 @@ public final class StorageTransaction<T: Sendable> {
     public func update(forKey key: String, default defaultValue: T? = nil, expiry: Expiry? = nil,
                        _ body: (inout T) throws -> Void) throws -> T {
         try checkWritable(key)
-        let requested = try expiry.map { try $0.checkedDate(from: now) }
+        let requested = try expiry.map { try front.date($0) }
         var found: Entry<T>?
         do {
             found = try entry(forKey: key)
@@ -158,14 +156,14 @@ public final class StorageTransaction<T: Sendable> {
         } else if found != nil {
             date = .distantFuture
         } else {
-            date = try defaultExpiry.checkedDate(from: now)
+            date = try front.date(nil)
         }
         try set(value, forKey: key, expiry: date)
         return value
     }
 
     private func set(_ object: T, forKey key: String, expiry: Date) throws {
-        let data = try transformer.encode(object)
+        let data = try front.encode(object)
         record(.set(object, size: data.count, expiry: expiry, change: changes.count), forKey: key)
         changes.append(.set(key: key, data: data, expiry: expiry))
     }
@@ -175,7 +173,7 @@ public final class StorageTransaction<T: Sendable> {
     }
 
     private func checkWritable(_ key: String) throws {
-        try ReservedKeys.check(key)
+        try front.check(key)
         if let readOnlyDirectory { throw StorageError.readOnly(directory: readOnlyDirectory) }
     }
 }

@@ -52,6 +52,12 @@ final class StoreLayers: EngineClient, @unchecked Sendable {
         }
     }
 
+    /// Stash's own bookkeeping (``ReservedKeys``: a migration's progress) is never evicted: losing it
+    /// would start a migration over, or run a finished one again on values already migrated.
+    func isPinned(_ key: String) -> Bool {
+        ReservedKeys.contains(key)
+    }
+
     func takeMemoryHits() -> [String] {
         var hits: [String] = []
         for weak in memoryCaches {

@@ -137,10 +137,11 @@ extension DiskStore {
         try removeExpired(now: now)
         var evicted: [String] = []
         var freed = 0
-        let totalSize = totalSize
+        let (totalSize, client) = (totalSize, client)
         withIndex { index in
             index.forEachOldestFirst { key, record in
                 guard totalSize - freed > maxSize else { return false }
+                if client?.isPinned(key) == true { return true } // the layers above's bookkeeping stays
                 evicted.append(key)
                 freed += record.size
                 return true

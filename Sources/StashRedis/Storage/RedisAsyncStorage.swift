@@ -24,7 +24,7 @@ extension RedisStore {
 /// submitted earlier has not finished. Completion handlers run on the call's own lane once the call
 /// has given up its place (a memory hit's on a global queue), never on the caller's stack, so they may
 /// call the store freely, and one that blocks holds up no other call.
-public final class RedisAsyncStorage<T: Sendable>: AsyncStorageAware, Sendable {
+public final class RedisAsyncStorage<T: Sendable>: AsyncStorageAware, AsyncCallRunning, Sendable {
     private let storage: any StorageAware<T> & Sendable
     private let keys: @Sendable () throws -> [String]
     private let memoryEntry: @Sendable (String) -> Entry<T>?
@@ -50,10 +50,13 @@ public final class RedisAsyncStorage<T: Sendable>: AsyncStorageAware, Sendable {
         return try await perform(AsyncCall(.read, key: nil, awaited: true)) { _ in try keys() }
     }
 
-    // MARK: AsyncStorageAware: concurrent calls, memory hits at once
+    // MARK: AsyncCallRunning: concurrent calls, memory hits at once
 
-    public func submit<Value: Sendable>(_ call: AsyncCall, _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value,
-                                        completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+    /// This storage runs its calls itself.
+    public var runner: AsyncRunner<T> { AsyncRunner(self) }
+
+    package func submit<Value: Sendable>(_ call: AsyncCall, _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value,
+                                         completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         let storage = storage
         scheduler.submit(call) { done in
             let result = Result { try work(storage) }
@@ -62,8 +65,8 @@ public final class RedisAsyncStorage<T: Sendable>: AsyncStorageAware, Sendable {
         }
     }
 
-    public func perform<Value: Sendable>(_ call: AsyncCall,
-                                         _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value) async throws -> Value {
+    package func perform<Value: Sendable>(_ call: AsyncCall,
+                                          _ work: @escaping @Sendable (any StorageAware<T>) throws -> Value) async throws -> Value {
         let storage = storage
         return try await withCheckedThrowingContinuation { continuation in
             scheduler.submit(call) { done in
@@ -74,20 +77,20 @@ public final class RedisAsyncStorage<T: Sendable>: AsyncStorageAware, Sendable {
         }
     }
 
-    public func immediateEntry(for call: AsyncCall) -> Entry<T>? {
+    package func immediateEntry(for call: AsyncCall) -> Entry<T>? {
         guard let key = call.key, scheduler.mayAnswerAtOnce(key) else { return nil }
         return memoryEntry(key)
     }
 
-    public func immediateObject(for call: AsyncCall) throws -> T? {
+    package func immediateObject(for call: AsyncCall) throws -> T? {
         immediateEntry(for: call)?.object
     }
 
-    public func immediateExistence(for call: AsyncCall) throws -> Bool? {
+    package func immediateExistence(for call: AsyncCall) throws -> Bool? {
         immediateEntry(for: call) == nil ? nil : true
     }
 
-    public func immediateExpiry(for call: AsyncCall) throws -> Bool? {
+    package func immediateExpiry(for call: AsyncCall) throws -> Bool? {
         immediateEntry(for: call) == nil ? nil : false
     }
 }

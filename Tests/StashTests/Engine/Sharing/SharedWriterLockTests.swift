@@ -82,6 +82,6 @@ struct SharedWriterLockTests: StepWriterScenario {
         try handle.write(contentsOf: Data(repeating: 0x5A, count: 40))
         try handle.close()
         let damaged = try ChildProcess.run(try executable("stash"), ["--dir", folder.storePath(), "check"], deadline: TestDeadline.long)
-        #expect(damaged.status != 0, "appended bytes not reported: \(damaged.output) \(damaged.stderr)")
+        #expect(damaged.status > 0, "appended bytes not reported: \(damaged.output) \(damaged.stderr)")
     }
 }

@@ -21,7 +21,7 @@ struct DebugCheckTests {
     @Test("a disk store read off its engine's queue traps in a debug build")
     func offQueueReadTraps() throws {
         let run = try runViolation("off-queue")
-        #expect(!run.exitedNormally, "the child got past the check: \(run.output)")
+        #expect(run.wasSignalled, "the child got past the check (\(run.ending)): \(run.output)")
         #expect(run.stderr.contains("DiskStore.read(_:now:) called off its engine's queue"), "stderr: \(run.stderr)")
     }
 
@@ -36,7 +36,7 @@ struct DebugCheckTests {
     @Test("taking the engine registry while holding a store's index traps in a debug build (lock order)")
     func lockOrderViolationTraps() throws {
         let run = try runViolation("lock-order")
-        #expect(!run.exitedNormally, "the child got past the check: \(run.output)")
+        #expect(run.wasSignalled, "the child got past the check (\(run.ending)): \(run.output)")
         #expect(run.stderr.contains("lock order violated: engineRegistry taken while holding storeIndex"), "stderr: \(run.stderr)")
     }
 

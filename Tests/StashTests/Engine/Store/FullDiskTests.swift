@@ -18,8 +18,9 @@ struct FullDiskTests: StoreFileScenario {
         let directory = TemporaryDirectory()
         let mountPoint = directory.path + "/small"
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        try #require(Self.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint]) == 0)
-        defer { _ = Self.run("/usr/bin/umount", ["-l", mountPoint]) }
+        let mount = try Self.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint])
+        try #require(mount.status == 0, "mount: \(mount.ending): \(mount.stderr)")
+        defer { _ = try? Self.run("/usr/bin/umount", ["-l", mountPoint]) }
         let config = DiskConfig(name: "store", directory: URL(fileURLWithPath: mountPoint), durable: true)
         var keys: [String] = []
         do {
@@ -65,13 +66,9 @@ struct FullDiskTests: StoreFileScenario {
 
     static let canMount: Bool = geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/mount")
 
-    static func run(_ tool: String, _ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        guard (try? process.run()) != nil else { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+    /// Runs `tool` to its end (as every test runs a process: ``ChildProcess``, not Foundation's `Process`).
+    static func run(_ tool: String, _ arguments: [String]) throws -> ChildProcess.Run {
+        try ChildProcess.run(URL(fileURLWithPath: tool), arguments, deadline: TestDeadline.long)
     }
 
     static func freeBytes(_ path: String) -> Int {
