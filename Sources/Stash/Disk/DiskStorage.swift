@@ -70,7 +70,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     public var allKeys: [String] { ReservedKeys.removing(from: engine.sync { $0.keys }) }
 
     /// The bytes of all stored values.
-    public var totalSize: Int { engine.sync { $0.totalSize } }
+    public var totalSize: Int { engine.sync { $0.storedBytes } }
 
     /// How many values are stored, and how many of them have expired by `date`, counted without
     /// listing a key (what `stash stats` shows).
@@ -81,14 +81,14 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
             let bookkeeping = store.record(forKey: ReservedKeys.migrationProgress) == nil ? 0 : 1
             return store.withIndex { index in
                 var expired = 0
-                if cutoff >= store.earliestExpiry { index.forEachValue { if cutoff >= $0.expiry { expired += 1 } } }
+                if cutoff >= store.expiryLowerBound { index.forEachValue { if cutoff >= $0.expiry { expired += 1 } } }
                 return (index.count - bookkeeping, expired)
             }
         }
     }
 
     /// What opening the store found damaged and dropped (see Contract item 7, Docs/Contract.md); empty after a clean open.
-    public var recoveryIssues: [StorageError] { engine.sync { $0.recoveryIssues } }
+    public var recoveryIssues: [StorageError] { engine.sync { $0.issuesFoundAtOpen } }
 
     /// Metadata of every stored value, least recently used first (reads served by a memory layer in
     /// front count as use), without reading any value.

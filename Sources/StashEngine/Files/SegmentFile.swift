@@ -27,7 +27,7 @@ package final class SegmentFile: @unchecked Sendable {
     package private(set) var path: String
     package let fd: Int32
     /// Where the next record goes (the valid length of the file).
-    package var length: Int
+    var length: Int
     /// Bytes of records that no longer matter (overwritten, removed, access records).
     var deadBytes = 0
 

@@ -60,7 +60,7 @@ package final class StoreFolder {
 
     /// The shared file (``SharedState``): the writer's mapping, which it publishes its changes
     /// through, or a reader's, which it watches; nil for a reader of a store that has none yet.
-    package var shared: SharedState?
+    var shared: SharedState?
     /// Whether a writer (in another process) had the store open when a reader opened it: a partial
     /// record at the tail is then a write in progress, not damage.
     package private(set) var writerIsActive = false
