@@ -1,9 +1,9 @@
 #if canImport(Darwin)
-import Darwin
+package import Darwin
 #elseif canImport(Glibc)
-import Glibc
+package import Glibc
 #elseif canImport(Musl)
-import Musl
+package import Musl
 #endif
 
 /// Mutable state behind one lock, reached only through ``withLock(_:)``.
@@ -17,14 +17,14 @@ package final class Locked<State>: @unchecked Sendable {
     // @unchecked Sendable: `state` is only ever touched between lock() and unlock().
     /// Behind a pointer rather than a stored `var`: the lock already makes access exclusive, and a
     /// class's `var` passed `inout` would also pay a dynamic exclusivity check on every call.
-    private let state: UnsafeMutablePointer<State>
+    @usableFromInline let state: UnsafeMutablePointer<State>
     #if canImport(Darwin)
-    private let lock: UnsafeMutablePointer<os_unfair_lock>
+    @usableFromInline let lock: UnsafeMutablePointer<os_unfair_lock>
     #else
-    private let lock: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let lock: UnsafeMutablePointer<pthread_mutex_t>
     #endif
     #if DEBUG
-    private let order: LockOrder?
+    @usableFromInline package let order: LockOrder?
     #endif
 
     /// `order`: where this lock stands among the locks that nest (checked in debug builds only).
@@ -54,7 +54,10 @@ package final class Locked<State>: @unchecked Sendable {
     }
 
     /// Runs `body` with exclusive access to the state. Never call back into the same lock from `body`.
-    @inline(__always)
+    ///
+    /// `@inlinable`: most callers are in other modules of the package (the memory layer, the
+    /// observers), where a generic call would not be specialised for their state.
+    @inlinable
     package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         #if DEBUG
         let held = order.map(HeldLocks.willTake)
