@@ -114,10 +114,13 @@ final class SharedWriter: CatchingUp, ProcessSharing {
         }
     }
 
+    /// Not without the lock: a read that runs without it, and an operation that could not take it
+    /// (its body runs all the same, and records a memory layer's hits: appended now, they would land
+    /// on the records of the process that holds the lock).
     var mayWriteNow: Bool {
         switch lock {
-        case .readingWithoutLock, .heldInsideRead, .refusedInsideRead: false
-        case .released, .held, .unavailable: true
+        case .readingWithoutLock, .heldInsideRead, .refusedInsideRead, .unavailable: false
+        case .released, .held: true
         }
     }
 
