@@ -58,24 +58,25 @@ final class Follower: CatchingUp, ProcessSharing {
             return true
         }
         let seal = shared.seal
-        if seal == nil || seal != followed.seal || shared.counter != followed.counter {
+        if seal == nil {
             // No longer at its name: the writers publish to the file there now (if any yet).
-            if seal == nil { folder.shared = SharedState.openForReading(in: folder.handle) }
-            let changes = unseenChanges(store, after: followed.segment, from: followed.segment.flatMap { store.segments[$0]?.length } ?? 0)
-            let before = foreignBefore(store, changes)
-            openAgainForReading(store)
-            publishForeign(store, changes, before: before)
-            return true
+            folder.shared = SharedState.openForReading(in: folder.handle)
+        } else if seal == followed.seal, shared.counter == followed.counter {
+            let length = shared.publishedLength
+            guard length != followed.length else { return false }
+            shared.acquire()
+            if replayTail(store, upTo: length) {
+                followed.length = length
+                noteFollowed(store)
+                return true
+            }
+            // Not whole records of the segment followed (damaged, say): opened anew as for any other
+            // change, and the observers still told of the whole records after the damage.
         }
-        let length = shared.publishedLength
-        guard length != followed.length else { return false }
-        shared.acquire()
-        guard replayTail(store, upTo: length) else {
-            openAgainForReading(store)
-            return true
-        }
-        followed.length = length
-        noteFollowed(store)
+        let changes = unseenChanges(store, after: followed.segment, from: followed.segment.flatMap { store.segments[$0]?.length } ?? 0)
+        let before = foreignBefore(store, changes)
+        openAgainForReading(store)
+        publishForeign(store, changes, before: before)
         return true
     }
 

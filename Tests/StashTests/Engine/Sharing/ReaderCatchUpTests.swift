@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+import Stash
+@testable import StashTorture // TortureValue: the values `StashTorture step` writes
+
+// Contract item 11, readers in other processes, when catching up is not a plain replay: a writer
+// process's appended records with a damaged one among them, a catch-up inside a read (a transformer
+// that reads the store), a value file damaged for good while no shared file tells what changed.
+
+@Suite("Readers in other processes: catching up past damage and inside a read", .serialized)
+struct ReaderCatchUpTests {
+    @Test("a reader's catch-up that meets a damaged record among a writer process's appended ones still tells its observers of the whole records after it")
+    func observersHearPastDamagedRecord() throws {
+        let folder = TemporaryDirectory()
+        do { _ = try DiskStorage(config: folder.diskConfig(), transformer: TransformerFactory.forData()) } // creates the store
+        let writer = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath()], input: .held)
+        let watchdog = Watchdog(writer, seconds: TestDeadline.long)
+        defer { watchdog.cancel() }
+        #expect(writer.readLine() == "ready", "\(writer.errors)")
+        var config = folder.diskConfig()
+        config.readOnly = true
+        let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
+        let heard = Recorder<String>()
+        storage.addObserver(heard, forKey: "k") { recorder, _, change in
+            switch change {
+            case .edit(_, let after): recorder.append("k #\(WrittenValue(parsing: after, key: "k").map { String($0.sequence) } ?? "?")")
+            case .remove: recorder.append("k removed")
+            }
+        }
+        #expect(writer.ask("set a 10") == "wrote a 1")
+        #expect(WrittenValue(parsing: try storage.object(forKey: "a"), key: "a")?.sequence == 1) // caught up to here
+        let segments = try FileManager.default.contentsOfDirectory(atPath: folder.storePath()).filter { $0.hasSuffix(".segment") }.sorted()
+        let segment = URL(fileURLWithPath: folder.storePath() + "/" + (try #require(segments.last)))
+        let start = try Data(contentsOf: segment).count
+        #expect(writer.ask("set x 10") == "wrote x 2")
+        // x's record is damaged before this process catches up; k's, after it, is whole.
+        let end = try Data(contentsOf: segment).count
+        try #require(end > start)
+        try flipByte(at: start + (end - start) / 2, of: segment.path)
+        #expect(writer.ask("set k 10") == "wrote k 3")
+        #expect(WrittenValue(parsing: try storage.object(forKey: "k"), key: "k")?.sequence == 3)
+        storage.waitForObservers()
+        #expect(heard.received == ["k #3"], "the observer missed the other process's write")
+        writer.closeInput()
+        #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
+    }
+
+    /// Flips one byte of the file at `path`, in place (the file keeps its inode and length).
+    private func flipByte(at offset: Int, of path: String) throws {
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        let byte = try #require(try handle.read(upToCount: 1)?.first)
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: [byte ^ 0xFF])
+    }
+
+    private func executable(_ name: String) throws -> URL {
+        try #require(builtExecutable(named: name), "\(name) was not built next to the tests")
+    }
+}
