@@ -4,6 +4,8 @@
 /// (Contract item 11).
 final class Follower: CatchingUp, ProcessSharing {
     var mode: SharingMode { .follower }
+    /// How many reads of the operation under way failed and were read again (``readFailed(_:in:)``).
+    private var readsAgain = 0
 
     /// Opens the store: the folder's shared lock, taken while the folder opened if no writer had it,
     /// goes once the index is built (``StoreFolder/endOpening()``).
@@ -18,15 +20,20 @@ final class Follower: CatchingUp, ProcessSharing {
     }
 
     func beginOperation(_ store: DiskStore) {
+        readsAgain = 0
         catchUp(store)
     }
 
     func endOperation(_ store: DiskStore) {}
 
     /// Another process may have replaced the value file since the catch-up before this read: caught
-    /// up again, the key is read as it is now.
+    /// up again, the key is read as it is now. Twice per operation at most: a catch-up that cannot
+    /// tell what changed (no shared file while a writer is at work) opens the store anew at every
+    /// call, and a value file damaged for good would be read again, deeper each time, without end.
     func readFailed(_ error: any Error, in store: DiskStore) -> AfterFailedRead {
-        error is StorageError && catchUp(store) ? .readAgain : .dropIfDamaged
+        guard error is StorageError, readsAgain < 2, catchUp(store) else { return .dropIfDamaged }
+        readsAgain += 1
+        return .readAgain
     }
 
     func keyChanged(_ key: String, since record: DiskRecord, in store: DiskStore) -> Bool {

@@ -45,6 +45,36 @@ struct ReaderCatchUpTests {
         #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
     }
 
+    @Test("a reader whose writer process is idle after its shared file was deleted: a read of a value whose file is damaged fails once, as damage, and the reader reads on")
+    func damagedValueWhileSharedFileIsGone() throws {
+        let folder = TemporaryDirectory()
+        do {
+            let storage = try DiskStorage(config: folder.diskConfig(), transformer: TransformerFactory.forData())
+            try storage.setObject(Data(repeating: 7, count: 300_000), forKey: "big") // a value file of its own
+            try storage.setObject(Data("small".utf8), forKey: "small")
+        }
+        let writer = try ChildProcess(try executable("StashTorture"), ["hold", folder.storePath()], input: .held)
+        let writerWatchdog = Watchdog(writer, seconds: TestDeadline.long)
+        defer { writerWatchdog.cancel() }
+        #expect(writer.readLine() == "ready", "\(writer.errors)")
+        let reader = try ChildProcess(try executable("StashTorture"), ["follow", folder.storePath()], input: .held)
+        let readerWatchdog = Watchdog(reader, seconds: TestDeadline.long)
+        defer { readerWatchdog.cancel() }
+        #expect(reader.readLine() == "ready", "\(reader.errors)")
+        // The shared file goes (the writer makes a new one at its next write; it writes nothing), and
+        // big's value file is damaged: nothing the reader can catch up to changes its answer.
+        try FileManager.default.removeItem(atPath: folder.storePath() + "/stash-shared")
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.storePath())
+        let valueFile = try #require(names.first { $0.hasSuffix(".value") }.map { folder.storePath() + "/" + $0 })
+        try flipByte(at: 1_000, of: valueFile)
+        #expect(reader.ask("get big") == "failed big", "\(reader.errors)")
+        #expect(reader.ask("get small") == "got small 5", "\(reader.errors)")
+        reader.closeInput()
+        #expect(reader.wait(upTo: TestDeadline.long) && reader.status == 0, "the reader did not end well: \(reader.errors)")
+        writer.closeInput()
+        #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
+    }
+
     /// Flips one byte of the file at `path`, in place (the file keeps its inode and length).
     private func flipByte(at offset: Int, of path: String) throws {
         let handle = try #require(FileHandle(forUpdatingAtPath: path))
