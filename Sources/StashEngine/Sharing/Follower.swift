@@ -6,6 +6,10 @@ final class Follower: CatchingUp, ProcessSharing {
     var mode: SharingMode { .follower }
     /// How many reads of the operation under way failed and were read again (``readFailed(_:in:)``).
     private var readsAgain = 0
+    /// A catch-up inside the operation under way (a failed read's, `check`'s) changed the store: what
+    /// the operation read before it may be older than the store now is, and a memory layer may have
+    /// kept it (a value decoded around a transformer's own read of the store).
+    private var changedInsideOperation = false
 
     /// Opens the store: the folder's shared lock, taken while the folder opened if no writer had it,
     /// goes once the index is built (``StoreFolder/endOpening()``).
@@ -24,7 +28,13 @@ final class Follower: CatchingUp, ProcessSharing {
         catchUp(store)
     }
 
-    func endOperation(_ store: DiskStore) {}
+    /// Memory goes if the store changed inside the operation (``changedInsideOperation``): the
+    /// next read of a key another process changed then finds what it wrote, not an older copy.
+    func endOperation(_ store: DiskStore) {
+        guard changedInsideOperation else { return }
+        changedInsideOperation = false
+        store.invalidateMemory(nil)
+    }
 
     /// Another process may have replaced the value file since the catch-up before this read: caught
     /// up again, the key is read as it is now. Twice per operation at most: a catch-up that cannot
@@ -33,11 +43,12 @@ final class Follower: CatchingUp, ProcessSharing {
     func readFailed(_ error: any Error, in store: DiskStore) -> AfterFailedRead {
         guard error is StorageError, readsAgain < 2, catchUp(store) else { return .dropIfDamaged }
         readsAgain += 1
+        changedInsideOperation = true
         return .readAgain
     }
 
     func keyChanged(_ key: String, since record: DiskRecord, in store: DiskStore) -> Bool {
-        catchUp(store)
+        if catchUp(store) { changedInsideOperation = true }
         return store.record(forKey: key) != record
     }
 

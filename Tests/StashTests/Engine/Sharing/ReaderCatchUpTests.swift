@@ -75,6 +75,45 @@ struct ReaderCatchUpTests {
         #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
     }
 
+    @Test("a transformer that reads the store from inside a reader's read, after a writer process replaced both values: the value the outer read decoded is not kept in memory as current, and the next read sees the writer's")
+    func nestedReadCatchesUpInsideRead() throws {
+        let folder = TemporaryDirectory()
+        do {
+            let storage = try DiskStorage(config: folder.diskConfig(), transformer: TransformerFactory.forData())
+            try storage.setObject(TortureValue.make(key: "a", sequence: 100, payloadCount: 10), forKey: "a")
+            try storage.setObject(TortureValue.make(key: "b", sequence: 100, payloadCount: 300_000), forKey: "b") // a value file of its own
+        }
+        let writer = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath()], input: .held)
+        let watchdog = Watchdog(writer, seconds: TestDeadline.long)
+        defer { watchdog.cancel() }
+        #expect(writer.readLine() == "ready", "\(writer.errors)")
+        let reader = Locked<Storage<Data>?>(nil)
+        let nested = Recorder<String>()
+        // Decoding a's first value: the writer process overwrites a and b (b's old file goes), then the
+        // transformer reads b, whose file the reader's index still names.
+        let transformer = Transformer<Data>(toData: { $0 }, fromData: { data in
+            if WrittenValue(parsing: data, key: "a")?.sequence == 100, nested.received.isEmpty, let storage = reader.withLock({ $0 }) {
+                nested.append(writer.ask("set a 10"))
+                nested.append(writer.ask("set b 300000"))
+                let b = try? storage.object(forKey: "b")
+                nested.append(b.flatMap { WrittenValue(parsing: $0, key: "b") }.map { "read b \($0.sequence)" } ?? "no b")
+            }
+            return data
+        })
+        var config = folder.diskConfig()
+        config.readOnly = true
+        let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: transformer)
+        reader.withLock { $0 = storage }
+        defer { reader.withLock { $0 = nil } }
+        // This read began before the writer's writes: a's old value is its answer.
+        #expect(WrittenValue(parsing: try storage.object(forKey: "a"), key: "a")?.sequence == 100)
+        #expect(nested.received == ["wrote a 1", "wrote b 2", "read b 2"])
+        // This one began after both returned.
+        #expect(WrittenValue(parsing: try storage.object(forKey: "a"), key: "a")?.sequence == 1, "a stale memory copy of a")
+        writer.closeInput()
+        #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
+    }
+
     /// Flips one byte of the file at `path`, in place (the file keeps its inode and length).
     private func flipByte(at offset: Int, of path: String) throws {
         let handle = try #require(FileHandle(forUpdatingAtPath: path))
