@@ -186,7 +186,15 @@ final class SharedWriter: CatchingUp, ProcessSharing {
             } else if shared.publishedLength != followed.length {
                 shared.acquire()
                 followed.replayer = Replayer() // this store's own writes moved keys since: no map of positions kept
-                if !replayTail(store, upTo: shared.publishedLength) { try openAgainAsWriter(store, announcing: false) }
+                if !replayTail(store, upTo: shared.publishedLength) {
+                    // Not whole records (damaged): opened anew from the files, which cuts a damaged
+                    // tail off. The files changed, so the others open anew too: this store's next
+                    // record there may end at the length they followed, and look like nothing new.
+                    let changes = unseenChanges(store, after: store.active?.id, from: store.active?.length ?? 0)
+                    let before = foreignBefore(store, changes)
+                    try openAgainAsWriter(store, announcing: true)
+                    publishForeign(store, changes, before: before)
+                }
             }
         } catch {
             needsReopen = true
