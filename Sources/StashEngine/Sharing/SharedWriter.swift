@@ -187,12 +187,11 @@ final class SharedWriter: CatchingUp, ProcessSharing {
                 shared.acquire()
                 followed.replayer = Replayer() // this store's own writes moved keys since: no map of positions kept
                 if !replayTail(store, upTo: shared.publishedLength) {
-                    // Not whole records (damaged): opened anew from the files, which cuts a damaged
-                    // tail off. The files changed, so the others open anew too: this store's next
-                    // record there may end at the length they followed, and look like nothing new.
+                    // Not whole records (damaged): opened anew from the files (announced if the open
+                    // cut a damaged tail off), the observers told of the whole records it finds.
                     let changes = unseenChanges(store, after: store.active?.id, from: store.active?.length ?? 0)
                     let before = foreignBefore(store, changes)
-                    try openAgainAsWriter(store, announcing: true)
+                    try openAgainAsWriter(store, announcing: false)
                     publishForeign(store, changes, before: before)
                 }
             }
@@ -241,10 +240,16 @@ final class SharedWriter: CatchingUp, ProcessSharing {
 
     /// Opens the store anew from its files, holding the lock: another process changed them, or was
     /// killed inside an operation (`announcing`: this open may then have changed the files, so the
-    /// other processes open the store anew too).
+    /// other processes open the store anew too). So they do when the open cut a damaged tail off the
+    /// active segment: this store's next record there could end at the very length they followed,
+    /// which they would take for nothing new.
     private func openAgainAsWriter(_ store: DiskStore, announcing: Bool) throws {
         let used = pendingUses(store)
         try openAgain(store, publishing: announcing)
+        if !announcing, let active = store.active, let shared = store.folder.shared, shared.structure.segment == active.id,
+           active.length < shared.publishedLength {
+            store.publishStructure() // the active segment is now shorter than what the others followed
+        }
         needsReopen = false
         if let shared = store.folder.shared { noteCaughtUp(store, shared) }
         // Reads not yet written as access records count as use in the store opened anew too (its

@@ -86,8 +86,9 @@ struct SharedWriterFaultTests {
         #expect(try storage.object(forKey: "k") == Data("after".utf8))
     }
 
-    @Test("a writer process that finds another's last record damaged cuts it off and tells every process: a record of the same length it then writes there is seen by the others")
-    func damagedTailCutOffIsAnnounced() throws {
+    @Test("a writer process that finds another's last record damaged cuts it off and tells every process: a record of the same length it then writes there is seen by the others (the damaged record appended, or in a segment that process had not seen)",
+          arguments: [false, true])
+    func damagedTailCutOffIsAnnounced(afterNewSegment: Bool) throws {
         let folder = TemporaryDirectory()
         let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
         try storage.setObject(Data("first".utf8), forKey: "a")
@@ -95,6 +96,7 @@ struct SharedWriterFaultTests {
         let watchdog = Watchdog(other, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(other.readLine() == "ready", "\(other.errors)")
+        if afterNewSegment { try storage.removeAll() } // a new segment: the other process opens the store anew
         let segments = try FileManager.default.contentsOfDirectory(atPath: folder.storePath()).filter { $0.hasSuffix(".segment") }.sorted()
         let segment = folder.storePath() + "/" + (try #require(segments.last))
         func size() throws -> Int { try #require(FileManager.default.attributesOfItem(atPath: segment)[.size] as? Int) }
