@@ -71,8 +71,13 @@ final class Follower: CatchingUp, ProcessSharing {
                 return false
             }
             // Found; or none while a writer is at work (someone deleted it, and the writer makes a new
-            // one when it next checks its folder): nothing tells what changed, so the files do, every call.
+            // one when it next checks its folder): nothing tells what changed, so the files do, every
+            // call; and the observers are told of what the last segment holds past this store's end of it.
+            let last = store.segments.keys.max()
+            let changes = unseenChanges(store, after: last, from: last.flatMap { store.segments[$0]?.length } ?? 0)
+            let before = foreignBefore(store, changes)
             openAgainForReading(store)
+            publishForeign(store, changes, before: before)
             return true
         }
         let seal = shared.seal

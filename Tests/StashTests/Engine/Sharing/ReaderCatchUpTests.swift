@@ -114,6 +114,38 @@ struct ReaderCatchUpTests {
         #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
     }
 
+    @Test("a reader whose shared file was deleted under a writer process, which then writes: the reader's observers hear those writes, though no shared file says what changed")
+    func observersHearWritesWithoutSharedFile() throws {
+        let folder = TemporaryDirectory()
+        do { _ = try DiskStorage(config: folder.diskConfig(), transformer: TransformerFactory.forData()) } // creates the store
+        let writer = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath()], input: .held)
+        let watchdog = Watchdog(writer, seconds: TestDeadline.long)
+        defer { watchdog.cancel() }
+        #expect(writer.readLine() == "ready", "\(writer.errors)")
+        var config = folder.diskConfig()
+        config.readOnly = true
+        let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
+        let heard = Recorder<String>()
+        storage.addObserver(heard, forKey: "k") { recorder, _, change in
+            switch change {
+            case .edit(_, let after): recorder.append("k #\(WrittenValue(parsing: after, key: "k").map { String($0.sequence) } ?? "?")")
+            case .remove: recorder.append("k removed")
+            }
+        }
+        #expect(writer.ask("set k 10") == "wrote k 1")
+        #expect(WrittenValue(parsing: try storage.object(forKey: "k"), key: "k")?.sequence == 1)
+        try FileManager.default.removeItem(atPath: folder.storePath() + "/stash-shared")
+        _ = try storage.existsObject(forKey: "unrelated") // finds it gone
+        #expect(writer.ask("set k 10") == "wrote k 2")
+        #expect(WrittenValue(parsing: try storage.object(forKey: "k"), key: "k")?.sequence == 2)
+        #expect(writer.ask("set k 10") == "wrote k 3")
+        #expect(WrittenValue(parsing: try storage.object(forKey: "k"), key: "k")?.sequence == 3)
+        storage.waitForObservers()
+        #expect(heard.received == ["k #1", "k #2", "k #3"], "the observer missed writes made while the shared file was gone")
+        writer.closeInput()
+        #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
+    }
+
     /// Flips one byte of the file at `path`, in place (the file keeps its inode and length).
     private func flipByte(at offset: Int, of path: String) throws {
         let handle = try #require(FileHandle(forUpdatingAtPath: path))
