@@ -35,6 +35,9 @@ import Darwin
 //       faults, every read checked against the writers' logs (Soak.swift, SoakRoles.swift, SoakCheck.swift).
 //   debug-check off-queue|lock-order DIR
 //       Debug builds only: breaks a rule the debug checks guard and must trap (DebugChecks.swift).
+//   follow DIR
+//       Opens the store read-only, prints `ready`, then reads one key per line of stdin (`get KEY`):
+//       `got KEY BYTES`, `missing KEY` or `failed KEY` (Follow.swift).
 //   step DIR [--shared]
 //       Opens the store (with `--shared`, as one of several writer processes), prints `ready`, then runs one command per line of stdin and prints a line
 //       once it returned: `set KEY SIZE` writes a self-verifying value of SIZE payload bytes with
@@ -281,7 +284,7 @@ func main(_ arguments: [String]) -> Never {
         arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     }
     let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N"
-        + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture lock-folder DIR | StashTorture hold DIR | StashTorture step DIR [--shared] | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
+        + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture lock-folder DIR | StashTorture hold DIR | StashTorture step DIR [--shared] | StashTorture follow DIR | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
         + " | StashTorture soak DIR [--seconds N] [--seed S] [--stash PATH] [--without-deletions]"
         + " | StashTorture increment DIR --count N | StashTorture move DIR --count N --seed S | StashTorture sum DIR --total T"
         + " | StashTorture transact DIR --keys K --rounds R | StashTorture migrate DIR"
@@ -300,6 +303,8 @@ func main(_ arguments: [String]) -> Never {
             try runHold(arguments[1])
         case "step":
             try runStep(arguments[1], shared: arguments.contains("--shared"))
+        case "follow":
+            try runFollow(arguments[1])
         case "batches":
             guard let seed = option("--seed").flatMap(UInt64.init), seed < 1 << 40 else { fail(usage, status: 2) }
             try runBatches(arguments[1], seed: seed)

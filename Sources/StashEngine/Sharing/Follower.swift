@@ -4,6 +4,12 @@
 /// (Contract item 11).
 final class Follower: CatchingUp, ProcessSharing {
     var mode: SharingMode { .follower }
+    /// How many reads of the operation under way failed and were read again (``readFailed(_:in:)``).
+    private var readsAgain = 0
+    /// A catch-up inside the operation under way (a failed read's, `check`'s) changed the store: what
+    /// the operation read before it may be older than the store now is, and a memory layer may have
+    /// kept it (a value decoded around a transformer's own read of the store).
+    private var changedInsideOperation = false
 
     /// Opens the store: the folder's shared lock, taken while the folder opened if no writer had it,
     /// goes once the index is built (``StoreFolder/endOpening()``).
@@ -18,19 +24,31 @@ final class Follower: CatchingUp, ProcessSharing {
     }
 
     func beginOperation(_ store: DiskStore) {
+        readsAgain = 0
         catchUp(store)
     }
 
-    func endOperation(_ store: DiskStore) {}
+    /// Memory goes if the store changed inside the operation (``changedInsideOperation``): the
+    /// next read of a key another process changed then finds what it wrote, not an older copy.
+    func endOperation(_ store: DiskStore) {
+        guard changedInsideOperation else { return }
+        changedInsideOperation = false
+        store.invalidateMemory(nil)
+    }
 
     /// Another process may have replaced the value file since the catch-up before this read: caught
-    /// up again, the key is read as it is now.
+    /// up again, the key is read as it is now. Twice per operation at most: a catch-up that cannot
+    /// tell what changed (no shared file while a writer is at work) opens the store anew at every
+    /// call, and a value file damaged for good would be read again, deeper each time, without end.
     func readFailed(_ error: any Error, in store: DiskStore) -> AfterFailedRead {
-        error is StorageError && catchUp(store) ? .readAgain : .dropIfDamaged
+        guard error is StorageError, readsAgain < 2, catchUp(store) else { return .dropIfDamaged }
+        readsAgain += 1
+        changedInsideOperation = true
+        return .readAgain
     }
 
     func keyChanged(_ key: String, since record: DiskRecord, in store: DiskStore) -> Bool {
-        catchUp(store)
+        if catchUp(store) { changedInsideOperation = true }
         return store.record(forKey: key) != record
     }
 
@@ -53,29 +71,35 @@ final class Follower: CatchingUp, ProcessSharing {
                 return false
             }
             // Found; or none while a writer is at work (someone deleted it, and the writer makes a new
-            // one when it next checks its folder): nothing tells what changed, so the files do, every call.
-            openAgainForReading(store)
-            return true
-        }
-        let seal = shared.seal
-        if seal == nil || seal != followed.seal || shared.counter != followed.counter {
-            // No longer at its name: the writers publish to the file there now (if any yet).
-            if seal == nil { folder.shared = SharedState.openForReading(in: folder.handle) }
-            let changes = unseenChanges(store, after: followed.segment, from: followed.segment.flatMap { store.segments[$0]?.length } ?? 0)
+            // one when it next checks its folder): nothing tells what changed, so the files do, every
+            // call; and the observers are told of what the last segment holds past this store's end of it.
+            let last = store.segments.keys.max()
+            let changes = unseenChanges(store, after: last, from: last.flatMap { store.segments[$0]?.length } ?? 0)
             let before = foreignBefore(store, changes)
             openAgainForReading(store)
             publishForeign(store, changes, before: before)
             return true
         }
-        let length = shared.publishedLength
-        guard length != followed.length else { return false }
-        shared.acquire()
-        guard replayTail(store, upTo: length) else {
-            openAgainForReading(store)
-            return true
+        let seal = shared.seal
+        if seal == nil {
+            // No longer at its name: the writers publish to the file there now (if any yet).
+            folder.shared = SharedState.openForReading(in: folder.handle)
+        } else if seal == followed.seal, shared.counter == followed.counter {
+            let length = shared.publishedLength
+            guard length != followed.length else { return false }
+            shared.acquire()
+            if replayTail(store, upTo: length) {
+                followed.length = length
+                noteFollowed(store)
+                return true
+            }
+            // Not whole records of the segment followed (damaged, say): opened anew as for any other
+            // change, and the observers still told of the whole records after the damage.
         }
-        followed.length = length
-        noteFollowed(store)
+        let changes = unseenChanges(store, after: followed.segment, from: followed.segment.flatMap { store.segments[$0]?.length } ?? 0)
+        let before = foreignBefore(store, changes)
+        openAgainForReading(store)
+        publishForeign(store, changes, before: before)
         return true
     }
 

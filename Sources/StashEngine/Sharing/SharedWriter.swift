@@ -114,10 +114,13 @@ final class SharedWriter: CatchingUp, ProcessSharing {
         }
     }
 
+    /// Not without the lock: a read that runs without it, and an operation that could not take it
+    /// (its body runs all the same, and records a memory layer's hits: appended now, they would land
+    /// on the records of the process that holds the lock).
     var mayWriteNow: Bool {
         switch lock {
-        case .readingWithoutLock, .heldInsideRead, .refusedInsideRead: false
-        case .released, .held, .unavailable: true
+        case .readingWithoutLock, .heldInsideRead, .refusedInsideRead, .unavailable: false
+        case .released, .held: true
         }
     }
 
@@ -183,7 +186,14 @@ final class SharedWriter: CatchingUp, ProcessSharing {
             } else if shared.publishedLength != followed.length {
                 shared.acquire()
                 followed.replayer = Replayer() // this store's own writes moved keys since: no map of positions kept
-                if !replayTail(store, upTo: shared.publishedLength) { try openAgainAsWriter(store, announcing: false) }
+                if !replayTail(store, upTo: shared.publishedLength) {
+                    // Not whole records (damaged): opened anew from the files (announced if the open
+                    // cut a damaged tail off), the observers told of the whole records it finds.
+                    let changes = unseenChanges(store, after: store.active?.id, from: store.active?.length ?? 0)
+                    let before = foreignBefore(store, changes)
+                    try openAgainAsWriter(store, announcing: false)
+                    publishForeign(store, changes, before: before)
+                }
             }
         } catch {
             needsReopen = true
@@ -230,10 +240,16 @@ final class SharedWriter: CatchingUp, ProcessSharing {
 
     /// Opens the store anew from its files, holding the lock: another process changed them, or was
     /// killed inside an operation (`announcing`: this open may then have changed the files, so the
-    /// other processes open the store anew too).
+    /// other processes open the store anew too). So they do when the open cut a damaged tail off the
+    /// active segment: this store's next record there could end at the very length they followed,
+    /// which they would take for nothing new.
     private func openAgainAsWriter(_ store: DiskStore, announcing: Bool) throws {
         let used = pendingUses(store)
         try openAgain(store, publishing: announcing)
+        if !announcing, let active = store.active, let shared = store.folder.shared, shared.structure.segment == active.id,
+           active.length < shared.publishedLength {
+            store.publishStructure() // the active segment is now shorter than what the others followed
+        }
         needsReopen = false
         if let shared = store.folder.shared { noteCaughtUp(store, shared) }
         // Reads not yet written as access records count as use in the store opened anew too (its

@@ -86,6 +86,35 @@ struct SharedWriterFaultTests {
         #expect(try storage.object(forKey: "k") == Data("after".utf8))
     }
 
+    @Test("a writer process that finds another's last record damaged cuts it off and tells every process: a record of the same length it then writes there is seen by the others (the damaged record appended, or in a segment that process had not seen)",
+          arguments: [false, true])
+    func damagedTailCutOffIsAnnounced(afterNewSegment: Bool) throws {
+        let folder = TemporaryDirectory()
+        let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
+        try storage.setObject(Data("first".utf8), forKey: "a")
+        let other = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath(), "--shared"], input: .held)
+        let watchdog = Watchdog(other, seconds: TestDeadline.long)
+        defer { watchdog.cancel() }
+        #expect(other.readLine() == "ready", "\(other.errors)")
+        if afterNewSegment { try storage.removeAll() } // a new segment: the other process opens the store anew
+        let segments = try FileManager.default.contentsOfDirectory(atPath: folder.storePath()).filter { $0.hasSuffix(".segment") }.sorted()
+        let segment = folder.storePath() + "/" + (try #require(segments.last))
+        func size() throws -> Int { try #require(FileManager.default.attributesOfItem(atPath: segment)[.size] as? Int) }
+        // This process's record of x, as long as the other's of y will be (`step` writes 37 bytes for
+        // `set y 10`), is damaged before the other process replays it.
+        try storage.setObject(Data(repeating: 1, count: 37), forKey: "x")
+        let end = try size()
+        let handle = try #require(FileHandle(forUpdatingAtPath: segment))
+        try handle.seek(toOffset: UInt64(end - 20))
+        try handle.write(contentsOf: [0xFF, 0x00, 0xFF])
+        try handle.close()
+        #expect(other.ask("set y 10") == "wrote y 1")
+        try #require(try size() == end, "y's record did not take x's place: the case is not the one tested")
+        #expect(WrittenValue(parsing: try #require(try? storage.object(forKey: "y"), "the other process's write was not seen"), key: "y")?.sequence == 1)
+        other.closeInput()
+        #expect(other.wait(upTo: TestDeadline.long) && other.status == 0, "\(other.errors)")
+    }
+
     private func executable(_ name: String) throws -> URL {
         try #require(builtExecutable(named: name), "\(name) was not built next to the tests")
     }

@@ -49,6 +49,32 @@ struct SharedWriterLockTests: StepWriterScenario {
         #expect(try disk.object(forKey: "side") == Data("side".utf8))
     }
 
+    @Test("a call that cannot take the lock, because a sole writer in another process holds it, writes no access records beside that writer: its acknowledged write survives")
+    func noAccessRecordsWithoutTheLock() throws {
+        let folder = TemporaryDirectory()
+        do {
+            let hybrid = try Storage(diskConfig: folder.diskConfig(sharedWriters: true), memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
+            try hybrid.setObject(Data("first".utf8), forKey: "a")
+            // 255 disk reads run without the lock, each buffering an access record (one short of a flush).
+            let disk = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
+            for _ in 0..<255 { _ = try disk.object(forKey: "a") }
+            #expect(try hybrid.object(forKey: "a") == Data("first".utf8)) // a memory hit, counted as use on the next call
+            // A writer that keeps the store to itself opens between this process's calls, and writes.
+            let other = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath()], input: .held)
+            let watchdog = Watchdog(other, seconds: TestDeadline.long)
+            defer { watchdog.cancel() }
+            #expect(other.readLine() == "ready", "\(other.errors)")
+            #expect(other.ask("set b 5") == "wrote b 1")
+            // This call cannot take the lock; the memory hit it records is the 256th access.
+            _ = hybrid.entryInfos
+            other.closeInput()
+            #expect(other.wait(upTo: TestDeadline.long) && other.status == 0, "\(other.errors)")
+        }
+        let reopened = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
+        #expect(sequence(try? reopened.object(forKey: "b"), "b") == 1, "the other writer's acknowledged write was lost")
+        #expect(reopened.recoveryIssues.isEmpty, "\(reopened.recoveryIssues)")
+    }
+
     @Test("two writer processes open and close around a sole writer's open and close; once all closed, stash check reports bytes appended to the segment, and stash set works beside a writer process")
     func writersCountAfterAllClosed() throws {
         let folder = TemporaryDirectory()
