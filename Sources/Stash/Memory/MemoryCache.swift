@@ -132,6 +132,9 @@ package final class MemoryCache: Sendable {
     /// The keys hit since the last call, oldest first.
     func takeRecentHits() -> [String] {
         state.withLock { state in
+            // Asked before every write: with no hits (the common case) nothing is copied or allocated
+            // (emptying an array whose buffer the caller now shares would allocate a new one).
+            guard !state.recentHits.isEmpty else { return [] }
             defer { state.recentHits.removeAll(keepingCapacity: true) }
             return state.recentHits
         }
