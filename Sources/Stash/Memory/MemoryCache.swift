@@ -1,4 +1,4 @@
-import StashEngine
+@_spi(StashLayers) import StashEngine
 package import Foundation
 
 /// The type-erased, locked LRU behind a ``MemoryStorage`` and all its typed views.
@@ -52,7 +52,10 @@ package final class MemoryCache: Sendable {
     ///
     /// The fast path of a memory hit: one lock, one lookup, the item itself not copied. Not generic,
     /// so that callers in unspecialized generic code pay no type-metadata lookups here.
-    package func hit(forKey key: String, now: Date) -> (box: AnyValueBox, expiry: Date)? {
+    /// - Parameter countsAsUse: Whether the disk layer counts the hit as a use of the key (an access
+    ///   record); false for a read that a write of the same key follows in the same turn of the
+    ///   queue (`update`, a transaction), whose record then carries the time of use itself.
+    package func hit(forKey key: String, now: Date, countsAsUse: Bool = true) -> (box: AnyValueBox, expiry: Date)? {
         state.withLock { state in
             let found = state.items.use(key, reading: { item -> (box: AnyValueBox, expiry: Date)? in
                 now < item.dropAfter ? (item.object, item.expiry) : nil
@@ -62,7 +65,7 @@ package final class MemoryCache: Sendable {
                 if let old = state.items.remove(key) { state.totalCost -= old.cost }
                 return nil
             }
-            if state.tracksHits, state.recentHits.count < Self.maxRecentHits { state.recentHits.append(key) }
+            if countsAsUse, state.tracksHits, state.recentHits.count < Self.maxRecentHits { state.recentHits.append(key) }
             return hit
         }
     }
@@ -77,9 +80,10 @@ package final class MemoryCache: Sendable {
             }
             if let old = state.items.set(key, item) { state.totalCost -= old.cost }
             state.totalCost += item.cost
-            while let oldest = state.items.oldest,
-                  (config.countLimit > 0 && state.items.count > config.countLimit)
-                    || (config.totalCostLimit > 0 && state.totalCost > config.totalCostLimit) {
+            // The limits first: `oldest` copies out an entry (its key and value), for nothing when they hold.
+            while (config.countLimit > 0 && state.items.count > config.countLimit)
+                    || (config.totalCostLimit > 0 && state.totalCost > config.totalCostLimit),
+                  let oldest = state.items.oldest {
                 state.items.remove(oldest.key)
                 state.totalCost -= oldest.value.cost
             }
@@ -128,6 +132,9 @@ package final class MemoryCache: Sendable {
     /// The keys hit since the last call, oldest first.
     func takeRecentHits() -> [String] {
         state.withLock { state in
+            // Asked before every write: with no hits (the common case) nothing is copied or allocated
+            // (emptying an array whose buffer the caller now shares would allocate a new one).
+            guard !state.recentHits.isEmpty else { return [] }
             defer { state.recentHits.removeAll(keepingCapacity: true) }
             return state.recentHits
         }

@@ -17,6 +17,14 @@ package class AnyValueBox: @unchecked Sendable {
         }
         return anyValue as? T
     }
+
+    /// The value of a box that holds a `T`: a `ValueBox<T>`, as every box a transaction reads is
+    /// (``CommittedValue``).
+    @inline(__always)
+    final func unboxed<T: Sendable>(as type: T.Type) -> T {
+        guard let value = value(as: T.self) else { preconditionFailure("a \(Swift.type(of: self)) holds no \(T.self)") }
+        return value
+    }
 }
 
 /// The box of one value of type `T`.

@@ -27,27 +27,28 @@ extension DiskStorage {
     /// see ``Storage/transaction(_:)``.
     public func transaction<Result>(_ body: (StorageTransaction<T>) throws -> Result) throws -> Result {
         let now = now()
-        return try performTransaction(now: now, readCommitted: { store, key in try self.committedEntry(key, in: store, now: now) },
+        return try performTransaction(now: now, readCommitted: { store, key in try self.committedValue(key, in: store, now: now) },
                                       body: body)
     }
 
     /// The bracket of an update, in one turn of the queue (``DiskEngine/bracketOne(_:now:config:_:onCommit:)``):
     /// `current` reads the valid value (nil when missing or expired; its expiry into the `inout` date),
     /// `body` changes it, and the new value is committed as one write of `key`; `onCommit` runs on the
-    /// queue with the value written, its size, expiry and file path.
+    /// queue with the value written (in the box memory keeps), its size, expiry and file path.
     ///
     /// No `T` crosses the engine's hop, and no tuple or struct holding one is made: this code is not
     /// specialised for the app's type (it is called from another module), and each such type cost a
     /// runtime metadata lookup per call (Docs/Benchmarks.md, "Update and transactions").
     func performUpdate(forKey key: String, default defaultValue: T?, expiry: Expiry?, now: Date,
                        current: (DiskStore, inout Date) throws -> T?, body: (inout T) throws -> Void,
-                       onCommit: (DiskStore, T, _ size: Int, _ expiry: Date, _ path: String?) -> Void = { _, _, _, _, _ in }) throws -> T {
+                       onCommit: (DiskStore, AnyValueBox, _ size: Int, _ expiry: Date, _ path: String?) -> Void = { _, _, _, _, _ in })
+        throws -> T {
         try checkWritable()
         let front = writeFront(now: now)
         try front.check(key)
         let requested = try expiry.map { try front.date($0) }
         let fallback = try front.date(nil)
-        var written: T?
+        var written: AnyValueBox? // boxed once, for memory as well: no `T?` is made (see above)
         var (size, date) = (0, fallback)
         try engine.bracketOne(key, now: now, config: config.writeSettings) { store in
             var storedExpiry = fallback
@@ -55,7 +56,7 @@ extension DiskStorage {
             guard var value = found ?? defaultValue else { throw StorageError.notFound(key: key) }
             try engine.runUserCode { try body(&value) }
             let data = try front.encode(value)
-            written = value
+            written = ValueBox(value)
             (size, date) = (data.count, requested ?? (found == nil ? fallback : storedExpiry))
             return (data, date)
         } onCommit: { store, path in
@@ -63,12 +64,12 @@ extension DiskStorage {
             guard let value = written, store.record(forKey: key) != nil else { return }
             onCommit(store, value, size, date, path)
         }
-        return written.unsafelyUnwrapped // the bracket committed: `body` returned a value
+        return written.unsafelyUnwrapped.unboxed(as: T.self) // the bracket committed: `body` returned a value
     }
 
     /// The bracket of a transaction: `body` reads through a ``StorageTransaction`` (its own writes,
     /// else `readCommitted` on the queue) and its writes are committed in the same turn as one batch.
-    func performTransaction<Result>(now: Date, readCommitted: @escaping (DiskStore, String) throws -> Entry<T>?,
+    func performTransaction<Result>(now: Date, readCommitted: @escaping (DiskStore, String) throws -> CommittedValue?,
                                     body: (StorageTransaction<T>) throws -> Result,
                                     onCommit: (DiskStore, StorageTransaction<T>, _ paths: [String?]) -> Void = { _, _, _ in })
         throws -> Result {
@@ -89,10 +90,11 @@ extension DiskStorage {
         return result
     }
 
-    /// The entry stored for `key`, read and decoded on the queue; nil when there is none.
-    func committedEntry(_ key: String, in store: DiskStore, now: Date) throws -> Entry<T>? {
+    /// The value stored for `key`, read and decoded on the queue, boxed; nil when there is none.
+    func committedValue(_ key: String, in store: DiskStore, now: Date) throws -> CommittedValue? {
         do {
-            return try readEntry(key, from: store).entry
+            let (data, record, path) = try store.read(key, now: now)
+            return CommittedValue(box: ValueBox(try decode(data, key: key)), expiry: StoredTime.date(record.expiry), filePath: path)
         } catch StorageError.notFound {
             return nil
         }
@@ -108,10 +110,11 @@ extension HybridStorage {
         try cache.config.validate()
         let now = now
         return try diskStorage.performUpdate(forKey: key, default: defaultValue, expiry: expiry, now: now, current: { store, expiry in
-            // Memory first (a copy of this type, or another view's copy that is a `T` all the same), then disk.
-            if let item = cache.item(forKey: key, now: now), let object = item.object.value(as: T.self) {
-                guard now < item.expiry else { return nil } // expired: starts from the default
-                expiry = item.expiry
+            // Memory first (a copy of this type, or another view's copy that is a `T` all the same), then
+            // disk. Not counted as a use of the key: the write that follows records its time of use.
+            if let hit = cache.hit(forKey: key, now: now, countsAsUse: false), let object = hit.box.value(as: T.self) {
+                guard now < hit.expiry else { return nil } // expired: starts from the default
+                expiry = hit.expiry
                 return object
             }
             do {
@@ -123,10 +126,10 @@ extension HybridStorage {
             } catch StorageError.notFound {
                 return nil
             }
-        }, body: body) { _, object, size, expiry, path in
+        }, body: body) { _, box, size, expiry, path in
             // Called only when the record is there (an already expired value may have been trimmed at
             // once; memory never holds what disk lost).
-            remember(object, forKey: key, cost: size, expiry: expiry, filePath: path)
+            remember(box, forKey: key, cost: size, expiry: expiry, filePath: path)
         }
     }
 
@@ -136,23 +139,32 @@ extension HybridStorage {
         try cache.config.validate()
         let now = now
         return try diskStorage.performTransaction(now: now, readCommitted: { store, key in
-            try self.committedEntry(key, in: store, now: now)
+            try self.committedValue(key, in: store, now: now)
         }, body: body) { store, transaction, paths in
             for written in transaction.finalValues where store.record(forKey: written.key)?.expiry == StoredTime.seconds(written.expiry) {
-                remember(written.object, forKey: written.key, cost: written.size, expiry: written.expiry, filePath: paths[written.change])
+                remember(written.box, forKey: written.key, cost: written.size, expiry: written.expiry, filePath: paths[written.change])
             }
         }
     }
 
-    /// The entry for `key` as the queue sees it, memory first, then disk (remembered); nil when none.
-    private func committedEntry(_ key: String, in store: DiskStore, now: Date) throws -> Entry<T>? {
-        if let item = cache.item(forKey: key, now: now), let object = item.object.value(as: T.self) {
-            return Entry(object: object, expiry: Expiry(storedDate: item.expiry), filePath: item.filePath, isExpired: now >= item.expiry)
+    /// The value of `key` as the queue sees it, memory first, then disk (remembered); nil when none.
+    /// Its box is the one memory keeps (a `ValueBox<T>`): no copy of the value is made here.
+    private func committedValue(_ key: String, in store: DiskStore, now: Date) throws -> CommittedValue? {
+        if let item = cache.item(forKey: key, now: now) {
+            if ObjectIdentifier(type(of: item.object)) == ObjectIdentifier(ValueBox<T>.self) {
+                return CommittedValue(box: item.object, expiry: item.expiry, filePath: item.filePath)
+            }
+            // Another view's copy: a hit only if its value is a `T` all the same (then boxed as one).
+            if let object = item.object.value(as: T.self) {
+                return CommittedValue(box: ValueBox(object), expiry: item.expiry, filePath: item.filePath)
+            }
         }
         do {
-            let (entry, size) = try diskStorage.readEntry(key, from: store)
-            remember(entry.object, forKey: key, cost: size, expiry: entry.expiry.resolved(from: now), filePath: entry.filePath)
-            return entry
+            let (data, record, path) = try store.read(key, now: now)
+            let box = ValueBox(try diskStorage.decode(data, key: key))
+            let expiry = StoredTime.date(record.expiry)
+            remember(box, forKey: key, cost: data.count, expiry: expiry, filePath: path)
+            return CommittedValue(box: box, expiry: expiry, filePath: path)
         } catch StorageError.notFound {
             return nil
         }

@@ -14,31 +14,26 @@ import StashEngine
 /// closure), every call throws ``StorageError/transactionEnded``. It is not `Sendable`: the body runs
 /// on one thread, and so must every call on its `tx`.
 public final class StorageTransaction<T: Sendable> {
-    /// What the transaction has done to a key so far.
-    private enum Pending {
-        /// `change` is the index of the change in ``changes`` that wrote it last.
-        case set(T, size: Int, expiry: Date, change: Int)
-        case removed
-    }
-
     /// The front half of the transaction's writes (key check, expiry against the transaction's
     /// "now", bytes): the one every write path shares.
     private let front: WriteFront<T>
     private var now: Date { front.now }
-    /// The committed entry of a key (memory first, then disk), read on the store's queue; nil when none.
-    private let readCommitted: (String) throws -> Entry<T>?
-    /// Where in ``states`` each key the transaction wrote is: a dictionary of concrete types, which
-    /// the compiler specialises here (one of `Pending` values would run unspecialised for the app's
-    /// `T`, a runtime metadata lookup per call).
+    /// The committed value of a key (memory first, then disk), read on the store's queue; nil when none.
+    private let readCommitted: (String) throws -> CommittedValue?
+    /// Where in ``states`` each key the transaction wrote is.
+    ///
+    /// Nothing here names `T`: this code runs unspecialised for the app's type (it is called from
+    /// the app's module), where every generic value made or copied cost runtime metadata lookups.
+    /// The values are kept in their memory boxes (`ValueBox<T>`), which the commit hands to memory.
     private var slots: [String: Int] = [:]
-    private var states: [Pending] = []
+    private var states: [PendingWrite] = []
     /// The changes, in the order they were made: the batch the transaction commits.
     private(set) var changes: [DiskBatchChange] = []
     private var isOpen = true
     /// The folder of a read-only storage, whose transactions only read; nil when it may write.
     private let readOnlyDirectory: String?
 
-    init(front: WriteFront<T>, readOnlyDirectory: String?, readCommitted: @escaping (String) throws -> Entry<T>?) {
+    init(front: WriteFront<T>, readOnlyDirectory: String?, readCommitted: @escaping (String) throws -> CommittedValue?) {
         self.readOnlyDirectory = readOnlyDirectory
         self.front = front
         self.readCommitted = readCommitted
@@ -49,21 +44,32 @@ public final class StorageTransaction<T: Sendable> {
         isOpen = false
     }
 
-    /// The value each key written holds at the end, with the index of the change that wrote it.
-    var finalValues: [(key: String, object: T, size: Int, expiry: Date, change: Int)] {
+    /// The value each key written holds at the end (boxed, as memory keeps it), with the index of
+    /// the change that wrote it.
+    var finalValues: [(key: String, box: AnyValueBox, size: Int, expiry: Date, change: Int)] {
         slots.compactMap { key, slot in
-            guard case .set(let object, let size, let expiry, let change) = states[slot] else { return nil }
-            return (key, object, size, expiry, change)
+            guard case .set(let box, let size, let expiry, let change) = states[slot] else { return nil }
+            return (key, box, size, expiry, change)
         }
     }
 
     /// Records what the transaction did to `key` last.
-    private func record(_ state: Pending, forKey key: String) {
+    private func record(_ state: PendingWrite, forKey key: String) {
         if let slot = slots[key] {
             states[slot] = state
         } else {
             slots[key] = states.count
             states.append(state)
+        }
+    }
+
+    /// The value for `key` as this transaction sees it (its own writes, else the committed value),
+    /// expired or not; nil when there is none.
+    private func current(_ key: String) throws -> CommittedValue? {
+        guard let slot = slots[key] else { return try readCommitted(key) }
+        switch states[slot] {
+        case .set(let box, _, let expiry, _): return CommittedValue(box: box, expiry: expiry, filePath: nil)
+        case .removed: return nil
         }
     }
 
@@ -74,16 +80,9 @@ public final class StorageTransaction<T: Sendable> {
     /// - Throws: ``StorageError/notFound``, ``StorageError/decodingFailed(_:key:)``, ``StorageError/transactionEnded``.
     public func entry(forKey key: String) throws -> Entry<T> {
         try checkOpen()
-        guard let slot = slots[key] else {
-            guard let entry = try readCommitted(key) else { throw StorageError.notFound(key: key) }
-            return entry
-        }
-        switch states[slot] {
-        case .set(let object, _, let expiry, _):
-            return Entry(object: object, expiry: Expiry(storedDate: expiry), filePath: nil, isExpired: now >= expiry)
-        case .removed:
-            throw StorageError.notFound(key: key)
-        }
+        guard let found = try current(key) else { throw StorageError.notFound(key: key) }
+        return Entry(object: found.box.unboxed(as: T.self), expiry: Expiry(storedDate: found.expiry), filePath: found.filePath,
+                     isExpired: now >= found.expiry)
     }
 
     /// The valid value for `key`, as this transaction sees it.
@@ -139,32 +138,21 @@ public final class StorageTransaction<T: Sendable> {
                        _ body: (inout T) throws -> Void) throws -> T {
         try checkWritable(key)
         let requested = try expiry.map { try front.date($0) }
-        var found: Entry<T>?
-        do {
-            found = try entry(forKey: key)
-        } catch StorageError.notFound {
-            found = nil
-        }
-        if found?.isExpired == true { found = nil }
-        guard var value = found?.object ?? defaultValue else { throw StorageError.notFound(key: key) }
+        try checkOpen()
+        var found = try current(key)
+        if let stored = found, now >= stored.expiry { found = nil } // expired: starts from the default
+        guard var value = found.map({ $0.box.unboxed(as: T.self) }) ?? defaultValue else { throw StorageError.notFound(key: key) }
         try body(&value)
-        let date: Date
-        if let requested {
-            date = requested
-        } else if let found, case .date(let stored) = found.expiry {
-            date = stored
-        } else if found != nil {
-            date = .distantFuture
-        } else {
-            date = try front.date(nil)
-        }
+        // The requested expiry, else the stored value's (`distantFuture` for one that never expires),
+        // else, for a new value, the storage's default.
+        let date = try requested ?? found?.expiry ?? front.date(nil)
         try set(value, forKey: key, expiry: date)
         return value
     }
 
     private func set(_ object: T, forKey key: String, expiry: Date) throws {
         let data = try front.encode(object)
-        record(.set(object, size: data.count, expiry: expiry, change: changes.count), forKey: key)
+        record(.set(ValueBox(object), size: data.count, expiry: expiry, change: changes.count), forKey: key)
         changes.append(.set(key: key, data: data, expiry: expiry))
     }
 
@@ -176,4 +164,19 @@ public final class StorageTransaction<T: Sendable> {
         try front.check(key)
         if let readOnlyDirectory { throw StorageError.readOnly(directory: readOnlyDirectory) }
     }
+}
+
+/// The committed value of a key as a transaction reads it: its memory box (a `ValueBox` of the
+/// transaction's type), its expiry, and its value file's path if it has one.
+struct CommittedValue {
+    let box: AnyValueBox
+    let expiry: Date
+    let filePath: String?
+}
+
+/// What a transaction has done to a key so far; not generic (see ``StorageTransaction``'s slots).
+private enum PendingWrite {
+    /// `change` is the index of the change in ``StorageTransaction/changes`` that wrote it last.
+    case set(AnyValueBox, size: Int, expiry: Date, change: Int)
+    case removed
 }

@@ -61,7 +61,10 @@ final class StoreLayers: EngineClient, @unchecked Sendable {
     func takeMemoryHits() -> [String] {
         var hits: [String] = []
         for weak in memoryCaches {
-            if let cache = weak.cache { hits += cache.takeRecentHits() }
+            guard let cache = weak.cache else { continue }
+            // One memory layer (the common case): its array as it is, not appended to an empty one.
+            let taken = cache.takeRecentHits()
+            if hits.isEmpty { hits = taken } else { hits += taken }
         }
         return hits
     }

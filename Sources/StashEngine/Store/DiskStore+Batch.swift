@@ -44,8 +44,9 @@ extension DiskStore {
         // The previous bytes only for key observers (`KeyChange.edit(before:after:)`): what each change
         // replaced, as if the changes were made one by one, so an earlier change of the same key in
         // this batch (a set, or a removal: nil) wins over the stored value. Keys compare as Swift strings.
+        // Nobody observing (the common case): one look under the observers' lock, no lookup per key.
         var earlier: [String: Data?] = [:]
-        let previousData: [Data?] = changes.map { change in
+        let previousData: [Data?] = client?.hasObservers != true ? [] : changes.map { change in
             guard client?.hasKeyObservers(change.key) == true else { return nil }
             let previous: Data? = earlier[change.key] ?? record(forKey: change.key).flatMap { try? load(change.key, $0) }
             switch change {
@@ -115,14 +116,20 @@ extension DiskStore {
         }
         changesSinceDirectory += 1
         // One commit, one change to observe: an observer showing a state never shows half a batch.
-        var events: [StoreEvent] = []
-        for (number, change) in changes.enumerated() {
-            switch change {
-            case .set(let key, let data, _): events.append(.set(key: key, value: data, previous: previousData[number]))
-            case .remove(let key): if removed[number] { events.append(.remove(keys: [key], reason: .removed)) }
+        // Nobody observing: no events are made. (Asked here, after memory dropped the keys, as
+        // `publish` itself asks: an observer registered before a read of memory that still saw the
+        // old value is told of the change.)
+        if client?.hasObservers == true {
+            var events: [StoreEvent] = []
+            for (number, change) in changes.enumerated() {
+                switch change {
+                case .set(let key, let data, _):
+                    events.append(.set(key: key, value: data, previous: previousData.isEmpty ? nil : previousData[number]))
+                case .remove(let key): if removed[number] { events.append(.remove(keys: [key], reason: .removed)) }
+                }
             }
+            client?.publish(events)
         }
-        client?.publish(events)
         if maxSize > 0, totalSize > maxSize {
             do { try trim(toSize: maxSize, now: now) } catch { outcome.trimError = error }
         }

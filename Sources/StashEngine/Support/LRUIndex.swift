@@ -3,23 +3,40 @@
 /// Nodes live in one dense array linked by `Int32` indices (removal swaps the last node into the
 /// hole), so every operation is O(1) and an entry costs a few words beside its key and value.
 /// The memory layer uses it (and the version-1 upgrade); the disk index is the `KeyDirectory`.
-package struct LRUIndex<Value> {
-    private struct Node {
-        package var key: String
-        package var value: Value
-        package var newer: Int32 // toward the most recent end; -1 at the head
-        package var older: Int32 // toward the least recent end; -1 at the tail
+///
+/// `@inlinable`, so that the memory layer, in another module, runs it specialised for its items:
+/// unspecialised, each operation on the generic `Node` went through runtime metadata and value
+/// witnesses, ~4,000 instructions for one `remove`, and the memory layer's work was about a third
+/// of an `update` (Docs/Benchmarks.md, "Update and transactions"). Public only to importers of the
+/// `StashLayers` SPI (Stash's own layers): the compiler serialises the bodies of `@inlinable`
+/// public declarations for other modules, not those of `package` ones.
+@_spi(StashLayers)
+public struct LRUIndex<Value> {
+    @usableFromInline
+    struct Node {
+        @usableFromInline var key: String
+        @usableFromInline var value: Value
+        @usableFromInline var newer: Int32 // toward the most recent end; -1 at the head
+        @usableFromInline var older: Int32 // toward the least recent end; -1 at the tail
+
+        @inlinable
+        init(key: String, value: Value, newer: Int32, older: Int32) {
+            (self.key, self.value, self.newer, self.older) = (key, value, newer, older)
+        }
     }
 
-    private var positions: [String: Int32] = [:]
-    private var nodes: [Node] = []
-    private var mostRecent: Int32 = -1
-    private var leastRecent: Int32 = -1
+    @usableFromInline var positions: [String: Int32] = [:]
+    @usableFromInline var nodes: [Node] = []
+    @usableFromInline var mostRecent: Int32 = -1
+    @usableFromInline var leastRecent: Int32 = -1
 
-    package init() {}
+    /// An empty index.
+    @inlinable
+    public init() {}
 
     /// The number of entries.
-    package var count: Int { nodes.count }
+    @inlinable
+    public var count: Int { nodes.count }
 
     /// The value for `key`, without changing its recency.
     func peek(_ key: String) -> Value? {
@@ -28,7 +45,8 @@ package struct LRUIndex<Value> {
     }
 
     /// The value for `key`, marking it the most recently used.
-    package mutating func use(_ key: String) -> Value? {
+    @inlinable
+    public mutating func use(_ key: String) -> Value? {
         guard let position = positions[key] else { return nil }
         moveToFront(position)
         return nodes[Int(position)].value
@@ -36,7 +54,8 @@ package struct LRUIndex<Value> {
 
     /// Reads the value for `key` in place (no copy of it), marking it the most recently used;
     /// nil if absent.
-    package mutating func use<Result>(_ key: String, reading body: (borrowing Value) -> Result) -> Result? {
+    @inlinable
+    public mutating func use<Result>(_ key: String, reading body: (borrowing Value) -> Result) -> Result? {
         guard let position = positions[key] else { return nil }
         moveToFront(position)
         return body(nodes[Int(position)].value)
@@ -44,7 +63,8 @@ package struct LRUIndex<Value> {
 
     /// Changes the value for `key` in place, marking it the most recently used. Returns false if absent.
     @discardableResult
-    package mutating func use(_ key: String, _ change: (inout Value) -> Void) -> Bool {
+    @inlinable
+    public mutating func use(_ key: String, _ change: (inout Value) -> Void) -> Bool {
         guard let position = positions[key] else { return false }
         moveToFront(position)
         change(&nodes[Int(position)].value)
@@ -53,7 +73,8 @@ package struct LRUIndex<Value> {
 
     /// Sets the value for `key` and marks it the most recently used; returns the value it replaced.
     @discardableResult
-    package mutating func set(_ key: String, _ value: Value) -> Value? {
+    @inlinable
+    public mutating func set(_ key: String, _ value: Value) -> Value? {
         // One hash and lookup for both cases: a new key gets the next position in the same access.
         let next = Int32(nodes.count)
         let position = Self.claim(&positions[key, default: -1], next)
@@ -71,14 +92,16 @@ package struct LRUIndex<Value> {
     }
 
     /// The position in `slot`, or `next` stored there if the slot is new (holds -1).
-    private static func claim(_ slot: inout Int32, _ next: Int32) -> Int32 {
+    @inlinable
+    static func claim(_ slot: inout Int32, _ next: Int32) -> Int32 {
         if slot < 0 { slot = next }
         return slot
     }
 
     /// Removes `key` and returns its value.
     @discardableResult
-    package mutating func remove(_ key: String) -> Value? {
+    @inlinable
+    public mutating func remove(_ key: String) -> Value? {
         guard let position = positions.removeValue(forKey: key) else { return nil }
         unlink(position)
         let value = nodes[Int(position)].value
@@ -96,7 +119,8 @@ package struct LRUIndex<Value> {
     }
 
     /// Removes every entry.
-    package mutating func removeAll() {
+    @inlinable
+    public mutating func removeAll() {
         positions.removeAll()
         nodes.removeAll()
         mostRecent = -1
@@ -104,7 +128,8 @@ package struct LRUIndex<Value> {
     }
 
     /// The least recently used entry.
-    package var oldest: (key: String, value: Value)? {
+    @inlinable
+    public var oldest: (key: String, value: Value)? {
         leastRecent < 0 ? nil : (nodes[Int(leastRecent)].key, nodes[Int(leastRecent)].value)
     }
 
@@ -118,7 +143,8 @@ package struct LRUIndex<Value> {
     }
 
     /// Every entry, least recently used first.
-    package var entriesOldestFirst: [(key: String, value: Value)] {
+    @inlinable
+    public var entriesOldestFirst: [(key: String, value: Value)] {
         var result: [(key: String, value: Value)] = []
         result.reserveCapacity(nodes.count)
         var position = leastRecent
@@ -130,26 +156,31 @@ package struct LRUIndex<Value> {
     }
 
     /// Every key, in no particular order.
-    package var keys: [String] { nodes.map(\.key) }
+    @inlinable
+    public var keys: [String] { nodes.map(\.key) }
 
     /// The keys that `isIncluded` accepts, in no particular order, copying no other key out.
-    package func keys(where isIncluded: (String) -> Bool) -> [String] {
+    @inlinable
+    public func keys(where isIncluded: (String) -> Bool) -> [String] {
         var result: [String] = []
         for index in nodes.indices where isIncluded(nodes[index].key) { result.append(nodes[index].key) }
         return result
     }
 
     /// Every entry, in no particular order.
-    package var entries: [(key: String, value: Value)] { nodes.map { ($0.key, $0.value) } }
+    @inlinable
+    public var entries: [(key: String, value: Value)] { nodes.map { ($0.key, $0.value) } }
 
     /// Links only: reading the whole node would copy (retain and release) its key and value.
-    private mutating func unlink(_ position: Int32) {
+    @inlinable
+    mutating func unlink(_ position: Int32) {
         let (newer, older) = (nodes[Int(position)].newer, nodes[Int(position)].older)
         if newer >= 0 { nodes[Int(newer)].older = older } else { mostRecent = older }
         if older >= 0 { nodes[Int(older)].newer = newer } else { leastRecent = newer }
     }
 
-    private mutating func moveToFront(_ position: Int32) {
+    @inlinable
+    mutating func moveToFront(_ position: Int32) {
         guard position != mostRecent else { return }
         unlink(position)
         nodes[Int(position)].older = mostRecent
@@ -161,7 +192,8 @@ package struct LRUIndex<Value> {
 
     #if DEBUG
     /// Checks the links against the dictionary; for tests.
-    package func checkInvariants() -> Bool {
+    @inlinable
+    public func checkInvariants() -> Bool {
         var seen = 0
         var position = leastRecent
         var previous: Int32 = -1

@@ -1,6 +1,6 @@
 import Testing
 @testable import Stash
-@testable import StashEngine
+@_spi(StashLayers) @testable import StashEngine
 
 /// `LRUIndex` (the LRU behind the memory layer and the disk index, Contract item 5) checked
 /// against a plain array kept in recency order, over seeded random operation sequences.

@@ -154,6 +154,25 @@ struct UpdateTests {
         // The transformer's bytes, as they are (Contract item 9): JSON that Foundation reads back.
         #expect(try JSONDecoder().decode(User.self, from: Data(contentsOf: URL(fileURLWithPath: after))) == User(name: "a", age: 2))
     }
+
+    @Test("an update of a value held in memory appends its record alone; a read from memory still counts as use")
+    func memoryReadIsNoSeparateUse() throws {
+        let directory = TemporaryDirectory()
+        let storage = try makeUserStorage(in: directory)
+        try storage.setObject(User(name: "a", age: 1), forKey: "k")
+        let engine = storage.hybridStorage.engine
+        func appended(_ body: () throws -> Void) rethrows -> Int {
+            let start = engine.sync { $0.active?.length ?? 0 }
+            try body()
+            return engine.sync { $0.active?.length ?? 0 } - start
+        }
+        let write = try appended { try storage.setObject(User(name: "a", age: 2), forKey: "k") }
+        // The update's read is no access record of its own: its write records the key's time of use.
+        #expect(try appended { try storage.update(forKey: "k") { $0.age = 3 } } == write)
+        #expect(try storage.object(forKey: "k").age == 3)
+        // A plain read from memory is one: the next write carries it.
+        #expect(try appended { try storage.setObject(User(name: "a", age: 4), forKey: "k") } > write)
+    }
 }
 
 extension StorageError {
