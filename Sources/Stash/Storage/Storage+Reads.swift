@@ -82,14 +82,7 @@ extension DiskEngine {
             var snapshot = PrefixSnapshot()
             let keys = store.withIndex { $0.listing(withPrefix: prefix) }
             snapshot.records.reserveCapacity(keys.count)
-            for key in keys {
-                do {
-                    let (data, record, _) = try store.read(key, now: now)
-                    snapshot.records.append((key, data, record.expiry))
-                } catch StorageError.corrupted, StorageError.notFound {
-                    continue
-                }
-            }
+            try store.readValues(of: keys, now: now) { key, data, expiry in snapshot.records.append((key, data, expiry)) }
             snapshot.sequence = observers.lastPublished
             return snapshot
         }

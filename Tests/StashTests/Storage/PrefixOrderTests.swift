@@ -79,4 +79,30 @@ struct PrefixOrderTests {
         try storage.removeObject(forKey: "b.10")
         #expect(storage.allKeys(withPrefix: "b.1") == ["b.1"])
     }
+
+    @Test("objects(withPrefix:) reads packed values and values in files of their own together, and leaves out and drops a damaged one")
+    func readsStretchesAndDropsDamage() throws {
+        let directory = TemporaryDirectory()
+        let storage = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData())
+        func value(_ index: Int) -> Data {
+            let marker = Data("<value \(index)>".utf8)
+            return index % 7 == 3 ? marker + Data(repeating: UInt8(index), count: 300_000) : marker + Data(repeating: UInt8(index), count: index * 40)
+        }
+        // Written out of key order, so the records' order in the segment is not the keys'.
+        for index in (0..<60).reversed() where index % 2 == 0 { try storage.setObject(value(index), forKey: String(format: "v.%02d", index)) }
+        for index in 0..<60 where index % 2 == 1 { try storage.setObject(value(index), forKey: String(format: "v.%02d", index)) }
+        let all = try storage.objects(withPrefix: "v.")
+        #expect(all.map(\.key) == (0..<60).map { String(format: "v.%02d", $0) })
+        #expect(all.enumerated().allSatisfy { $0.element.value == value($0.offset) })
+        // A flipped byte in the value of v.20 (packed): left out, and dropped.
+        let segment = directory.storePath() + "/" + (try #require(try StoreFiles(directory.storePath()).segments.last))
+        let bytes = try Damage.bytes(segment)
+        let marker = Array("<value 20>".utf8)
+        let at = try #require((0...(bytes.count - marker.count)).first { Array(bytes[$0..<($0 + marker.count)]) == marker })
+        try Damage.flip(segment, at: at + marker.count + 5)
+        let after = try storage.objects(withPrefix: "v.")
+        #expect(after.map(\.key) == (0..<60).filter { $0 != 20 }.map { String(format: "v.%02d", $0) })
+        #expect(after.allSatisfy { $0.value == value(Int($0.key.dropFirst(2))!) })
+        #expect(!storage.allKeys(withPrefix: "v.2").contains("v.20"), "the damaged entry is dropped, as a read drops it")
+    }
 }
