@@ -64,7 +64,6 @@ extension DiskStore {
         }
         order.sort { records[$0]!.segment != records[$1]!.segment ? records[$0]!.segment < records[$1]!.segment
                                                                    : records[$0]!.offset < records[$1]!.offset }
-        var buffer = [UInt8](repeating: 0, count: Self.stretchLength)
         var first = 0
         while first < order.count {
             let head = records[order[first]]!
@@ -81,21 +80,21 @@ extension DiskStore {
                 last += 1
             }
             defer { first = last + 1 }
-            guard let segment = segments[head.segment], to - from <= buffer.count else { continue } // one by one
-            buffer.withUnsafeMutableBytes { raw in
-                let stretch = UnsafeMutableRawBufferPointer(rebasing: raw[0..<(to - from)])
-                guard let read = try? FileIO.read(segment.fd, at: from, into: stretch, path: segment.path) else { return }
-                for position in order[first...last] {
-                    let record = records[position]!
-                    let offset = Int(record.offset) - from
-                    let length = Int(record.length)
-                    guard offset >= 0, offset + length <= read else { continue }
-                    let bytes = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(stretch)[offset..<(offset + length)])
-                    guard let (key, info) = SegmentFormat.setRecord(bytes, salt: segment.salt),
-                          info.value == record.value,
-                          Self.isSameKey(UnsafeRawBufferPointer(rebasing: bytes[key]), keys[position]) else { continue }
-                    values[position] = Data(UnsafeRawBufferPointer(rebasing: bytes[info.valueOffset...]))
-                }
+            guard let segment = segments[head.segment], to - from <= Self.stretchLength else { continue } // one by one
+            // Not zeroed: only the bytes `pread` filled are looked at.
+            let stretch = UnsafeMutableRawBufferPointer.allocate(byteCount: to - from, alignment: 8)
+            defer { stretch.deallocate() }
+            guard let read = try? FileIO.read(segment.fd, at: from, into: stretch, path: segment.path) else { continue }
+            for position in order[first...last] {
+                let record = records[position]!
+                let offset = Int(record.offset) - from
+                let length = Int(record.length)
+                guard offset >= 0, offset + length <= read else { continue }
+                let bytes = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(stretch)[offset..<(offset + length)])
+                guard let (key, info) = SegmentFormat.setRecord(bytes, salt: segment.salt),
+                      info.value == record.value,
+                      Self.isSameKey(UnsafeRawBufferPointer(rebasing: bytes[key]), keys[position]) else { continue }
+                values[position] = Data(UnsafeRawBufferPointer(rebasing: bytes[info.valueOffset...]))
             }
         }
     }
