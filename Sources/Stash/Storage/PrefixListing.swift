@@ -1,4 +1,5 @@
 import Foundation
+import StashEngine
 
 // Prefix listing on every layer: ``StorageAware/allKeys(withPrefix:)`` describes what "prefix" means
 // (`String.hasPrefix`: whole characters, canonical equivalence). Each layer filters its own index under
@@ -39,6 +40,14 @@ struct PrefixMatcher {
     }
 }
 
+extension KeyDirectory {
+    /// The keys that start with `prefix` (``PrefixMatcher``), Stash's own (``ReservedKeys``) left out, in key order.
+    mutating func listing(withPrefix prefix: String) -> [String] {
+        let matcher = PrefixMatcher(prefix)
+        return keys(withPrefix: prefix, matching: matcher.matches, where: { !ReservedKeys.contains($0) })
+    }
+}
+
 extension MemoryStorage {
     /// The keys in memory that start with `prefix` (see ``StorageAware/allKeys(withPrefix:)``).
     /// - Complexity: O(n) in the number of keys in memory.
@@ -49,17 +58,17 @@ extension MemoryStorage {
 }
 
 extension DiskStorage {
-    /// The stored keys that start with `prefix`, expired ones included (see
-    /// ``StorageAware/allKeys(withPrefix:)``); no value is read.
-    /// - Complexity: O(n) in the number of stored keys.
+    /// The stored keys that start with `prefix`, expired ones included, in key order (the Unicode
+    /// scalars of their NFC spellings; see ``Storage/allKeys(withPrefix:)``); no value is read.
+    /// - Complexity: O(log n + k) for k keys listed, from the index's ordered keys; the first call
+    ///   orders the n keys (O(n log n)), later ones merge the keys written or removed since.
     public func allKeys(withPrefix prefix: String) -> [String] {
-        let matcher = PrefixMatcher(prefix)
-        return engine.sync { store in store.withIndex { $0.keys { matcher.matches($0) && !ReservedKeys.contains($0) } } }
+        engine.sync { store in store.withIndex { $0.listing(withPrefix: prefix) } }
     }
 }
 
 extension HybridStorage {
-    /// The stored keys that start with `prefix`, as the disk index lists them (see
+    /// The stored keys that start with `prefix`, in key order, as the disk index lists them (see
     /// ``StorageAware/allKeys(withPrefix:)``).
     public func allKeys(withPrefix prefix: String) -> [String] {
         diskStorage.allKeys(withPrefix: prefix)
@@ -74,7 +83,7 @@ extension SyncStorage {
 }
 
 extension Storage {
-    /// The stored keys that start with `prefix`, expired ones included, in no particular order.
+    /// The stored keys that start with `prefix`, expired ones included, in key order.
     ///
     /// ```swift
     /// try storage.setObject(profile, forKey: "user.42.profile")
@@ -82,7 +91,13 @@ extension Storage {
     /// ```
     /// "Starts with" is `String.hasPrefix`: whole characters compared under canonical equivalence, so
     /// an NFC prefix finds keys stored in NFD and the reverse (see ``StorageAware/allKeys(withPrefix:)``).
-    /// - Complexity: O(n) in the number of stored keys; no value is read.
+    ///
+    /// Key order is that of the keys' Unicode scalars in Normalization Form C (their NFC UTF-8
+    /// bytes), which is what Swift's `<` on `String` means: `"a" < "b.1" < "b.10" < "b.2"`, and
+    /// canonically equivalent spellings sort as one. (Swift's own `<` errs on decomposed Hangul, where
+    /// it is no order; a listing never does.)
+    /// - Complexity: O(log n + k) for k keys listed, from the disk index's ordered keys (ordered by
+    ///   the first call, kept as keys change after it); no value is read.
     public func allKeys(withPrefix prefix: String) -> [String] {
         syncStorage.allKeys(withPrefix: prefix)
     }

@@ -80,17 +80,9 @@ extension DiskEngine {
     func snapshot(withPrefix prefix: String, now: Date) throws -> PrefixSnapshot {
         try sync { store in
             var snapshot = PrefixSnapshot()
-            let matcher = PrefixMatcher(prefix)
-            let keys = store.withIndex { $0.keys { matcher.matches($0) && !ReservedKeys.contains($0) } }.sorted()
+            let keys = store.withIndex { $0.listing(withPrefix: prefix) }
             snapshot.records.reserveCapacity(keys.count)
-            for key in keys {
-                do {
-                    let (data, record, _) = try store.read(key, now: now)
-                    snapshot.records.append((key, data, record.expiry))
-                } catch StorageError.corrupted, StorageError.notFound {
-                    continue
-                }
-            }
+            try store.readValues(of: keys, now: now) { key, data, expiry in snapshot.records.append((key, data, expiry)) }
             snapshot.sequence = observers.lastPublished
             return snapshot
         }
@@ -128,8 +120,9 @@ extension DiskStorage {
 }
 
 extension Storage {
-    /// The valid values whose keys start with `prefix`, with their keys, in key order (Swift's `<`
-    /// on `String`), read in one call: what a list screen shows.
+    /// The valid values whose keys start with `prefix`, with their keys, in key order (as
+    /// ``allKeys(withPrefix:)``: the Unicode scalars of their NFC spellings), read in one call: what a
+    /// list screen shows.
     ///
     /// ```swift
     /// for (key, todo) in try todos.objects(withPrefix: "inbox.") { … }
@@ -143,7 +136,8 @@ extension Storage {
     ///   (nothing is dropped silently: migrate the value, or
     ///   read the prefix through ``ObservableCollection``, which reports such keys in its `errors`);
     ///   ``StorageError/io(operation:path:underlying:)`` when a value cannot be read.
-    /// - Complexity: O(n) in the number of stored keys, plus one read and one decode per key under `prefix`.
+    /// - Complexity: O(log n) to find the prefix's keys in the disk index's ordered keys (see
+    ///   ``allKeys(withPrefix:)``), plus one read and one decode per key under `prefix`.
     public func objects(withPrefix prefix: String) throws -> [(key: String, value: T)] {
         try hybridStorage.diskStorage.objects(withPrefix: prefix)
     }

@@ -98,6 +98,10 @@ extension DiskStore {
         // index's heap part goes.
         guard thenLoad else { return bytes.deallocate() }
         guard let loaded = LoadedDirectory(adopting: bytes), loaded.header.count == count else { return }
-        withIndex { $0 = KeyDirectory(seed: folder.storeID, base: loaded) }
+        withIndex { index in
+            let order = index.order // the same keys: the order goes on, not sorted again
+            index = KeyDirectory(seed: folder.storeID, base: loaded)
+            index.order = order
+        }
     }
 }

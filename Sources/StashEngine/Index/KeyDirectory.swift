@@ -24,6 +24,8 @@ package struct KeyDirectory {
     private var queueStart = 0
     /// Whether base entries were pointed at other records in place: the header's live bytes per segment are stale.
     private var basePositionsMoved = false
+    /// The keys in order (``KeyOrder``): nil until the first prefix query asks for it, then kept as keys come and go.
+    var order: KeyOrder?
 
     private struct Entry {
         package var record: DiskRecord
@@ -102,18 +104,21 @@ package struct KeyDirectory {
         if record.keyHash == 0 { record.keyHash = hash(key) } // the directory and access records need it
         let entry = Entry(record: record, recency: nextRecency)
         nextRecency += 1
-        if let old = overlay.updateValue(entry, forKey: key) { return old.record }
+        if let old = overlay.updateValue(entry, forKey: key) { return old.record } // the key keeps its spelling
         if let slot = baseSlot(key, hash: record.keyHash) {
             shadow(slot)
+            order?.note(key) // now spelled as `key` (the overlay's)
             return base?.record(at: slot)
         }
         count += 1
+        order?.note(key)
         return nil
     }
 
     /// Removes `key`; returns its record.
     @discardableResult
     package mutating func remove(_ key: String) -> DiskRecord? {
+        order?.note(key) // a key that was not there is found so when the order merges
         if !overlay.isEmpty, let old = overlay.removeValue(forKey: key) {
             count -= 1
             return old.record
@@ -142,6 +147,7 @@ package struct KeyDirectory {
         }
         shadow(slot)
         overlay[key] = Entry(record: record, recency: base.recency(at: slot))
+        order?.note(key)
         queue = [] // the queue names the slot: built again when needed
         return true
     }
@@ -153,6 +159,7 @@ package struct KeyDirectory {
         overlay = [:]
         count = 0
         queue = []
+        if order != nil { order = KeyOrder(keys: []) }
     }
 
     // MARK: Listing
@@ -220,6 +227,12 @@ package struct KeyDirectory {
             }
         }
         return result
+    }
+
+    /// The spelling under which the index holds `key`, nil if absent.
+    func storedKey(_ key: String) -> String? {
+        if !overlay.isEmpty, let index = overlay.index(forKey: key) { return overlay.keys[index] }
+        return baseSlot(key).flatMap { base?.key(at: $0) }
     }
 
     /// Calls `body` with every live record, in no particular order.
