@@ -24,7 +24,7 @@ extension DiskStore {
     /// - Throws: What ``read(_:now:)`` throws other than ``StorageError/notFound`` and ``StorageError/corrupted(_:)``.
     package func readValues(of keys: [String], now: Date, _ body: (_ key: String, _ data: Data, _ expiry: Double) -> Void) throws {
         assertOnQueue()
-        try checkSharedOperation()
+        try sharing.checkOperation()
         let time = StoredTime.seconds(now)
         var records: [DiskRecord?] = []
         records.reserveCapacity(keys.count)
