@@ -244,9 +244,7 @@ package final class DiskEngine: @unchecked Sendable {
     /// An operation that committed none (a read) does not wait for other threads' deliveries.
     ///
     /// Generic only in this thin shell, which is inlined into each caller (and so specialised for its
-    /// result type there; `@inlinable`, since most callers are in the layers above, another module,
-    /// where a generic call is not specialised and costs a metadata lookup and a boxed result per
-    /// call): the hop itself is ``run(readsWithoutLock:_:)``, which is not generic. The generic
+    /// result type there): the hop itself is ``run(readsWithoutLock:_:)``, which is not generic. The generic
     /// `DispatchQueue.sync<T>` of swift-corelibs-libdispatch is not specialised for the caller's type
     /// (it lives in another module) and cost ~1,300 instructions more per call than the
     /// `sync(execute: () -> Void)` that ``run(readsWithoutLock:_:)`` uses (see Docs/Architecture.md, "The hot path").
@@ -254,7 +252,7 @@ package final class DiskEngine: @unchecked Sendable {
     /// `readsWithoutLock`: a read (``DiskStore/read(_:now:)``) of a store shared with writers in other
     /// processes runs without the store's lock when the shared file says nothing changed since this
     /// process's last call, and again holding it if the read finds it needs it (``SharedWriter``).
-    @inlinable
+    @inline(__always)
     package func sync<Result, Failure: Error>(readsWithoutLock: Bool = false,
                                       _ body: (DiskStore) throws(Failure) -> Result) throws(Failure) -> Result {
         var result: Result?
@@ -279,8 +277,8 @@ package final class DiskEngine: @unchecked Sendable {
     /// up first, so it sees every write another process made before this call (Contract item 11);
     /// with writers in other processes the call holds the folder's lock and catches up first (a read,
     /// `readsWithoutLock`, may skip both: ``SharedWriter``).
-    @inline(never) @usableFromInline
-    func run(readsWithoutLock: Bool = false, _ body: (DiskStore) -> Void) {
+    @inline(never)
+    private func run(readsWithoutLock: Bool = false, _ body: (DiskStore) -> Void) {
         if isOnQueue {
             store.sharing.enterNestedCall(store)
             return body(store)

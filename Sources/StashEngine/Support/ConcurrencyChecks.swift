@@ -29,7 +29,7 @@ extension DiskStore {
 /// The order in which Stash's locks may nest: a thread holding one may take only a later one.
 /// Locks made without an order are not checked.
 /// Docs/Architecture.md, "Locks", lists every lock and queue, these ranks among them.
-@usableFromInline package enum LockOrder: Int, Sendable {
+package enum LockOrder: Int, Sendable {
     /// The engine an in-memory store's folder holds (`OwnedFolder`): the engine is let go, and so
     /// closed, while it is held, which takes the registry and the store's index.
     case inMemoryFolder = 1
@@ -43,7 +43,7 @@ extension DiskStore {
 
 #if DEBUG
 /// The highest ``LockOrder`` each thread holds, in a thread-local slot (0: none).
-@usableFromInline package enum HeldLocks {
+package enum HeldLocks {
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key, nil)
@@ -51,7 +51,7 @@ extension DiskStore {
     }()
 
     /// Notes that this thread takes a lock of `order`; returns what to restore when it lets it go.
-    @usableFromInline static func willTake(_ order: LockOrder) -> Int {
+    static func willTake(_ order: LockOrder) -> Int {
         let held = Int(bitPattern: pthread_getspecific(key))
         precondition(held < order.rawValue,
                      "lock order violated: \(order) taken while holding \(LockOrder(rawValue: held).map { "\($0)" } ?? "a later lock")")
@@ -59,7 +59,7 @@ extension DiskStore {
         return held
     }
 
-    @usableFromInline static func didRelease(restoring held: Int) {
+    static func didRelease(restoring held: Int) {
         pthread_setspecific(key, UnsafeRawPointer(bitPattern: held))
     }
 }

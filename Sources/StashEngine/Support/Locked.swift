@@ -1,9 +1,9 @@
 #if canImport(Darwin)
-package import Darwin
+import Darwin
 #elseif canImport(Glibc)
-package import Glibc
+import Glibc
 #elseif canImport(Musl)
-package import Musl
+import Musl
 #endif
 
 /// Mutable state behind one lock, reached only through ``withLock(_:)``.
@@ -17,14 +17,14 @@ package final class Locked<State>: @unchecked Sendable {
     // @unchecked Sendable: `state` is only ever touched between lock() and unlock().
     /// Behind a pointer rather than a stored `var`: the lock already makes access exclusive, and a
     /// class's `var` passed `inout` would also pay a dynamic exclusivity check on every call.
-    @usableFromInline let state: UnsafeMutablePointer<State>
+    private let state: UnsafeMutablePointer<State>
     #if canImport(Darwin)
-    @usableFromInline let lock: UnsafeMutablePointer<os_unfair_lock>
+    private let lock: UnsafeMutablePointer<os_unfair_lock>
     #else
-    @usableFromInline let lock: UnsafeMutablePointer<pthread_mutex_t>
+    private let lock: UnsafeMutablePointer<pthread_mutex_t>
     #endif
     #if DEBUG
-    @usableFromInline package let order: LockOrder?
+    private let order: LockOrder?
     #endif
 
     /// `order`: where this lock stands among the locks that nest (checked in debug builds only).
@@ -54,10 +54,7 @@ package final class Locked<State>: @unchecked Sendable {
     }
 
     /// Runs `body` with exclusive access to the state. Never call back into the same lock from `body`.
-    ///
-    /// `@inlinable`: most callers are in other modules of the package (the memory layer, the
-    /// observers), where a generic call would not be specialised for their state.
-    @inlinable
+    @inline(__always)
     package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         #if DEBUG
         let held = order.map(HeldLocks.willTake)
