@@ -108,4 +108,33 @@ struct MigrationCrashTests {
         }
         return migrator
     }
+
+    @Test("a migration resumed after a failed batch migrates every key once, also keys that Swift's String < does not order (decomposed Hangul), and the empty key",
+          arguments: [["m.\u{1100}\u{1161}", "m.\u{AC00}\u{AC00}"], ["m.\u{AC00}\u{AC00}", "m.\u{1100}\u{1161}"], ["", "b"]])
+    func resumedMigrationMigratesEveryKeyOnce(keys: [String]) throws {
+        // The first pair is the case: neither key is `<` the other, though they differ (NFC "m.가" and "m.가가").
+        let directory = TemporaryDirectory()
+        let storage = try DiskStorage(config: directory.diskConfig(maxSize: 400), transformer: TransformerFactory.forCodable(ofType: String.self))
+        for key in keys { try storage.setObject("v", forKey: key) }
+        let calls = Locked(0)
+        let failing = Locked(true)
+        var migrator = StorageMigrator<String>(keyPrefix: "", batchSize: 1)
+        migrator.registerMigration("bang") { data in
+            let old = try JSONDecoder().decode(String.self, from: data)
+            // The second batch, while failing: a value over maxSize, so its commit fails and the run stops.
+            let call = calls.withLock { calls in
+                calls += 1
+                return calls
+            }
+            if call == 2, failing.withLock({ $0 }) { return String(repeating: "y", count: 1_000) }
+            return old + "!"
+        }
+        #expect(throws: StorageError.self) { try migrator.migrate(storage) }
+        failing.withLock { $0 = false }
+        let report = try migrator.migrate(storage)
+        #expect(report.migrated == 1, "\(report)")
+        for key in keys {
+            #expect(try storage.object(forKey: key) == "v!", "key \(key.unicodeScalars.map { String($0.value, radix: 16) }): migrated not exactly once")
+        }
+    }
 }
