@@ -5,7 +5,7 @@
 ///
 /// The protocols themselves are described in Docs/Architecture.md, "Sharing a folder between
 /// processes", and the shared file in Docs/Format.md.
-package enum SharingMode: Sendable, Equatable, CustomStringConvertible {
+package enum SharingMode: Sendable, Equatable {
     /// This process writes and keeps other writers out: the folder's lock is held for the store's
     /// life. Readers in other processes follow it through the shared file.
     case soleWriter
@@ -28,14 +28,6 @@ package enum SharingMode: Sendable, Equatable, CustomStringConvertible {
     /// Whether value files are numbered at random rather than in order: writers in several
     /// processes number them without telling each other.
     var numbersValueFilesAtRandom: Bool { self == .sharedWriter }
-
-    package var description: String {
-        switch self {
-        case .soleWriter: "one writer process"
-        case .sharedWriter: "writers in several processes"
-        case .follower: "reader"
-        }
-    }
 
     /// A new sharing protocol of this mode, for one store.
     func makeSharing() -> any ProcessSharing {

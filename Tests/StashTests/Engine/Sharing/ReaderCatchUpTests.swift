@@ -17,16 +17,7 @@ struct ReaderCatchUpTests {
         let watchdog = Watchdog(writer, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(writer.readLine() == "ready", "\(writer.errors)")
-        var config = folder.diskConfig()
-        config.readOnly = true
-        let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
-        let heard = Recorder<String>()
-        storage.addObserver(heard, forKey: "k") { recorder, _, change in
-            switch change {
-            case .edit(_, let after): recorder.append("k #\(WrittenValue(parsing: after, key: "k").map { String($0.sequence) } ?? "?")")
-            case .remove: recorder.append("k removed")
-            }
-        }
+        let (storage, heard) = try observingReader(of: folder)
         #expect(writer.ask("set a 10") == "wrote a 1")
         #expect(WrittenValue(parsing: try storage.object(forKey: "a"), key: "a")?.sequence == 1) // caught up to here
         let segments = try FileManager.default.contentsOfDirectory(atPath: folder.storePath()).filter { $0.hasSuffix(".segment") }.sorted()
@@ -122,16 +113,7 @@ struct ReaderCatchUpTests {
         let watchdog = Watchdog(writer, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         #expect(writer.readLine() == "ready", "\(writer.errors)")
-        var config = folder.diskConfig()
-        config.readOnly = true
-        let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
-        let heard = Recorder<String>()
-        storage.addObserver(heard, forKey: "k") { recorder, _, change in
-            switch change {
-            case .edit(_, let after): recorder.append("k #\(WrittenValue(parsing: after, key: "k").map { String($0.sequence) } ?? "?")")
-            case .remove: recorder.append("k removed")
-            }
-        }
+        let (storage, heard) = try observingReader(of: folder)
         #expect(writer.ask("set k 10") == "wrote k 1")
         #expect(WrittenValue(parsing: try storage.object(forKey: "k"), key: "k")?.sequence == 1)
         try FileManager.default.removeItem(atPath: folder.storePath() + "/stash-shared")
@@ -147,6 +129,21 @@ struct ReaderCatchUpTests {
     }
 
     /// Flips one byte of the file at `path`, in place (the file keeps its inode and length).
+    /// A read-only `Storage` of `folder`'s store, and what an observer of key "k" hears ("k #sequence", "k removed").
+    private func observingReader(of folder: TemporaryDirectory) throws -> (storage: Storage<Data>, heard: Recorder<String>) {
+        var config = folder.diskConfig()
+        config.readOnly = true
+        let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
+        let heard = Recorder<String>()
+        storage.addObserver(heard, forKey: "k") { recorder, _, change in
+            switch change {
+            case .edit(_, let after): recorder.append("k #\(WrittenValue(parsing: after, key: "k").map { String($0.sequence) } ?? "?")")
+            case .remove: recorder.append("k removed")
+            }
+        }
+        return (storage, heard)
+    }
+
     private func flipByte(at offset: Int, of path: String) throws {
         let handle = try #require(FileHandle(forUpdatingAtPath: path))
         defer { try? handle.close() }
