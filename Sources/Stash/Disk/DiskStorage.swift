@@ -157,7 +157,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
 
     public func removeAll() throws {
         try checkWritable()
-        try engine.sync { try $0.removeAll() }
+        try engine.sync { try $0.writer.removeAll() }
     }
 
     /// Removes every expired value; observers of the folder hear `.removeExpired` even when nothing
@@ -166,7 +166,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         try checkWritable()
         let now = now()
         try engine.sync { store in
-            if try store.removeExpired(now: now).isEmpty { engine.observers.publish(.remove(keys: [], reason: .expired)) }
+            if try store.writer.removeExpired(now: now).isEmpty { engine.observers.publish(.remove(keys: [], reason: .expired)) }
         }
     }
 
@@ -176,7 +176,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         try checkWritable()
         guard size >= 0 else { throw StorageError.invalidLimit(name: "size", value: size) }
         let now = now()
-        try engine.sync { try $0.trim(toSize: size, now: now) }
+        try engine.sync { try $0.writer.trim(toSize: size, now: now) }
     }
 
     /// A view of the same store (same folder, queue and index) whose values are `U`.

@@ -2,7 +2,7 @@ import Foundation
 
 /// A compaction's copy: the live records of its input segments written into new ones, off the queue.
 /// It touches no state of the store (the store plans it and takes its result back on its queue:
-/// ``DiskStore/beginCompaction(liveBytes:)``, ``DiskStore/finishCompaction(_:victims:epoch:)``), and
+/// ``Compaction/begin(liveBytes:)``, ``Compaction/finish(_:victims:epoch:)``), and
 /// copies of one folder never run at the same time (``copyAlone(in:_:)``).
 enum CompactionCopy {
     /// What a compaction produced off the queue, handed back to the store's queue.

@@ -30,14 +30,14 @@ package enum SegmentRecord: Equatable {
     case set(key: String, SetInfo)
     /// A tombstone.
     case remove(key: String)
-    /// Everything before it is gone (``DiskStore/removeAll()``).
+    /// Everything before it is gone (``WritePath/removeAll()``).
     case clear
     /// The value written by the set record at `segment`/`offset` was used at `time`: keeps the LRU
     /// order across a restart without writing the key again on every read. `keyHash` (the key's
     /// ``KeyHash``; nil in records of stores before format 4) finds the entry in the key directory.
     case access(segment: UInt32, offset: UInt32, time: Double, keyHash: UInt64?)
     /// The next `count` records, `length` bytes in all, are one batch: replay applies them only if
-    /// every one of them is there and verifies (``DiskStore/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``).
+    /// every one of them is there and verifies (``WritePath/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``).
     case batch(count: Int, length: Int)
 }
 
@@ -141,7 +141,7 @@ package enum SegmentFormat {
 
     /// The set record that `bytes` holds, exactly and verified: where its key's bytes are (counted from
     /// the record's first byte, as ``SetInfo/valueOffset`` is) and what it says, without decoding the
-    /// key (a read compares it in place: ``DiskStore/isSameKey(_:_:)``). nil unless a valid set record
+    /// key (a read compares it in place: ``SegmentLog/isSameKey(_:_:)``). nil unless a valid set record
     /// is exactly there; never traps.
     static func setRecord(_ bytes: UnsafeRawBufferPointer, salt: UInt64) -> (key: Range<Int>, info: SetInfo)? {
         guard bytes.count > recordHeaderLength, let (record, length) = verified(bytes, at: 0, salt: salt),

@@ -17,7 +17,7 @@ extension DiskStore {
     /// damaged (dropped, as every read drops it), is left out.
     ///
     /// Packed records are read in stretches of their segment, in file order, one `pread` for up to
-    /// 1 MiB of neighbouring records instead of one per record; each record is verified as ``load(_:_:)``
+    /// 1 MiB of neighbouring records instead of one per record; each record is verified as ``SegmentLog/load(_:_:)``
     /// verifies it (its checksum, its key, its value's kind). Any record that a stretch does not settle
     /// (a value in a file of its own, a record that does not verify) is read again by ``read(_:now:)``,
     /// which decides what its failure means.
@@ -80,7 +80,7 @@ extension DiskStore {
                 last += 1
             }
             defer { first = last + 1 }
-            guard let segment = segments[head.segment], to - from <= Self.stretchLength else { continue } // one by one
+            guard let segment = log.segments[head.segment], to - from <= Self.stretchLength else { continue } // one by one
             // Not zeroed: only the bytes `pread` filled are looked at.
             let stretch = UnsafeMutableRawBufferPointer.allocate(byteCount: to - from, alignment: 8)
             defer { stretch.deallocate() }
@@ -93,7 +93,7 @@ extension DiskStore {
                 let bytes = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(stretch)[offset..<(offset + length)])
                 guard let (key, info) = SegmentFormat.setRecord(bytes, salt: segment.salt),
                       info.value == record.value,
-                      Self.isSameKey(UnsafeRawBufferPointer(rebasing: bytes[key]), keys[position]) else { continue }
+                      SegmentLog.isSameKey(UnsafeRawBufferPointer(rebasing: bytes[key]), keys[position]) else { continue }
                 values[position] = Data(UnsafeRawBufferPointer(rebasing: bytes[info.valueOffset...]))
             }
         }

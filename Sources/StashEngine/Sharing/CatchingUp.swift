@@ -27,14 +27,14 @@ class CatchingUp {
 
     /// Tells ``followWatch`` what the store is caught up to (``followed``).
     func noteFollowed(_ store: DiskStore) {
-        followWatch.note(counter: followed.counter, length: followed.length, shared: store.folder.shared, seal: followed.seal)
+        followWatch.note(counter: followed.counter, length: followed.length, shared: store.log.folder.shared, seal: followed.seal)
     }
 
     /// Opens the store anew from its files: what it knew of them (its index, the memory layers'
     /// copies, a compaction under way) is dropped first. `publishing`: whether the other processes are
     /// told to open it anew too (this open may have changed the files).
     func openAgain(_ store: DiskStore, publishing: Bool) throws {
-        store.forgetIndex(seed: store.folder.storeID)
+        store.forgetIndex(seed: store.log.folder.storeID)
         followed = FollowedState()
         try store.open(publishing: publishing)
     }
@@ -45,7 +45,7 @@ class CatchingUp {
     /// there are not whole, valid records (a process publishes a length only once the records before
     /// it are written whole: anything else is not what it published).
     func replayTail(_ store: DiskStore, upTo length: Int) -> Bool {
-        guard let id = followed.segment, let file = store.segments[id], length >= file.length else { return false }
+        guard let id = followed.segment, let file = store.log.segments[id], length >= file.length else { return false }
         let start = file.length
         guard length > start else { return true }
         guard let bytes = try? FileIO.read(file.fd, at: start, count: length - start, path: file.path),
@@ -64,7 +64,7 @@ class CatchingUp {
         followed.replayer = Replayer() // `replayer` the only reference: its map is changed in place
         store.withIndex { index in
             for (record, offset, length) in appended {
-                store.countDead(of: record, length: length, in: file, index: index)
+                store.log.countDead(of: record, length: length, in: file, index: index)
                 if case .set(_, let info) = record { store.earliestExpiry = min(store.earliestExpiry, info.expiry) }
                 replayer.visit(record, segment: id, offset: offset, length: length, store: store, index: &index)
             }

@@ -14,13 +14,13 @@ final class Follower: CatchingUp, ProcessSharing {
     /// Opens the store: the folder's shared lock, taken while the folder opened if no writer had it,
     /// goes once the index is built (``StoreFolder/endOpening()``).
     func open(_ store: DiskStore) throws {
-        defer { store.folder.endOpening() }
+        defer { store.log.folder.endOpening() }
         try following(store) { try store.open(publishing: false) }
     }
 
     func close(_ store: DiskStore) {
-        store.folder.shared?.unlock()
-        store.folder.handle.unlock()
+        store.log.folder.shared?.unlock()
+        store.log.folder.handle.unlock()
     }
 
     func beginOperation(_ store: DiskStore) {
@@ -63,7 +63,7 @@ final class Follower: CatchingUp, ProcessSharing {
     @discardableResult
     func catchUp(_ store: DiskStore) -> Bool {
         store.assertOnQueue()
-        let folder = store.folder
+        let folder = store.log.folder
         guard let shared = folder.shared else {
             if let found = SharedState.openForReading(in: folder.handle) {
                 folder.shared = found
@@ -73,8 +73,8 @@ final class Follower: CatchingUp, ProcessSharing {
             // Found; or none while a writer is at work (someone deleted it, and the writer makes a new
             // one when it next checks its folder): nothing tells what changed, so the files do, every
             // call; and the observers are told of what the last segment holds past this store's end of it.
-            let last = store.segments.keys.max()
-            let changes = unseenChanges(store, after: last, from: last.flatMap { store.segments[$0]?.length } ?? 0)
+            let last = store.log.segments.keys.max()
+            let changes = unseenChanges(store, after: last, from: last.flatMap { store.log.segments[$0]?.length } ?? 0)
             let before = foreignBefore(store, changes)
             openAgainForReading(store)
             publishForeign(store, changes, before: before)
@@ -96,7 +96,7 @@ final class Follower: CatchingUp, ProcessSharing {
             // Not whole records of the segment followed (damaged, say): opened anew as for any other
             // change, and the observers still told of the whole records after the damage.
         }
-        let changes = unseenChanges(store, after: followed.segment, from: followed.segment.flatMap { store.segments[$0]?.length } ?? 0)
+        let changes = unseenChanges(store, after: followed.segment, from: followed.segment.flatMap { store.log.segments[$0]?.length } ?? 0)
         let before = foreignBefore(store, changes)
         openAgainForReading(store)
         publishForeign(store, changes, before: before)
@@ -106,7 +106,7 @@ final class Follower: CatchingUp, ProcessSharing {
     /// Reads what the shared file says before an open (so that a change during the open is caught by
     /// the next ``catchUp(_:)``), runs `open`, and records it as caught up to.
     private func following(_ store: DiskStore, _ open: () throws -> Void) rethrows {
-        let folder = store.folder
+        let folder = store.log.folder
         let shared = folder.shared
         let seal = shared?.seal
         let structure = shared?.structure
@@ -114,7 +114,7 @@ final class Follower: CatchingUp, ProcessSharing {
         try open()
         followed = FollowedState(counter: structure?.counter ?? 0, length: length, seal: seal)
         if let shared, let structure, shared.describes(store: folder.storeID),
-           let segment = store.segments[structure.segment], segment.salt == structure.salt, store.segments.keys.max() == segment.id {
+           let segment = store.log.segments[structure.segment], segment.salt == structure.salt, store.log.segments.keys.max() == segment.id {
             followed.segment = segment.id
         }
         noteFollowed(store)
@@ -123,7 +123,7 @@ final class Follower: CatchingUp, ProcessSharing {
     /// Opens the store anew, as when it was first opened: the writer changed its files. Tried again
     /// while the writer changes them during the attempt (its counter moved), a few times.
     private func openAgainForReading(_ store: DiskStore) {
-        let folder = store.folder
+        let folder = store.log.folder
         for attempt in 0..<8 {
             let counter = folder.shared?.counter
             store.recoveryIssues = folder.issues

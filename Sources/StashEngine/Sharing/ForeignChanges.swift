@@ -43,14 +43,14 @@ extension CatchingUp {
     func unseenChanges(_ store: DiskStore, after followedID: UInt32?, from start: Int) -> [ForeignChange] {
         guard store.isObserved, let followedID else { return [] }
         var changes: [ForeignChange] = []
-        if let file = store.segments[followedID] {
+        if let file = store.log.segments[followedID] {
             var info = stat()
             if fstat(file.fd, &info) == 0, let size = FileNumber.int(info.st_size), size > start,
                let bytes = try? FileIO.read(file.fd, at: start, count: size - start, path: file.path) {
                 changes += Self.changes(in: bytes, from: 0, salt: file.salt)
             }
         }
-        let folder = store.folder
+        let folder = store.log.folder
         let later = ((try? folder.files().segments) ?? []).filter { $0 > followedID }
         for id in later {
             guard let (file, bytes) = try? SegmentFile.open(id, in: folder.handle, writable: false),
@@ -79,7 +79,7 @@ extension CatchingUp {
             switch change {
             case .set(let key, let inline, let file):
                 // A file an overwrite after it replaced may be gone: that overwrite is told instead.
-                guard let value = inline ?? file.flatMap({ try? store.values.read($0.id, size: $0.size, hash: $0.hash) }) else { continue }
+                guard let value = inline ?? file.flatMap({ try? store.log.values.read($0.id, size: $0.size, hash: $0.hash) }) else { continue }
                 keys.insert(key)
                 let previous = replaced.updateValue(value, forKey: key)
                 events.append(.set(key: key, value: value, previous: previous))
@@ -108,7 +108,7 @@ extension CatchingUp {
             for case .remove(let key) in changes where store.record(forKey: key) != nil { before.keys.insert(key) }
         }
         for case .set(let key, _, _) in changes where before.values[key] == nil && store.client?.hasKeyObservers(key) == true {
-            if let record = store.record(forKey: key), let data = try? store.load(key, record) { before.values[key] = data }
+            if let record = store.record(forKey: key), let data = try? store.log.load(key, record) { before.values[key] = data }
         }
         return before
     }

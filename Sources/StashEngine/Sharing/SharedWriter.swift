@@ -41,7 +41,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
     /// whatever the shared file says (a process killed inside an operation included).
     func open(_ store: DiskStore) throws {
         lock = .held(failure: nil)
-        store.folder.shared?.operationInProgress = true
+        store.log.folder.shared?.operationInProgress = true
         defer { endOperation(store) }
         do {
             try store.open()
@@ -77,7 +77,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
     }
 
     private func readWithoutLock(_ store: DiskStore, _ body: (DiskStore) -> Void) -> Bool {
-        guard followWatch.isCurrent, store.pendingAccesses.count < 255, !needsReopen else { return false }
+        guard followWatch.isCurrent, store.log.pendingAccesses.count < 255, !needsReopen else { return false }
         lock = .readingWithoutLock(needsLock: false)
         body(store)
         switch lock {
@@ -145,7 +145,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
 
     /// Takes the folder's lock for one operation and catches up (see the type's summary).
     func beginOperation(_ store: DiskStore) {
-        let folder = store.folder
+        let folder = store.log.folder
         do {
             try folder.lockForOperation()
         } catch {
@@ -179,7 +179,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
         shared.operationInProgress = true
         do {
             if interrupted || rewritten || shared.counter != followed.counter || needsReopen {
-                let changes = needsReopen ? [] : unseenChanges(store, after: store.active?.id, from: store.active?.length ?? 0)
+                let changes = needsReopen ? [] : unseenChanges(store, after: store.log.active?.id, from: store.log.active?.length ?? 0)
                 let before = foreignBefore(store, changes)
                 try openAgainAsWriter(store, announcing: interrupted)
                 publishForeign(store, changes, before: before)
@@ -189,7 +189,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
                 if !replayTail(store, upTo: shared.publishedLength) {
                     // Not whole records (damaged): opened anew from the files (announced if the open
                     // cut a damaged tail off), the observers told of the whole records it finds.
-                    let changes = unseenChanges(store, after: store.active?.id, from: store.active?.length ?? 0)
+                    let changes = unseenChanges(store, after: store.log.active?.id, from: store.log.active?.length ?? 0)
                     let before = foreignBefore(store, changes)
                     try openAgainAsWriter(store, announcing: false)
                     publishForeign(store, changes, before: before)
@@ -208,7 +208,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
         case .held, .heldInsideRead: lock = .released
         case .released, .unavailable, .readingWithoutLock, .refusedInsideRead: return
         }
-        let folder = store.folder
+        let folder = store.log.folder
         if let shared = folder.shared {
             if needsReopen {
                 // Left half-way: the next process to take the lock opens the store from its files too.
@@ -233,7 +233,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
     private func noteCaughtUp(_ store: DiskStore, _ shared: SharedState) {
         followed.counter = shared.counter
         followed.length = shared.publishedLength
-        followed.segment = store.active?.id
+        followed.segment = store.log.active?.id
         followed.seal = shared.seal
         noteFollowed(store)
     }
@@ -246,12 +246,12 @@ final class SharedWriter: CatchingUp, ProcessSharing {
     private func openAgainAsWriter(_ store: DiskStore, announcing: Bool) throws {
         let used = pendingUses(store)
         try openAgain(store, publishing: announcing)
-        if !announcing, let active = store.active, let shared = store.folder.shared, shared.structure.segment == active.id,
+        if !announcing, let active = store.log.active, let shared = store.log.folder.shared, shared.structure.segment == active.id,
            active.length < shared.publishedLength {
-            store.publishStructure() // the active segment is now shorter than what the others followed
+            store.log.publishStructure() // the active segment is now shorter than what the others followed
         }
         needsReopen = false
-        if let shared = store.folder.shared { noteCaughtUp(store, shared) }
+        if let shared = store.log.folder.shared { noteCaughtUp(store, shared) }
         // Reads not yet written as access records count as use in the store opened anew too (its
         // records may have moved: found again by key), so maxSize evicts by every read.
         for (key, time) in used {
@@ -265,7 +265,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
     /// The keys and times of the reads the store has not written as access records yet, oldest first
     /// (found by the position and hash each one names: no pass over the whole index).
     private func pendingUses(_ store: DiskStore) -> [(key: String, time: Double)] {
-        let pending = store.pendingAccesses
+        let pending = store.log.pendingAccesses
         guard !pending.isEmpty else { return [] }
         func position(_ segment: UInt32, _ offset: UInt32) -> UInt64 { UInt64(segment) << 32 | UInt64(offset) }
         var hashes: [UInt64: UInt64] = [:]

@@ -12,8 +12,8 @@ final class SoleWriter: ProcessSharing {
 
     func close(_ store: DiskStore) {
         defer {
-            store.folder.shared?.unlock()
-            store.folder.handle.unlock()
+            store.log.folder.shared?.unlock()
+            store.log.folder.handle.unlock()
         }
         store.finishWriting()
     }
@@ -30,12 +30,12 @@ final class SoleWriter: ProcessSharing {
     /// name; until then they read the files at every call). Checked when the folder is, at most every
     /// ``FolderLossCheck/sharedFileInterval``. (Writers in several processes check at every operation.)
     func checkSharedFile(_ store: DiskStore) {
-        guard store.folderLoss.isSharedFileCheckDue() else { return }
-        let folder = store.folder
+        guard store.log.folderLoss.isSharedFileCheckDue() else { return }
+        let folder = store.log.folder
         guard let old = folder.shared, !old.isAtPath, !folder.handle.isRemoved,
               let fresh = try? SharedState.openForWriting(in: folder.handle, store: folder.storeID) else { return }
         old.retire()
         folder.shared = fresh
-        store.publishStructure()
+        store.log.publishStructure()
     }
 }

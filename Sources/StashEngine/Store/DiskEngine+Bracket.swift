@@ -16,7 +16,7 @@ extension DiskEngine {
     /// with writers in several processes, for the other processes too: one call on the queue holds
     /// the folder lock for its whole body (``run(readsWithoutLock:_:)``).
     ///
-    /// A `body` that throws commits nothing. The batch is ``DiskStore/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``,
+    /// A `body` that throws commits nothing. The batch is ``WritePath/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``,
     /// so a kill at any moment leaves all of it or none; `onCommit` runs on the queue right after it
     /// (a memory layer remembers the values there). As for a batch, a durable bracket returns once the
     /// batch is on stable storage, and only then go the value files it replaced.
@@ -26,11 +26,11 @@ extension DiskEngine {
                          _ body: (DiskStore) throws -> (changes: [DiskBatchChange], result: Result),
                          onCommit: (DiskStore, Result, _ paths: [String?]) -> Void) throws -> Result {
         try checkOutsideUserCode()
-        let (outcome, result) = try sync { store throws -> (DiskStore.BatchOutcome, Result) in
+        let (outcome, result) = try sync { store throws -> (WritePath.BatchOutcome, Result) in
             let (changes, result) = try body(store)
             // Nothing to write (a transaction that only read; a read-only one): no commit at all.
-            guard !changes.isEmpty else { return (DiskStore.BatchOutcome(), result) }
-            let outcome = try store.writeBatch(changes, now: now, maxSize: config.maxSize, durable: config.durable,
+            guard !changes.isEmpty else { return (WritePath.BatchOutcome(), result) }
+            let outcome = try store.writer.writeBatch(changes, now: now, maxSize: config.maxSize, durable: config.durable,
                                                storesValuesAsFiles: config.storesValuesAsFiles)
             onCommit(store, result, outcome.paths)
             return (outcome, result)
@@ -42,7 +42,7 @@ extension DiskEngine {
     }
 
     /// The bracket of one key's `update`: as ``bracket(now:config:_:onCommit:)``, but what `body`
-    /// returns is committed as one write of `key` (``DiskStore/write(_:_:staged:expiry:now:maxSize:durable:storesValuesAsFiles:)``,
+    /// returns is committed as one write of `key` (``WritePath/write(_:_:staged:expiry:now:maxSize:durable:storesValuesAsFiles:)``,
     /// setObject's commit: one record, all or nothing, one change for observers) instead of a batch of
     /// one, whose change list and outcome arrays cost about a sixth of an update.
     ///
@@ -52,9 +52,9 @@ extension DiskEngine {
     package func bracketOne(_ key: String, now: Date, config: WriteSettings, _ body: (DiskStore) throws -> (data: Data, expiry: Date),
                     onCommit: (DiskStore, _ path: String?) -> Void) throws {
         try checkOutsideUserCode()
-        let outcome = try sync { store throws -> DiskStore.WriteOutcome in
+        let outcome = try sync { store throws -> WritePath.WriteOutcome in
             let (data, expiry) = try body(store)
-            let outcome = try store.write(key, data, expiry: expiry, now: now, maxSize: config.maxSize, durable: config.durable,
+            let outcome = try store.writer.write(key, data, expiry: expiry, now: now, maxSize: config.maxSize, durable: config.durable,
                                           storesValuesAsFiles: config.storesValuesAsFiles)
             onCommit(store, outcome.path)
             return outcome

@@ -51,9 +51,9 @@ package final class DiskEngine: @unchecked Sendable {
         self.durable = durable
         store = try DiskStore(directory: directory, sharing: sharing, durable: durable)
         index = store.sharedIndex
-        folder = Locked(store.folder.handle, order: .engineFolder)
-        values = store.values
-        groupCommit = store.groupCommit
+        folder = Locked(store.log.folder.handle, order: .engineFolder)
+        values = store.log.values
+        groupCommit = store.log.groupCommit
         followWatch = store.sharing.watch
         queueID = Self.nextQueueID.withLock { id in
             id += 1
@@ -185,7 +185,7 @@ package final class DiskEngine: @unchecked Sendable {
                onCommit: (DiskStore, _ path: String?) -> Void = { _, _ in }) throws {
         let staged = stage(key, data, config: config)
         let outcome = try sync { store in
-            let outcome = try store.write(key, data, staged: staged, expiry: expiry, now: now, maxSize: config.maxSize,
+            let outcome = try store.writer.write(key, data, staged: staged, expiry: expiry, now: now, maxSize: config.maxSize,
                                           durable: config.durable, storesValuesAsFiles: config.storesValuesAsFiles)
             onCommit(store, outcome.path)
             return outcome
@@ -197,13 +197,13 @@ package final class DiskEngine: @unchecked Sendable {
         if let trimError = outcome.trimError { throw trimError }
     }
 
-    /// Applies `changes` all or none, with one commit (``DiskStore/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``);
+    /// Applies `changes` all or none, with one commit (``WritePath/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``);
     /// `onCommit` runs on the queue with each change's value file path. As for ``write(_:_:expiry:now:config:onCommit:)``,
     /// a durable batch returns once it is on stable storage, and only then go the value files it replaced.
     package func writeBatch(_ changes: [DiskBatchChange], now: Date, config: WriteSettings,
                     onCommit: (DiskStore, _ paths: [String?]) -> Void = { _, _ in }) throws {
         let outcome = try sync { store in
-            let outcome = try store.writeBatch(changes, now: now, maxSize: config.maxSize, durable: config.durable,
+            let outcome = try store.writer.writeBatch(changes, now: now, maxSize: config.maxSize, durable: config.durable,
                                                storesValuesAsFiles: config.storesValuesAsFiles)
             onCommit(store, outcome.paths)
             return outcome
@@ -229,7 +229,7 @@ package final class DiskEngine: @unchecked Sendable {
     /// Removes `key`; a durable removal returns once its tombstone is on stable storage, and only
     /// then is the value file it named removed.
     package func remove(_ key: String, durable: Bool) throws {
-        let (position, files) = try sync { try $0.remove(key, durable: durable) }
+        let (position, files) = try sync { try $0.writer.remove(key, durable: durable) }
         if let position, durable { try groupCommit.waitUntilSynced(position) }
         for file in files { file.remove() }
     }

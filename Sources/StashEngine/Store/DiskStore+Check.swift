@@ -25,7 +25,7 @@ extension DiskStore {
         assertOnQueue()
         var report = DiskCheckReport()
         report.problems = recoveryIssues.map(\.description)
-        for segment in segments.values.sorted(by: { $0.id < $1.id }) {
+        for segment in log.segments.values.sorted(by: { $0.id < $1.id }) {
             guard let bytes = try FileIO.readAll(segment.fd, path: segment.path) else { continue }
             report.segments += 1
             let scan = bytes.withUnsafeBytes { raw in
@@ -39,7 +39,7 @@ extension DiskStore {
         let entries = withIndex { $0.entriesOldestFirst }
         for (number, (key, record)) in entries.enumerated() {
             do {
-                _ = try load(key, record)
+                _ = try log.load(key, record)
             } catch where sharing.keyChanged(key, since: record, in: self) {
                 // A reader beside a writer in another process: the key changed since (its old value
                 // file replaced, say). Not damage; the state checked is the one caught up to.
@@ -59,7 +59,7 @@ extension DiskStore {
         assertOnQueue()
         try checkWritable()
         let report = try check(progress: progress)
-        for key in report.damagedKeys { drop(key) }
+        for key in report.damagedKeys { writer.drop(key) }
         try compactNow()
         recoveryIssues = []
         return report
@@ -74,11 +74,11 @@ extension DiskStore {
     func compactNow() throws {
         assertOnQueue()
         try ensureActive()
-        try flushAccesses()
+        try log.flushAccesses()
         epoch += 1
         let live = withIndex { index in index.entries.reduce(0) { $0 &+ FileNumber.saturating($1.value.length) } }
-        let plan = try beginCompaction(liveBytes: live)
-        let (folder, store, segmentLimit) = (folder.handle, folder.storeID, thresholds.segmentLimit)
+        let plan = try compaction.begin(liveBytes: live)
+        let (folder, store, segmentLimit) = (log.folder.handle, log.folder.storeID, thresholds.segmentLimit)
         let result = CompactionCopy.copyAlone(in: folder) {
             CompactionCopy.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
                          folder: folder, store: store, segmentLimit: segmentLimit)
@@ -87,6 +87,6 @@ extension DiskStore {
             for file in result.outputs { file.remove() }
             throw failure
         }
-        finishCompaction(result, victims: plan.victims, epoch: epoch)
+        compaction.finish(result, victims: plan.victims, epoch: epoch)
     }
 }

@@ -30,7 +30,7 @@ package struct DiskRecord: Equatable {
 /// (and all of them when asked) are files of their own (``ValueFiles``), named by a record. The index
 /// (key → where its record is) is the ``KeyDirectory``: the key directory file read at open, plus
 /// what changed since, replayed from the records after it. Compaction copies the live records into a new
-/// segment off the queue when most bytes are dead (``DiskStore/startCompactionIfNeeded()``).
+/// segment off the queue when most bytes are dead (``Compaction/startIfNeeded()``).
 package final class DiskStore {
     package let directory: String
     /// How the store shares its folder with other processes: what an operation does before and after
@@ -51,52 +51,33 @@ package final class DiskStore {
     /// lock, and after the memory layers dropped the keys, so such a reader sees an operation
     /// entirely or not at all (Contract item 4). Never call out (observers, transformers) under it.
     let sharedIndex = Locked(KeyDirectory(seed: 0), order: .storeIndex)
+    /// The store's files: folder, segments, value files, and the access records of the next append.
+    package let log: SegmentLog
     var totalSize = 0
     /// What opening found wrong (damaged records, files or metadata); empty after a clean open.
     var recoveryIssues: [StorageError] = []
-    package let values: ValueFiles
-    let groupCommit = GroupCommit()
     /// Told the new folder when the store opened its path anew (``reopen()``).
     var didReopen: (FolderHandle) -> Void = { _ in }
     /// Runs work on the engine's queue later (compaction hands its results back through it).
     var schedule: @Sendable (@escaping @Sendable (DiskStore) -> Void) -> Void = { _ in }
-    /// The folder: replaced when the store opens its path anew after the folder was removed (``reopen()``).
-    var folder: StoreFolder
-    /// Whether opening met a segment it could not read (not a regular file, or a damaged header): the
-    /// value files no record names are then kept, since its records may name them.
-    var hasUnreadSegments = false
-    /// Segments numbered below this are superseded (``SegmentFormat``'s `floor`); new segments carry it.
-    var floor: UInt32 = 0
-    /// Every segment of the store by id; the active one is the highest.
-    var segments: [UInt32: SegmentFile] = [:]
-    /// Where records are appended; nil for a read-only store.
-    var active: SegmentFile?
-    var nextSegmentID: UInt32 = 1
-    /// Reads (and memory hits) to be recorded as access records with the next append.
-    var pendingAccesses: [(segment: UInt32, offset: UInt32, time: Double, keyHash: UInt64)] = []
-    /// No entry expires before this (a lower bound), so most calls of ``removeExpired(now:)`` scan nothing.
+    /// No entry expires before this (a lower bound), so most calls of ``WritePath/removeExpired(now:)`` scan nothing.
     var earliestExpiry = Double.infinity
     /// Changes since the key directory was written (none at close: not written again).
     var changesSinceDirectory = 0
     /// Reads recorded (access records) since the key directory was written: many of them make the next
     /// open replay them all, so a close writes the directory anew then too (as a checkpoint).
     var accessesSinceDirectory = 0
-    /// Bumped by ``removeAll()`` and folder loss: a compaction begun before is discarded.
+    /// Bumped by ``WritePath/removeAll()`` and folder loss: a compaction begun before is discarded.
     var epoch = 0
     var isCompacting = false
-    /// A shared writer's compaction, made in bounded steps (``DiskStore/stepCompactionIfNeeded()``).
+    /// A shared writer's compaction, made in bounded steps (``Compaction/stepIfNeeded()``).
     var compactionCycle = CompactionCycle()
-    /// How many appends (`pwrite`s of records) the store has made; for tests.
-    var appendCount = 0
+    /// What changes the store's content: writes, batches, removals.
+    package var writer: WritePath { WritePath(store: self) }
+    /// The store's compaction (its state is the three properties above).
+    var compaction: Compaction { Compaction(store: self) }
     /// The deletions `removeAll()` leaves to a background thread; ``close()`` waits for them.
     let housekeeping = DispatchGroup()
-    /// Reused for every append, so a write allocates no buffer of its own: its `count` is the room it
-    /// has (it only grows, up to 1 MiB), not the bytes of the last append.
-    var scratch: [UInt8] = []
-    /// When a write checks that the folder is still there (``ensureActive(checkingNow:)``).
-    var folderLoss = FolderLossCheck()
-    /// Reused for every read of a record (``load(_:_:)``), as ``scratch`` is for appends.
-    var readScratch: [UInt8] = []
     /// The sizes and counts at which the store seals segments, compacts and writes key directories.
     package struct Thresholds: Sendable {
         /// Segments are sealed at this size; a new one is started for the next record.
@@ -130,7 +111,7 @@ package final class DiskStore {
         }
     }
 
-    /// A store emptied by removals deletes its segments once they hold this many bytes (``removeKeys(_:durable:)``).
+    /// A store emptied by removals deletes its segments once they hold this many bytes (``WritePath/removeKeys(_:durable:)``).
     static let emptyStoreResetMinimum = 64 << 10
     /// The longest key, in UTF-8 bytes.
     static let maxKeyLength = 1 << 20
@@ -141,8 +122,9 @@ package final class DiskStore {
         sharing = mode.makeSharing()
         writes = mode.writes
         thresholds = Self.thresholds(for: directory)
-        folder = try StoreFolder(directory: directory, sharing: mode)
-        values = ValueFiles(folder: folder.handle, randomIDs: mode.numbersValueFilesAtRandom)
+        let folder = try StoreFolder(directory: directory, sharing: mode)
+        log = SegmentLog(directory: directory, folder: folder, randomFileIDs: mode.numbersValueFilesAtRandom, writes: mode.writes,
+                         durable: durable, segmentLimit: thresholds.segmentLimit)
         recoveryIssues += folder.issues
         try sharing.open(self)
     }
@@ -157,10 +139,10 @@ package final class DiskStore {
     /// there), then the pending access records, a key directory for a large store, the last flush.
     func finishWriting() {
         housekeeping.wait()
-        try? flushAccesses()
+        try? log.flushAccesses()
         let count = withIndex { $0.count }
         if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, count >= thresholds.directoryMinimum { try? writeDirectory(thenLoad: false) }
-        try? groupCommit.switchFile(to: nil)
+        try? log.groupCommit.switchFile(to: nil)
     }
 
     // MARK: Reading
@@ -168,6 +150,11 @@ package final class DiskStore {
     /// Runs `body` on the index, under its lock.
     package func withIndex<Result>(_ body: (inout KeyDirectory) throws -> Result) rethrows -> Result {
         try sharedIndex.withLock(body)
+    }
+
+    /// The path of the file that holds `record`'s value, if it has one of its own.
+    package func filePath(of record: DiskRecord) -> String? {
+        log.filePath(of: record)
     }
 
     package func record(forKey key: String) -> DiskRecord? {
@@ -187,11 +174,6 @@ package final class DiskStore {
     /// What opening found wrong (``recoveryIssues``).
     package var issuesFoundAtOpen: [StorageError] { recoveryIssues }
 
-    /// The path of the file that holds `record`'s value, if it has one of its own.
-    package func filePath(of record: DiskRecord) -> String? {
-        record.fileID.map(values.path(of:))
-    }
-
     /// The bytes stored for `key`, verified, counting the read as use.
     /// - Throws: ``StorageError/notFound``; ``StorageError/corrupted(_:)`` when the record or the value
     ///   file is damaged or missing (the entry is dropped); an I/O error otherwise.
@@ -203,59 +185,20 @@ package final class DiskStore {
         guard let record = withIndex({ $0.touch(key, time: time) }) else { throw StorageError.notFound(key: key) }
         let data: Data
         do {
-            data = try load(key, record)
+            data = try log.load(key, record)
         } catch {
             switch sharing.readFailed(error, in: self) {
             case .fail: throw error
             case .readAgain: return try read(key, now: now)
             case .dropIfDamaged:
-                if case .corrupted? = error as? StorageError { drop(key) }
+                if case .corrupted? = error as? StorageError { writer.drop(key) }
                 throw error
             }
         }
         noteAccess(record, time: time)
-        return (data, record, filePath(of: record))
+        return (data, record, log.filePath(of: record))
     }
 
-    /// The value bytes `record` names, verified (the record's checksum, its key, the file's hash).
-    ///
-    /// The record is read into ``readScratch`` (kept from one read to the next) and its key compared
-    /// there, in place: the returned value is the read's one allocation.
-    package func load(_ key: String, _ record: DiskRecord) throws -> Data {
-        guard let segment = segments[record.segment] else {
-            throw StorageError.corrupted("the segment holding this key's record is missing")
-        }
-        guard let length = FileNumber.int(record.length), let offset = FileNumber.int(record.offset) else {
-            throw StorageError.corrupted("the key directory gives this key's record a length or offset past this platform's Int")
-        }
-        if readScratch.count < length { readScratch = [UInt8](repeating: 0, count: max(length, 4096)) }
-        defer { if readScratch.count > 1 << 20 { readScratch = [] } } // do not keep a large record's buffer
-        return try readScratch.withUnsafeMutableBytes { scratch in
-            let bytes = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<length])
-            let (storedKey, info) = try segment.setRecord(at: offset, into: bytes)
-            guard info.value == record.value, Self.isSameKey(storedKey, key) else {
-                throw StorageError.corrupted("the record at byte \(record.offset) of \(segment.path) is not this key's")
-            }
-            switch record.value {
-            case .inline:
-                return Data(UnsafeRawBufferPointer(rebasing: bytes[info.valueOffset...]))
-            case .file(let id, let size, let hash):
-                return try values.read(id, size: size, hash: hash)
-            }
-        }
-    }
-
-    /// Whether a record's key bytes are `key`. The same bytes are (the common case, decided without
-    /// building a `String`); other bytes are decoded and compared as Swift strings, so that a
-    /// canonically equivalent spelling is the same key (Contract item 8) and bytes that are no valid
-    /// UTF-8 are no key: a byte mismatch alone never makes a false mismatch.
-    static func isSameKey(_ stored: UnsafeRawBufferPointer, _ key: String) -> Bool {
-        var key = key
-        let sameBytes = key.withUTF8 { utf8 in
-            utf8.count == stored.count && (utf8.isEmpty || memcmp(utf8.baseAddress!, stored.baseAddress!, utf8.count) == 0)
-        }
-        return sameBytes || SegmentFormat.key(stored).map { $0 == key } ?? false
-    }
 }
 
 /// A value file written off the queue, before the record that will name it.

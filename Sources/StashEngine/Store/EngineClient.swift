@@ -32,7 +32,7 @@ package protocol EngineClient: AnyObject, Sendable {
     /// The keys served from memory since the last call: the store counts them as use, as disk reads.
     func takeMemoryHits() -> [String]
 
-    /// Whether `key` is pinned: never chosen when a trim (``DiskStore/trim(toSize:now:)``, and the
+    /// Whether `key` is pinned: never chosen when a trim (``WritePath/trim(toSize:now:)``, and the
     /// trim to `maxSize` after a write) evicts least recently used values. The layers above keep
     /// their bookkeeping under such keys (a migration's progress), which losing would undo; the
     /// engine knows no names, only this answer. Pinned values still count in the store's size.

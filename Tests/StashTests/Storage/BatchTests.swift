@@ -37,14 +37,14 @@ struct BatchTests {
         let disk = try DiskStorage(config: DiskConfig(name: "store", directory: directory.url, durable: true),
                                    transformer: TransformerFactory.forData())
         try disk.setObject(Data("warm".utf8), forKey: "warm")
-        let before = disk.engine.sync { ($0.appendCount, $0.groupCommit.syncCount) }
+        let before = disk.engine.sync { ($0.log.appendCount, $0.log.groupCommit.syncCount) }
         try disk.setObjects(Dictionary(uniqueKeysWithValues: (0..<100).map { ("k\($0)", Data(repeating: UInt8($0), count: 200)) }))
-        let after = disk.engine.sync { ($0.appendCount, $0.groupCommit.syncCount) }
+        let after = disk.engine.sync { ($0.log.appendCount, $0.log.groupCommit.syncCount) }
         #expect(after.0 - before.0 == 1, "appends")
         #expect(after.1 - before.1 == 1, "fsyncs")
         #expect(disk.allKeys.count == 101)
         try disk.removeObjects(forKeys: (0..<50).map { "k\($0)" })
-        #expect(disk.engine.sync { $0.appendCount } - after.0 == 1)
+        #expect(disk.engine.sync { $0.log.appendCount } - after.0 == 1)
         #expect(disk.allKeys.count == 51)
     }
 
@@ -88,11 +88,11 @@ struct BatchTests {
         var start = 0
         do {
             let store = try DiskStore(directory: path, readOnly: false)
-            _ = try store.write("before", Data("b".utf8), expiry: .distantFuture, now: now, maxSize: 0, durable: false)
-            start = store.active!.length
-            _ = try store.writeBatch((0..<5).map { .set(key: "k\($0)", data: Data(repeating: UInt8($0), count: 40), expiry: .distantFuture) },
+            _ = try store.writer.write("before", Data("b".utf8), expiry: .distantFuture, now: now, maxSize: 0, durable: false)
+            start = store.log.active!.length
+            _ = try store.writer.writeBatch((0..<5).map { .set(key: "k\($0)", data: Data(repeating: UInt8($0), count: 40), expiry: .distantFuture) },
                                      now: now, maxSize: 0, durable: false)
-            full = store.active!.length
+            full = store.log.active!.length
             store.close()
         }
         let segment = path + "/" + (try #require(try StoreFiles(path).segments.last))
@@ -103,7 +103,7 @@ struct BatchTests {
             #expect(try store.read("before", now: now).data == Data("b".utf8))
             #expect(store.keys == ["before"], "cut at \(cut): part of the batch was applied")
             // Appends after the cut-off batch are never read as its rest.
-            _ = try store.write("after", Data("a".utf8), expiry: .distantFuture, now: now, maxSize: 0, durable: false)
+            _ = try store.writer.write("after", Data("a".utf8), expiry: .distantFuture, now: now, maxSize: 0, durable: false)
             store.close()
             let again = try DiskStore(directory: path, readOnly: true)
             #expect(Set(again.keys) == ["before", "after"], "cut at \(cut)")
@@ -120,11 +120,11 @@ struct BatchTests {
         var range = 0..<0
         do {
             let store = try DiskStore(directory: path, readOnly: false)
-            let start = store.active!.length
-            _ = try store.writeBatch((0..<5).map { .set(key: "k\($0)", data: Data(repeating: 1, count: 40), expiry: .distantFuture) },
+            let start = store.log.active!.length
+            _ = try store.writer.writeBatch((0..<5).map { .set(key: "k\($0)", data: Data(repeating: 1, count: 40), expiry: .distantFuture) },
                                      now: now, maxSize: 0, durable: false)
-            range = start..<store.active!.length
-            _ = try store.write("after", Data("a".utf8), expiry: .distantFuture, now: now, maxSize: 0, durable: false)
+            range = start..<store.log.active!.length
+            _ = try store.writer.write("after", Data("a".utf8), expiry: .distantFuture, now: now, maxSize: 0, durable: false)
             store.close()
         }
         let segment = path + "/" + (try #require(try StoreFiles(path).segments.last))

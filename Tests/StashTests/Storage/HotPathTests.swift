@@ -143,7 +143,7 @@ struct HotPathTests {
     @Test("the in-place key comparison: equal bytes, a canonically equivalent spelling, another key, bytes that are no UTF-8")
     func inPlaceKeyComparison() {
         func same(_ stored: [UInt8], _ key: String) -> Bool {
-            stored.withUnsafeBytes { DiskStore.isSameKey($0, key) }
+            stored.withUnsafeBytes { SegmentLog.isSameKey($0, key) }
         }
         #expect(same(Array("caf\u{E9}".utf8), "caf\u{E9}"))
         #expect(same(Array("cafe\u{301}".utf8), "caf\u{E9}"))
@@ -195,11 +195,11 @@ struct HotPathTests {
         do {
             let disk = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData())
             try disk.setObject(value, forKey: "first")
-            let segment = directory.storePath() + "/" + SegmentFile.name(of: disk.engine.sync { $0.active!.id })
+            let segment = directory.storePath() + "/" + SegmentFile.name(of: disk.engine.sync { $0.log.active!.id })
             for round in 0..<50 { try disk.setObject(value, forKey: "warm-\(round)") }
             #expect(unlink(segment) == 0)
             try disk.setObject(value, forKey: "after")
-            let active = disk.engine.sync { $0.active!.path }
+            let active = disk.engine.sync { $0.log.active!.path }
             #expect(active != segment)
             #expect(FileManager.default.fileExists(atPath: active))
             #expect(try disk.object(forKey: "after") == value)
@@ -215,7 +215,7 @@ struct HotPathTests {
         let directory = TemporaryDirectory()
         let disk = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forData())
         let clock = ManualNanoseconds()
-        disk.engine.sync { $0.folderLoss = FolderLossCheck(clock: clock.read) }
+        disk.engine.sync { $0.log.folderLoss = FolderLossCheck(clock: clock.read) }
         try disk.setObject(Data("a".utf8), forKey: "a") // checks: the first write
         try FileManager.default.removeItem(atPath: directory.storePath())
         try disk.setObject(Data("b".utf8), forKey: "b") // no time passed: no check, lands in the unlinked segment

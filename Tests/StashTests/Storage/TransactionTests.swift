@@ -37,7 +37,7 @@ struct TransactionTests {
         let directory = TemporaryDirectory()
         let disk = try DiskStorage(config: directory.diskConfig(), transformer: TransformerFactory.forCodable(ofType: Int.self))
         try disk.setObject(1, forKey: "a")
-        let appends = disk.engine.sync { $0.appendCount }
+        let appends = disk.engine.sync { $0.log.appendCount }
         #expect(throws: Refused()) {
             try disk.transaction { tx in
                 try tx.setObject(2, forKey: "a")
@@ -48,7 +48,7 @@ struct TransactionTests {
         #expect(try disk.transaction { tx in try tx.object(forKey: "a") } == 1)
         #expect(try disk.object(forKey: "a") == 1)
         #expect(disk.allKeys == ["a"])
-        #expect(disk.engine.sync { $0.appendCount } == appends)
+        #expect(disk.engine.sync { $0.log.appendCount } == appends)
     }
 
     @Test("a transaction is one append, and one fsync when durable")
@@ -57,11 +57,11 @@ struct TransactionTests {
         let disk = try DiskStorage(config: DiskConfig(name: "store", directory: directory.url, durable: true),
                                    transformer: TransformerFactory.forCodable(ofType: Int.self))
         try disk.setObject(0, forKey: "warm")
-        let before = disk.engine.sync { ($0.appendCount, $0.groupCommit.syncCount) }
+        let before = disk.engine.sync { ($0.log.appendCount, $0.log.groupCommit.syncCount) }
         try disk.transaction { tx in
             for index in 0..<100 { try tx.setObject(index, forKey: "k\(index)") }
         }
-        let after = disk.engine.sync { ($0.appendCount, $0.groupCommit.syncCount) }
+        let after = disk.engine.sync { ($0.log.appendCount, $0.log.groupCommit.syncCount) }
         #expect(after.0 - before.0 == 1)
         #expect(after.1 - before.1 == 1)
         #expect(disk.allKeys.count == 101)

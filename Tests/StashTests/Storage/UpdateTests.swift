@@ -162,9 +162,9 @@ struct UpdateTests {
         try storage.setObject(User(name: "a", age: 1), forKey: "k")
         let engine = storage.hybridStorage.engine
         func appended(_ body: () throws -> Void) rethrows -> Int {
-            let start = engine.sync { $0.active?.length ?? 0 }
+            let start = engine.sync { $0.log.active?.length ?? 0 }
             try body()
-            return engine.sync { $0.active?.length ?? 0 } - start
+            return engine.sync { $0.log.active?.length ?? 0 } - start
         }
         let write = try appended { try storage.setObject(User(name: "a", age: 2), forKey: "k") }
         // The update's read is no access record of its own: its write records the key's time of use.

@@ -13,7 +13,7 @@ extension DiskStoreScenario {
     static var now: Date { Date(timeIntervalSince1970: 1_800_000_000) }
 
     static func set(_ store: DiskStore, _ key: String, _ data: Data, asFile: Bool = false, at time: Date = now) throws {
-        let result = try store.write(key, data, expiry: .distantFuture, now: time, maxSize: 0, durable: false,
+        let result = try store.writer.write(key, data, expiry: .distantFuture, now: time, maxSize: 0, durable: false,
                                      storesValuesAsFiles: asFile)
         result.replaced?.remove() // what the engine does off the queue
     }
@@ -33,17 +33,17 @@ extension DiskStoreScenario {
         }
     }
 
-    /// What ``DiskStore/startCompactionIfNeeded()`` captures before it copies off the queue, taken by
+    /// What ``Compaction/startIfNeeded()`` captures before it copies off the queue, taken by
     /// hand: the copy can then run at a moment the test chooses (a thread that was delayed).
     static func beginCompactionByHand(_ store: DiskStore) throws
         -> (entries: [(key: String, value: DiskRecord)], victims: [SegmentFile], first: UInt32, folder: FolderHandle, store: UInt64) {
-        let first = store.nextSegmentID
-        store.nextSegmentID += 1
-        try store.roll()
-        let victims = store.segments.values.filter { $0.id < first }.sorted { $0.id < $1.id }
+        let first = store.log.nextSegmentID
+        store.log.nextSegmentID += 1
+        try store.log.roll()
+        let victims = store.log.segments.values.filter { $0.id < first }.sorted { $0.id < $1.id }
         let entries = store.withIndex { $0.entriesOldestFirst }
         store.isCompacting = true
-        return (entries, victims, first, store.folder.handle, store.folder.storeID)
+        return (entries, victims, first, store.log.folder.handle, store.log.folder.storeID)
     }
 
     static func compactNow(_ store: DiskStore) -> Bool {

@@ -115,13 +115,13 @@ extension DiskStorage {
     }
 
     /// Waits until no background compaction runs and none is due: after each one, the check a write
-    /// would make runs again (``DiskStore/startCompactionIfNeeded()``). What a test measures then does
+    /// would make runs again (``Compaction/startIfNeeded()``). What a test measures then does
     /// not depend on when the compactions ran beside its writes (a compaction that copied while the
     /// writes went on leaves dead bytes that only the next write's check would compact).
     func settleCompaction() {
         repeat {
             waitForCompaction()
-            engine.sync { $0.startCompactionIfNeeded() }
+            engine.sync { $0.compaction.startIfNeeded() }
         } while isCompacting
     }
 }

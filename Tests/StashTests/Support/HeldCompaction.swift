@@ -20,14 +20,14 @@ final class HeldCompaction: @unchecked Sendable {
     /// active segment's dead bytes raised until every byte counts as dead (the active segment is
     /// sealed and becomes an input, so the raised count goes with it).
     func start(_ store: DiskStore) {
-        guard !store.isCompacting, let active = store.active else { return }
+        guard !store.isCompacting, let active = store.log.active else { return }
         let minimum = store.thresholds.compactionMinimum
         store.thresholds.compactionMinimum = 0
         defer { store.thresholds.compactionMinimum = minimum }
-        let total = store.segments.values.reduce(0) { $0 + $1.length - SegmentFormat.headerLength }
-        let dead = store.segments.values.reduce(0) { $0 + $1.deadBytes }
+        let total = store.log.segments.values.reduce(0) { $0 + $1.length - SegmentFormat.headerLength }
+        let dead = store.log.segments.values.reduce(0) { $0 + $1.deadBytes }
         active.deadBytes += max(1, total - dead)
-        store.startCompactionIfNeeded()
+        store.compaction.startIfNeeded()
     }
 
     /// Waits for the copy of the compaction under way and runs its finish on this thread.

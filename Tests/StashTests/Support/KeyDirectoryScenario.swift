@@ -13,7 +13,7 @@ extension KeyDirectoryScenario {
     static var now: Date { Date(timeIntervalSince1970: 1_800_000_000) }
 
     static func set(_ store: DiskStore, _ key: String, _ data: Data, now: Date = now) throws {
-        let outcome = try store.write(key, data, expiry: .distantFuture, now: now, maxSize: 0, durable: false)
+        let outcome = try store.writer.write(key, data, expiry: .distantFuture, now: now, maxSize: 0, durable: false)
         outcome.replaced?.remove()
     }
 

@@ -11,7 +11,7 @@ extension StoreFileScenario {
     static var now: Date { Date(timeIntervalSince1970: 1_800_000_000) }
 
     static func set(_ store: DiskStore, _ key: String, _ data: Data) throws {
-        let outcome = try store.write(key, data, expiry: .distantFuture, now: now, maxSize: 0, durable: false)
+        let outcome = try store.writer.write(key, data, expiry: .distantFuture, now: now, maxSize: 0, durable: false)
         outcome.replaced?.remove()
     }
 

@@ -35,10 +35,10 @@ struct CompactionOverlapTests: DiskStoreScenario {
         try store.compactNow()
         // The background compaction's finish is still to come (its copy may still be running).
         #expect(store.isCompacting, "compactNow cleared the flag of a compaction still under way")
-        let reserved = store.nextSegmentID
+        let reserved = store.log.nextSegmentID
         try fill(store)
         held.start(store) // would start a second background compaction beside the first
-        #expect(store.nextSegmentID == reserved, "a second background compaction started")
+        #expect(store.log.nextSegmentID == reserved, "a second background compaction started")
         // The first one finishes: it is discarded (the store compacted since), its outputs removed.
         #expect(held.finish(store))
         #expect(!store.isCompacting)

@@ -22,13 +22,13 @@ struct CompactionRaceTests: DiskStoreScenario {
         first = nil
         // A new store opens the folder: the output does not exist yet, so it is no segment of it.
         var second: DiskStore? = try DiskStore(directory: path, readOnly: false)
-        #expect(second!.segments[copy.first] == nil)
+        #expect(second!.log.segments[copy.first] == nil)
         // Now the old thread runs: it writes its output (every key as of its start) into the folder.
         let result = DiskStore.compact(copy.entries, victims: copy.victims, into: copy.first, count: 1, folder: copy.folder, store: copy.store)
         #expect(result.failure == nil)
         // The new store removes two keys and compacts: tombstones are not copied, the inputs go.
-        try second!.remove("k0")
-        try second!.remove("k1")
+        try second!.writer.remove("k0")
+        try second!.writer.remove("k1")
         #expect(Self.compactNow(second!))
         #expect(Self.isNotFound(second!, "k0"))
         second!.close()
@@ -72,11 +72,11 @@ struct CompactionRaceTests: DiskStoreScenario {
             let store = try DiskStore(directory: path, readOnly: false)
             for index in 0..<6 { try Self.set(store, "f\(index)", Data("file \(index)".utf8), asFile: true) }
             for index in 0..<6 { try Self.set(store, "dead\(index)", Data(repeating: 1, count: 2000)) }
-            for index in 0..<6 { try store.remove("dead\(index)") }
+            for index in 0..<6 { try store.writer.remove("dead\(index)") }
             let held = HeldCompaction(store)
             held.start(store)
             try Self.set(store, "f0", Data("file 0, again".utf8), asFile: true) // overwrite during the copy
-            try store.remove("f1")
+            try store.writer.remove("f1")
             try Self.set(store, "big", Data(repeating: 7, count: ValueFiles.threshold))
             try Self.set(store, "f2", Data("now inline".utf8)) // a file value replaced by an inline one
             #expect(held.finish(store))
@@ -102,10 +102,10 @@ struct CompactionRaceTests: DiskStoreScenario {
         do {
             let store = try DiskStore(directory: path, readOnly: false)
             for index in 0..<10 { try Self.set(store, "k\(index)", Data(repeating: 2, count: 3000), asFile: index < 3) }
-            for index in 5..<10 { try store.remove("k\(index)") }
+            for index in 5..<10 { try store.writer.remove("k\(index)") }
             let held = HeldCompaction(store)
             held.start(store)
-            try store.removeAll()
+            try store.writer.removeAll()
             try Self.set(store, "after", Data("after".utf8))
             #expect(held.finish(store))
             // No close: the process dies here.
@@ -125,12 +125,12 @@ struct CompactionRaceTests: DiskStoreScenario {
                 try Self.set(store, "k\(index)", Data(repeating: 1, count: 100), at: Self.now.addingTimeInterval(Double(index)))
             }
             try Self.set(store, "dead", Data(repeating: 1, count: 2000))
-            try store.remove("dead")
+            try store.writer.remove("dead")
             let held = HeldCompaction(store)
             held.start(store)
             _ = try store.read("k0", now: Self.now.addingTimeInterval(100)) // k0: now the most recent
             #expect(held.finish(store))
-            try store.flushAccesses()
+            try store.log.flushAccesses()
             #expect(store.withIndex { $0.entriesOldestFirst.map(\.key) } == ["k1", "k2", "k3", "k0"])
             // No close: a crash (close would write the order in a snapshot only for a large store).
         }

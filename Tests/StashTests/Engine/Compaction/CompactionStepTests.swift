@@ -5,7 +5,7 @@ import Testing
 import StashTestSupport
 
 // A writer in several processes compacts in bounded steps inside its calls (Docs/Architecture.md,
-// "Compaction"; Sources/StashEngine/Compaction/DiskStore+CompactionSteps.swift): the bytes a call copies
+// "Compaction"; Sources/StashEngine/Compaction/Compaction+Steps.swift): the bytes a call copies
 // are counted by the store (`compactionCycle`), never timed.
 
 @Suite("A shared writer's compaction in bounded steps")
@@ -171,22 +171,22 @@ struct CompactionStepTests {
             // One step by hand: it copies part of the first segment and stops inside it.
             let first = try #require(disk.engine.sync { store in
                 store.thresholds.compactionMinimum = 8_192
-                store.stepCompactionIfNeeded()
-                return store.compactionCycle.resume.map { $0.segment == store.segments.keys.min() ? $0.segment : nil } ?? nil
+                store.compaction.stepIfNeeded()
+                return store.compactionCycle.resume.map { $0.segment == store.log.segments.keys.min() ? $0.segment : nil } ?? nil
             }, "the first step did not stop inside the first segment")
             // The next step's output finds its name taken: it fails, its copies discarded.
-            let next = disk.engine.sync { $0.nextSegmentID }
+            let next = disk.engine.sync { $0.log.nextSegmentID }
             try Data(repeating: 0xAB, count: 200).write(to: URL(fileURLWithPath: store + "/" + SegmentFile.name(of: next)))
             #expect(disk.engine.sync { store in
-                store.stepCompactionIfNeeded()
+                store.compaction.stepIfNeeded()
                 return store.compactionCycle.failed
             } == 1)
             var steps = 0
-            while steps < 500, disk.engine.sync({ store in store.segments[first] != nil }) {
-                disk.engine.sync { $0.stepCompactionIfNeeded() }
+            while steps < 500, disk.engine.sync({ store in store.log.segments[first] != nil }) {
+                disk.engine.sync { $0.compaction.stepIfNeeded() }
                 steps += 1
             }
-            #expect(disk.engine.sync { $0.segments[first] } == nil, "the first segment was not drained in \(steps) steps")
+            #expect(disk.engine.sync { $0.log.segments[first] } == nil, "the first segment was not drained in \(steps) steps")
         }
         // Read from the files (the engine keeps values it wrote in memory).
         let reopened = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())

@@ -148,7 +148,7 @@ struct FilesChangedInPlaceTests {
 
     static func set(_ store: DiskStore, _ key: String, _ value: String) throws {
         try operation(store) { store in
-            try store.write(key, Data(value.utf8), expiry: .distantFuture, now: now, maxSize: 0, durable: false).replaced?.remove()
+            try store.writer.write(key, Data(value.utf8), expiry: .distantFuture, now: now, maxSize: 0, durable: false).replaced?.remove()
         }
     }
 
@@ -172,7 +172,7 @@ struct FilesChangedInPlaceTests {
         #expect(Self.get(writerB, "old") == "old value")
         #expect(Self.get(reader, "old") == "old value")
         let saved = Array(try Damage.bytes(Self.sharedPath(path)).prefix(128))
-        try Self.operation(writerA) { try $0.removeAll() }
+        try Self.operation(writerA) { try $0.writer.removeAll() }
         try Self.set(writerA, "new", "new value")
         try Self.overwriteInPlace(Self.sharedPath(path), with: saved)
         #expect(Self.get(reader, "old") == nil, "the reader read a value removed before its read began")
@@ -194,7 +194,7 @@ struct FilesChangedInPlaceTests {
         #expect(Self.get(reader, "k") == "1")
         for round in 2...6 {
             try FileManager.default.removeItem(atPath: Self.sharedPath(path))
-            writer.folderLoss.expire() // a write after a pause: a sole writer checks its files (FolderLossCheck)
+            writer.log.folderLoss.expire() // a write after a pause: a sole writer checks its files (FolderLossCheck)
             try Self.set(writer, "k", "\(round)")
             try Self.set(writer, "k\(round)", "new")
             #expect(Self.get(reader, "k") == "\(round)", "round \(round): the reader read the past")

@@ -16,10 +16,10 @@ struct FolderRemovedTests: DiskStoreScenario {
         try Self.set(store, "old", Data("old".utf8))
         let data = Data(repeating: 9, count: ValueFiles.threshold)
         // `DiskEngine.stage` writes the value file on the caller's thread, before the write enters the queue...
-        let staged = try StagedValue(store.values.write(data, durable: false), folder: store.values.handle, size: data.count)
+        let staged = try StagedValue(store.log.values.write(data, durable: false), folder: store.log.values.handle, size: data.count)
         // ...and the folder is removed in between (iOS purges Caches folders of running apps).
         try FileManager.default.removeItem(atPath: path)
-        let result = try store.write("big", data, staged: staged, expiry: .distantFuture, now: Self.now, maxSize: 0, durable: false)
+        let result = try store.writer.write("big", data, staged: staged, expiry: .distantFuture, now: Self.now, maxSize: 0, durable: false)
         #expect(result.path.map { FileManager.default.fileExists(atPath: $0) } == true, "the write returned, its file is gone")
         #expect(try Self.get(store, "big") == data)
     }

@@ -43,7 +43,7 @@ struct MarkerDamageTests: StoreFileScenario {
         store!.close()
         store = nil
         var other: DiskStore? = try DiskStore(directory: otherPath, readOnly: false)
-        try other!.removeAll() // its active segment is now number 2
+        try other!.writer.removeAll() // its active segment is now number 2
         try Self.set(other!, "theirs", Data("of another store".utf8))
         other!.close()
         other = nil

@@ -16,7 +16,7 @@ struct StoreIdentityTests {
     private static let now = Date(timeIntervalSince1970: 1_800_000_000)
 
     private static func set(_ store: DiskStore, _ key: String, _ data: Data) throws {
-        let outcome = try store.write(key, data, expiry: .distantFuture, now: now, maxSize: 0, durable: false)
+        let outcome = try store.writer.write(key, data, expiry: .distantFuture, now: now, maxSize: 0, durable: false)
         outcome.replaced?.remove()
     }
 
@@ -67,13 +67,13 @@ struct StoreIdentityTests {
         let path = directory.storePath()
         let first = try DiskStore(directory: path, readOnly: false)
         try Self.set(first, "a", Data("a".utf8))
-        let oldFolder = first.values.handle
+        let oldFolder = first.log.values.handle
         try FileManager.default.removeItem(atPath: path)
         let second = try DiskStore(directory: path, readOnly: false)
         let theirs = Data(repeating: 7, count: ValueFiles.threshold)
         try Self.set(second, "theirs", theirs)
         // Staging through the old folder (what `DiskEngine.stage` does off the queue) fails: that folder is gone.
-        #expect(throws: (any Error).self) { _ = try first.values.write(Data(repeating: 1, count: ValueFiles.threshold), durable: false) }
+        #expect(throws: (any Error).self) { _ = try first.log.values.write(Data(repeating: 1, count: ValueFiles.threshold), durable: false) }
         #expect(oldFolder.isRemoved)
         #expect(try Self.get(second, "theirs") == theirs)
         #expect(try StoreFiles(path).values.count == 1)
@@ -179,7 +179,7 @@ struct StoreIdentityTests {
             store.close()
             let foreign = try DiskStore(directory: other, readOnly: false)
             try Self.set(foreign, "mine0", Data("theirs".utf8))
-            try foreign.removeAll() // a clear record and a floor: they must not wipe my store
+            try foreign.writer.removeAll() // a clear record and a floor: they must not wipe my store
             try Self.set(foreign, "theirs", Data("theirs".utf8))
             foreign.close()
         }
@@ -214,7 +214,7 @@ struct StoreIdentityTests {
             try Self.set(store, "session", Data("logged in".utf8))
             try Self.set(store, "kept", Data("kept".utf8))
             for name in try StoreFiles(path).segments { try FileManager.default.copyItem(atPath: path + "/" + name, toPath: backup + "/" + name) }
-            _ = try store.remove("session") // logged out
+            _ = try store.writer.remove("session") // logged out
             try store.compactNow()
             #expect(try !StoreFiles(path).segments.contains(SegmentFile.name(of: 1)))
             store.close()

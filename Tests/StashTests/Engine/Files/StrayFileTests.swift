@@ -38,7 +38,7 @@ struct StrayFileTests: StoreFileScenario {
         let path = directory.storePath()
         var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
         try Self.set(store!, "before", Data("in segment 1".utf8))
-        try store!.removeAll() // segment 2 is active now; put a key in it
+        try store!.writer.removeAll() // segment 2 is active now; put a key in it
         try Self.set(store!, "kept", Data("in segment 2".utf8))
         store!.close()
         store = nil

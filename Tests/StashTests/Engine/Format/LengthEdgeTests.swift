@@ -31,7 +31,7 @@ struct LengthEdgeTests: DiskStoreScenario {
             let store = try DiskStore(directory: path, readOnly: false) // from the snapshot
             #expect(store.recoveryIssues.isEmpty, "\(store.recoveryIssues)")
             for (key, value) in expected { #expect(try Self.get(store, key) == value, "key of \(key.utf8.count) bytes") }
-            try store.remove("")
+            try store.writer.remove("")
             expected[""] = nil
             try Self.set(store, String(repeating: "k", count: 128), Data()) // inline, empty, over a 127-byte value
             expected[String(repeating: "k", count: 128)] = Data()
@@ -57,9 +57,9 @@ struct LengthEdgeTests: DiskStoreScenario {
             let store = try DiskStore(directory: path, readOnly: false)
             let held = HeldCompaction(store) // the removals below start one on their own
             for index in 0..<count { try Self.set(store, "k\(index)", value(index)) }
-            #expect(store.segments.count >= 2)
-            #expect(store.segments.values.allSatisfy { $0.length <= DiskStore.Thresholds.standard.segmentLimit + valueSize + 1024 })
-            for index in 0..<count where index % 3 != 0 { try store.remove("k\(index)") }
+            #expect(store.log.segments.count >= 2)
+            #expect(store.log.segments.values.allSatisfy { $0.length <= DiskStore.Thresholds.standard.segmentLimit + valueSize + 1024 })
+            for index in 0..<count where index % 3 != 0 { try store.writer.remove("k\(index)") }
             held.start(store)
             #expect(held.finish(store))
             for index in stride(from: 0, to: count, by: 3) { #expect(try Self.get(store, "k\(index)") == value(index)) }

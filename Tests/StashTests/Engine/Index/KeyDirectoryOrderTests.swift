@@ -42,12 +42,12 @@ struct KeyDirectoryOrderTests: KeyDirectoryScenario {
                     case 7..<11:
                         _ = try? store!.read(key, now: time)
                     case 11..<13:
-                        try store!.remove(key)
+                        try store!.writer.remove(key)
                         model[key] = nil
                     case 13:
                         let other = Self.keyPool[random.below(Self.keyPool.count)]
                         let data = Self.payload(random.below(200), session * 100 + step)
-                        _ = try store!.writeBatch([.set(key: key, data: data, expiry: .distantFuture), .remove(key: other)],
+                        _ = try store!.writer.writeBatch([.set(key: key, data: data, expiry: .distantFuture), .remove(key: other)],
                                                   now: time, maxSize: 0, durable: false)
                         model[key] = data
                         model[other] = nil
@@ -58,14 +58,14 @@ struct KeyDirectoryOrderTests: KeyDirectoryScenario {
                         var expected = before
                         var size = store!.totalSize
                         while size > target, !expected.isEmpty { size -= expected.removeFirst().value.size }
-                        try store!.trim(toSize: target, now: time)
+                        try store!.writer.trim(toSize: target, now: time)
                         #expect(store!.withIndex { $0.entriesOldestFirst }.map(\.key) == expected.map(\.key), "trim in session \(session)")
                         let evicted = Set(before.map(\.key)).subtracting(expected.map(\.key))
                         for gone in evicted { model[gone] = nil }
                     case 15:
                         try store!.compactNow()
                     case 16 where random.below(4) == 0:
-                        try store!.removeAll()
+                        try store!.writer.removeAll()
                         model = [:]
                     default:
                         _ = try? store!.read(key, now: time)

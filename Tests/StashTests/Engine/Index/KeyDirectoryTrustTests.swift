@@ -18,7 +18,7 @@ struct KeyDirectoryTrustTests: KeyDirectoryScenario {
         try withEngineThresholds(in: path, directoryMinimum: 1) {
             var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
             let changes: [DiskBatchChange] = (0..<6).map { .set(key: "batch \($0)", data: Self.payload($0), expiry: .distantFuture) }
-            _ = try store!.writeBatch(changes, now: Self.now, maxSize: 0, durable: false)
+            _ = try store!.writer.writeBatch(changes, now: Self.now, maxSize: 0, durable: false)
             try Self.set(store!, "single", Self.payload(99))
             store!.close()
             store = nil
@@ -31,7 +31,7 @@ struct KeyDirectoryTrustTests: KeyDirectoryScenario {
             }
             #expect(Self.value(reopened, "single") == Self.payload(99))
             // In the same process too: compaction writes the directory and maps it as the new base.
-            _ = try reopened.writeBatch([.set(key: "later batch", data: Self.payload(7), expiry: .distantFuture)],
+            _ = try reopened.writer.writeBatch([.set(key: "later batch", data: Self.payload(7), expiry: .distantFuture)],
                                         now: Self.now, maxSize: 0, durable: false)
             try reopened.compactNow()
             #expect(Self.value(reopened, "later batch") == Self.payload(7))

@@ -63,7 +63,7 @@ struct CrashBetweenStepsTests: StoreFileScenario {
         var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
         for index in 0..<10 { try Self.set(store!, "key \(index)", Self.payload(index)) }
         try FileManager.default.copyItem(atPath: path, toPath: backup)
-        try store!.removeAll()
+        try store!.writer.removeAll()
         store!.close()
         store = nil
         let newest = try #require(try StoreFiles(path).segments.last)

@@ -20,7 +20,7 @@ struct InterruptedOperationTests: DiskStoreScenario {
         // The crash came while the output was being written: only part of its last write made it.
         let output = try #require(result.outputs.first)
         #expect(truncate(output.path, off_t(output.length - 500)) == 0)
-        store!.folder.handle.unlock() // a crashed process holds no lock
+        store!.log.folder.handle.unlock() // a crashed process holds no lock
         store = nil // no finish, no close: as after a crash
         let reopened = try DiskStore(directory: path, readOnly: false)
         for index in 0..<20 { #expect(try Self.get(reopened, "k\(index)") == Data(repeating: UInt8(index), count: 1000)) }
@@ -36,8 +36,8 @@ struct InterruptedOperationTests: DiskStoreScenario {
         var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
         try Self.set(store!, "a", Data("alpha".utf8))
         // What removeAll writes, without its background deletion of the old segment.
-        try store!.roll()
-        try store!.append { buffer, salt in SegmentFormat.appendClear(salt: salt, to: &buffer) }
+        try store!.log.roll()
+        try store!.log.append { buffer, salt in SegmentFormat.appendClear(salt: salt, to: &buffer) }
         store = nil
         #expect(Self.fileNames(path).filter { $0.hasSuffix(".segment") }.count == 2)
         let reopened = try DiskStore(directory: path, readOnly: false)
@@ -61,12 +61,12 @@ struct InterruptedOperationTests: DiskStoreScenario {
         do {
             let store = try DiskStore(directory: path, readOnly: false)
             #expect(store.recoveryIssues.isEmpty)
-            for index in 0..<20 { try store.remove("k\(index)") }
+            for index in 0..<20 { try store.writer.remove("k\(index)") }
             try Self.set(store, "k25", Data("v25 again".utf8))
             _ = try store.read("k29", now: Self.now.addingTimeInterval(10))
             let held = HeldCompaction(store)
             held.start(store)
-            try store.remove("k21")
+            try store.writer.remove("k21")
             try Self.set(store, "k22", Data("v22 again".utf8))
             #expect(held.finish(store))
             try Self.set(store, "k0", Data("back".utf8))
@@ -89,7 +89,7 @@ struct InterruptedOperationTests: DiskStoreScenario {
         do {
             let store = try DiskStore(directory: path, readOnly: false)
             try Self.set(store, "a", Data("a".utf8))
-            try store.roll()
+            try store.log.roll()
             try Self.set(store, "b", Data("b".utf8))
             store.close() // the snapshot names segment 2
         }

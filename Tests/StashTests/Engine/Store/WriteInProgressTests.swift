@@ -53,7 +53,7 @@ struct WriteInProgressTests {
         try Store.set(killed, "k", "1")
         killed.beginSharedOperation()
         try Self.appendTornRecord(path)
-        killed.folder.handle.unlock() // killed: the kernel releases its lock; its "operation in progress" word stays set
+        killed.log.folder.handle.unlock() // killed: the kernel releases its lock; its "operation in progress" word stays set
         let reader = try DiskStore(directory: path, readOnly: true)
         defer { reader.close() }
         #expect(reader.recoveryIssues.contains { if case .corrupted = $0 { true } else { false } },

@@ -1,6 +1,6 @@
 package import Foundation
 
-/// One change of a batch written to disk (``DiskStore/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``).
+/// One change of a batch written to disk (``WritePath/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``).
 package enum DiskBatchChange {
     case set(key: String, data: Data, expiry: Date)
     case remove(key: String)
@@ -12,7 +12,7 @@ package enum DiskBatchChange {
     }
 }
 
-extension DiskStore {
+extension WritePath {
     /// What a committed batch leaves to its caller, off the queue.
     package struct BatchOutcome {
         /// Each change's value file (nil when packed, or for a removal), in the batch's order.
@@ -29,26 +29,26 @@ extension DiskStore {
     /// Values kept in files of their own are written (and flushed, when durable) before the records.
     package func writeBatch(_ changes: [DiskBatchChange], now: Date, maxSize: Int, durable: Bool,
                     storesValuesAsFiles: Bool = false) throws -> BatchOutcome {
-        assertOnQueue()
-        try checkWritable()
+        store.assertOnQueue()
+        try store.checkWritable()
         for change in changes {
             switch change {
-            case .set(let key, let data, _): try Self.validate(key: key, size: data.count, maxSize: maxSize)
-            case .remove(let key): try Self.validate(key: key, size: 0, maxSize: 0)
+            case .set(let key, let data, _): try DiskStore.validate(key: key, size: data.count, maxSize: maxSize)
+            case .remove(let key): try DiskStore.validate(key: key, size: 0, maxSize: 0)
             }
         }
         guard !changes.isEmpty else { return BatchOutcome() }
-        applyMemoryHits(now: now)
-        try ensureActive()
+        store.applyMemoryHits(now: now)
+        try store.ensureActive()
         let stored = try storeValues(of: changes, durable: durable, storesValuesAsFiles: storesValuesAsFiles)
         // The previous bytes only for key observers (`KeyChange.edit(before:after:)`): what each change
         // replaced, as if the changes were made one by one, so an earlier change of the same key in
         // this batch (a set, or a removal: nil) wins over the stored value. Keys compare as Swift strings.
         // Nobody observing (the common case): one look under the observers' lock, no lookup per key.
         var earlier: [String: Data?] = [:]
-        let previousData: [Data?] = client?.hasObservers != true ? [] : changes.map { change in
-            guard client?.hasKeyObservers(change.key) == true else { return nil }
-            let previous: Data? = earlier[change.key] ?? record(forKey: change.key).flatMap { try? load(change.key, $0) }
+        let previousData: [Data?] = store.client?.hasObservers != true ? [] : changes.map { change in
+            guard store.client?.hasKeyObservers(change.key) == true else { return nil }
+            let previous: Data? = earlier[change.key] ?? store.record(forKey: change.key).flatMap { try? store.log.load(change.key, $0) }
             switch change {
             case .set(let key, let data, _): earlier[key] = .some(data)
             case .remove(let key): earlier[key] = .some(nil)
@@ -60,7 +60,7 @@ extension DiskStore {
         var overhead = 0 // the batch record's and the tombstones' bytes: dead from the start
         let location: (segment: UInt32, offset: Int, length: Int, end: UInt64)
         do {
-            location = try append(durable: durable) { buffer, salt in
+            location = try store.log.append(durable: durable) { buffer, salt in
                 var records: [UInt8] = []
                 var relative: [(start: Int, length: Int)] = []
                 for (index, change) in changes.enumerated() {
@@ -83,43 +83,43 @@ extension DiskStore {
                 return relative[relative.count - 1].length
             }
         } catch {
-            for case .file(let id, _, _)? in stored { values.remove(id) }
+            for case .file(let id, _, _)? in stored { store.log.values.remove(id) }
             throw error
         }
         // Where the appended bytes began in the segment: the last record's offset less its place in them.
         let base = location.offset - places[places.count - 1].start
-        active?.deadBytes += overhead
+        store.log.active?.deadBytes += overhead
         var outcome = BatchOutcome(syncPosition: durable ? location.end : nil)
-        invalidateMemory(changes.map(\.key)) // before the index: see `sharedIndex`
-        let removed: [Bool] = withIndex { index in
+        store.invalidateMemory(changes.map(\.key)) // before the index: see `sharedIndex`
+        let removed: [Bool] = store.withIndex { index in
             changes.enumerated().map { number, change in
                 let old: DiskRecord?
                 switch change {
                 case .set(let key, _, let expiry):
                     let record = DiskRecord(segment: location.segment, offset: UInt32(base + places[number].start),
                                             length: UInt32(places[number].length), value: stored[number]!,
-                                            expiry: StoredTime.seconds(expiry), lastAccess: time, keyHash: keyHash(key))
+                                            expiry: StoredTime.seconds(expiry), lastAccess: time, keyHash: store.keyHash(key))
                     old = index.set(key, record)
-                    totalSize += record.size
-                    earliestExpiry = min(earliestExpiry, record.expiry)
-                    outcome.paths.append(filePath(of: record))
+                    store.totalSize += record.size
+                    store.earliestExpiry = min(store.earliestExpiry, record.expiry)
+                    outcome.paths.append(store.log.filePath(of: record))
                 case .remove(let key):
                     old = index.remove(key)
                     outcome.paths.append(nil)
                 }
                 if let old {
-                    forget(old)
-                    if let id = old.fileID { outcome.replaced.append(values.ref(id)) }
+                    store.forget(old)
+                    if let id = old.fileID { outcome.replaced.append(store.log.values.ref(id)) }
                 }
                 return old != nil
             }
         }
-        changesSinceDirectory += 1
+        store.changesSinceDirectory += 1
         // One commit, one change to observe: an observer showing a state never shows half a batch.
         // Nobody observing: no events are made. (Asked here, after memory dropped the keys, as
         // `publish` itself asks: an observer registered before a read of memory that still saw the
         // old value is told of the change.)
-        if client?.hasObservers == true {
+        if store.client?.hasObservers == true {
             var events: [StoreEvent] = []
             for (number, change) in changes.enumerated() {
                 switch change {
@@ -128,12 +128,12 @@ extension DiskStore {
                 case .remove(let key): if removed[number] { events.append(.remove(keys: [key], reason: .removed)) }
                 }
             }
-            client?.publish(events)
+            store.client?.publish(events)
         }
-        if maxSize > 0, totalSize > maxSize {
+        if maxSize > 0, store.totalSize > maxSize {
             do { try trim(toSize: maxSize, now: now) } catch { outcome.trimError = error }
         }
-        startCompactionIfNeeded()
+        store.compaction.startIfNeeded()
         return outcome
     }
 
@@ -146,15 +146,15 @@ extension DiskStore {
                     stored.append(nil)
                     continue
                 }
-                if Self.needsFile(size: data.count, storesValuesAsFiles: storesValuesAsFiles) {
-                    let file = try values.write(data, durable: durable)
+                if DiskStore.needsFile(size: data.count, storesValuesAsFiles: storesValuesAsFiles) {
+                    let file = try store.log.values.write(data, durable: durable)
                     stored.append(.file(id: file.id, size: data.count, hash: file.hash))
                 } else {
                     stored.append(.inline(size: data.count))
                 }
             }
         } catch {
-            for case .file(let id, _, _)? in stored { values.remove(id) }
+            for case .file(let id, _, _)? in stored { store.log.values.remove(id) }
             throw error
         }
         return stored

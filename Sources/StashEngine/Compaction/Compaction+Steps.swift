@@ -3,7 +3,7 @@ import Foundation
 // A writer in several processes (``DiskConfig/allowsWritersInOtherProcesses``) compacts inside its
 // calls, holding the folder's lock; on iOS a process suspended while it holds that lock is killed
 // (0xDEAD10CC), so each call does a bounded part of the work: a *step* copies at most
-// ``DiskStore/Thresholds/compactionStep`` bytes of live records (one longer record alone).
+// ``DiskStore/Thresholds/step`` bytes of live records (one longer record alone).
 //
 // A *cycle* merges the segments numbered below its `end`: when it starts, the active segment is
 // sealed and `end` is the new active one's number. Each step takes the oldest of them, oldest first:
@@ -58,60 +58,56 @@ package struct CompactionCycle {
     package var failed = 0
 }
 
-extension DiskStore {
+extension Compaction {
     /// Whether dead bytes outweigh live ones and exceed ``Thresholds/compactionMinimum``.
-    var isCompactionDue: Bool {
-        var (dead, total) = (0, 0)
-        for segment in segments.values {
-            dead += segment.deadBytes
-            total += segment.recordBytes
-        }
-        return dead >= thresholds.compactionMinimum && dead * 2 > total
+    var isDue: Bool {
+        let (dead, total) = store.log.byteCounts
+        return dead >= store.thresholds.compactionMinimum && dead * 2 > total
     }
 
     /// Runs a step of the cycle under way; without one, starts one if a compaction is due.
-    func stepCompactionIfNeeded() {
-        assertOnQueue()
-        guard let active else { return }
-        if let end = compactionCycle.end, !segments.keys.contains(where: { $0 < min(end, active.id) }) {
-            compactionCycle.end = nil // done
+    func stepIfNeeded() {
+        store.assertOnQueue()
+        guard let active = store.log.active else { return }
+        if let end = store.compactionCycle.end, !store.log.segments.keys.contains(where: { $0 < min(end, active.id) }) {
+            store.compactionCycle.end = nil // done
         }
-        if compactionCycle.end == nil {
-            guard isCompactionDue else { return }
+        if store.compactionCycle.end == nil {
+            guard isDue else { return }
             do {
-                try flushAccesses()
-                if active.recordBytes > 0 { try roll() }
+                try store.log.flushAccesses()
+                if active.recordBytes > 0 { try store.log.roll() }
             } catch {
                 return // housekeeping: the next call tries again
             }
-            compactionCycle.end = self.active?.id
+            store.compactionCycle.end = store.log.active?.id
         }
         do {
-            try compactionStep()
+            try step()
         } catch {
-            compactionCycle.failed += 1 // housekeeping: the next call goes on from where the last step that worked stopped
+            store.compactionCycle.failed += 1 // housekeeping: the next call goes on from where the last step that worked stopped
         }
     }
 
     /// One step of the cycle (see the top of this file).
-    func compactionStep() throws {
-        assertOnQueue()
-        guard let cycleEnd = compactionCycle.end, let active else { return }
-        let limit = max(1, thresholds.compactionStep)
+    func step() throws {
+        store.assertOnQueue()
+        guard let cycleEnd = store.compactionCycle.end, let active = store.log.active else { return }
+        let limit = max(1, store.thresholds.compactionStep)
         // Access records name positions this step may move: written first, and the copies carry the last use.
-        try flushAccesses()
+        try store.log.flushAccesses()
         var copier = Copier()
         var drained: [SegmentFile] = []
         var read = 0
         // Where this step stops: kept only once its copies are published (the records before it are dead then).
-        var resume = compactionCycle.resume
-        for segment in segments.values.filter({ $0.id < min(cycleEnd, active.id) }).sorted(by: { $0.id < $1.id }) {
+        var resume = store.compactionCycle.resume
+        for segment in store.log.segments.values.filter({ $0.id < min(cycleEnd, active.id) }).sorted(by: { $0.id < $1.id }) {
             guard read < limit, copier.buffer.count < limit else { break }
             let size = try FileIO.size(segment.fd, path: segment.path)
             // A sealed segment cut shorter by another program: read again from its start, or left alone.
             guard size >= segment.recordsStart else { break }
             var start: Int
-            if let hint = compactionCycle.resume, hint.segment == segment.id, hint.salt == segment.salt, hint.offset <= size {
+            if let hint = store.compactionCycle.resume, hint.segment == segment.id, hint.salt == segment.salt, hint.offset <= size {
                 start = hint.offset
             } else {
                 start = max(segment.recordsStart, firstLiveOffset(in: segment.id, size: size))
@@ -121,12 +117,12 @@ extension DiskStore {
             var stop = window.next
             try window.bytes.withUnsafeBytes { raw in
                 for (record, offset, length) in window.records {
-                    guard case .set(let key, let info) = record, let current = withIndex({ $0.peek(key) }),
+                    guard case .set(let key, let info) = record, let current = store.withIndex({ $0.peek(key) }),
                           current.segment == segment.id, Int(current.offset) == offset, current.value == info.value else { continue }
                     let at = offset - start
                     let before = copier.buffer.count
                     try copier.copy(key, current, inline: UnsafeRawBufferPointer(rebasing: raw[(at + info.valueOffset)..<(at + length)]),
-                                    store: self)
+                                    log: store.log)
                     if before > 0, copier.buffer.count > limit { // over the bound: for the next step
                         copier.undoLast(to: before)
                         stop = offset
@@ -140,51 +136,51 @@ extension DiskStore {
             }
             drained.append(segment)
         }
-        compactionCycle.largestRead = max(compactionCycle.largestRead, read)
+        store.compactionCycle.largestRead = max(store.compactionCycle.largestRead, read)
         guard copier.output != nil || !drained.isEmpty else {
-            compactionCycle.resume = resume
+            store.compactionCycle.resume = resume
             return
         }
-        compactionCycle.steps += 1
+        store.compactionCycle.steps += 1
         if let output = copier.output {
             do {
                 try output.append(copier.buffer)
                 try output.sync()
                 // Writes go above the output from now on (it replays before them), then it is published.
-                try roll()
+                try store.log.roll()
                 try output.publish()
-                try folder.handle.sync()
+                try store.log.folder.handle.sync()
             } catch {
                 output.remove()
                 throw error
             }
-            segments[output.id] = output
-            withIndex { index in
+            store.log.segments[output.id] = output
+            store.withIndex { index in
                 for (key, from, to) in copier.moved {
                     _ = index.update(key) { record in (record.segment, record.offset, record.length) = (to.segment, to.offset, to.length) }
-                    segments[from.segment]?.deadBytes += FileNumber.saturating(from.length)
+                    store.log.segments[from.segment]?.deadBytes += FileNumber.saturating(from.length)
                 }
             }
-            compactionCycle.largestCopy = max(compactionCycle.largestCopy, copier.buffer.count)
+            store.compactionCycle.largestCopy = max(store.compactionCycle.largestCopy, copier.buffer.count)
         }
-        compactionCycle.resume = resume
+        store.compactionCycle.resume = resume
         guard !drained.isEmpty else { return }
         // The copies are on stable storage: a segment whose floor is the first one left supersedes the
         // drained ones (the one just started goes again if nothing was written to it), then they go.
         let drainedIDs = Set(drained.map(\.id))
-        let started = copier.output == nil ? nil : self.active
-        try roll(floor: segments.keys.filter { !drainedIDs.contains($0) }.min())
-        if let started, started.recordBytes == 0, started !== self.active {
-            segments[started.id] = nil
+        let started = copier.output == nil ? nil : store.log.active
+        try store.log.roll(floor: store.log.segments.keys.filter { !drainedIDs.contains($0) }.min())
+        if let started, started.recordBytes == 0, started !== store.log.active {
+            store.log.segments[started.id] = nil
             started.remove()
         }
         for segment in drained {
-            segments[segment.id] = nil
+            store.log.segments[segment.id] = nil
             segment.remove()
-            compactionCycle.drained += 1
-            if compactionCycle.resume?.segment == segment.id { compactionCycle.resume = nil }
+            store.compactionCycle.drained += 1
+            if store.compactionCycle.resume?.segment == segment.id { store.compactionCycle.resume = nil }
         }
-        publishStructure() // readers in other processes open the store anew, without them
+        store.log.publishStructure() // readers in other processes open the store anew, without them
     }
 
     /// Where the first record of segment `id` that an entry points at starts (`size` if none): every
@@ -193,7 +189,7 @@ extension DiskStore {
     /// that each call makes progress whoever made the steps before.
     private func firstLiveOffset(in id: UInt32, size: Int) -> Int {
         var first = size
-        withIndex { index in
+        store.withIndex { index in
             index.forEachValue { record in
                 if record.segment == id, let offset = FileNumber.int(record.offset) { first = min(first, offset) }
             }
@@ -240,8 +236,8 @@ extension DiskStore {
         package var buffer: [UInt8] = []
         package var moved: [(key: String, from: DiskRecord, to: DiskRecord)] = []
 
-        package mutating func copy(_ key: String, _ record: DiskRecord, inline: UnsafeRawBufferPointer, store: DiskStore) throws {
-            let output = try self.output ?? store.createStepOutput()
+        package mutating func copy(_ key: String, _ record: DiskRecord, inline: UnsafeRawBufferPointer, log: SegmentLog) throws {
+            let output = try self.output ?? log.createCompactionOutput()
             self.output = output
             let length = SegmentFormat.appendSet(key: key, expiry: record.expiry, time: record.lastAccess, value: record.value,
                                                  inlineBytes: inline, salt: output.salt, to: &buffer).length
@@ -258,20 +254,6 @@ extension DiskStore {
         mutating func undoLast(to count: Int) {
             buffer.removeSubrange(count...)
             moved.removeLast()
-        }
-    }
-
-    /// A new segment for a step's output, numbered above every other, under its unpublished name.
-    fileprivate func createStepOutput() throws -> SegmentFile {
-        while true {
-            do {
-                let output = try SegmentFile.create(id: nextSegmentID, in: folder.handle, store: folder.storeID, floor: floor,
-                                                    flags: SegmentFormat.compactionFlag, durable: false, unpublished: true)
-                nextSegmentID = try Self.segmentID(after: output.id, skipping: 1)
-                return output
-            } catch where FileIO.isErrno(error, .EEXIST) {
-                nextSegmentID = try Self.segmentID(after: nextSegmentID, skipping: 1)
-            }
         }
     }
 }

@@ -1,15 +1,15 @@
 package import Foundation
 
-extension DiskStore {
+extension WritePath {
     /// Removes `key`'s value, if any; returns the group commit position a durable caller waits for,
     /// and (for a durable removal) the value file to remove once it has.
     @discardableResult
     package func remove(_ key: String, durable: Bool = false) throws -> (position: UInt64?, files: [ValueFileRef]) {
-        assertOnQueue()
-        try checkWritable()
-        guard record(forKey: key) != nil else { return (nil, []) }
+        store.assertOnQueue()
+        try store.checkWritable()
+        guard store.record(forKey: key) != nil else { return (nil, []) }
         let removed = try removeKeys([key], durable: durable)
-        client?.publish(.remove(keys: [key], reason: .removed))
+        store.client?.publish(.remove(keys: [key], reason: .removed))
         return removed
     }
 
@@ -19,35 +19,35 @@ extension DiskStore {
     /// meanwhile leaves files that the next open removes). When no new segment can be written (a
     /// full disk), the old files are deleted first instead (``deleteEverything()``).
     package func removeAll() throws {
-        assertOnQueue()
-        try checkWritable()
-        try ensureActive()
-        let retired = segments.values.sorted { $0.id < $1.id }
+        store.assertOnQueue()
+        try store.checkWritable()
+        try store.ensureActive()
+        let retired = store.log.segments.values.sorted { $0.id < $1.id }
         do {
-            try roll(floor: nextSegmentID)
+            try store.log.roll(floor: store.log.nextSegmentID)
         } catch where Self.isDiskFull(error) {
-            let keys = client?.hasObservers == true ? keys : []
+            let keys = store.client?.hasObservers == true ? store.keys : []
             try deleteEverything()
-            client?.publish(.removeAll(keys: keys))
+            store.client?.publish(.removeAll(keys: keys))
             return
         }
         // From here the new segment's header supersedes the old ones: the store is empty, whatever fails.
         var failure: (any Error)?
         do {
-            try append { buffer, salt in SegmentFormat.appendClear(salt: salt, to: &buffer) }
+            try store.log.append { buffer, salt in SegmentFormat.appendClear(salt: salt, to: &buffer) }
             // The new segment (and its name) must be on stable storage before old segments go.
-            try active?.sync()
-            try folder.handle.sync()
+            try store.log.active?.sync()
+            try store.log.folder.handle.sync()
         } catch {
             failure = error
         }
         let oldIndex = emptyIndex()
         // Listing a million keys takes a while: only for observers, who are told which keys went.
-        let keys = client?.hasObservers == true ? oldIndex.keys : []
-        try? folder.handle.remove(StoreFolder.directoryName) // it names the old segments
-        for segment in retired { segments[segment.id] = nil }
-        publishStructure()
-        let folder = folder.handle // not the folder the store may have opened anew by then
+        let keys = store.client?.hasObservers == true ? oldIndex.keys : []
+        try? store.log.folder.handle.remove(StoreFolder.directoryName) // it names the old segments
+        for segment in retired { store.log.segments[segment.id] = nil }
+        store.log.publishStructure()
+        let folder = store.log.folder.handle // not the folder the store may have opened anew by then
         let discarded = Discarded(oldIndex)
         let deleteOldFiles: @Sendable () -> Void = {
             // Oldest first: should the new segment be lost (a power cut before it was flushed), what
@@ -56,14 +56,14 @@ extension DiskStore {
             for id in discarded.fileIDs() { try? folder.remove(ValueFiles.name(of: id)) }
             discarded.release()
         }
-        if !sharing.mode.worksOutsideOperations {
+        if !store.sharing.mode.worksOutsideOperations {
             // Inside the operation, holding the lock: a reader that holds it finds no work in progress.
             deleteOldFiles()
         } else {
             // A million entries take a while to list and free: not on the caller's path.
-            DispatchQueue.global(qos: .utility).async(group: housekeeping, execute: deleteOldFiles)
+            DispatchQueue.global(qos: .utility).async(group: store.housekeeping, execute: deleteOldFiles)
         }
-        client?.publish(.removeAll(keys: keys))
+        store.client?.publish(.removeAll(keys: keys))
         if let failure { throw failure }
     }
 
@@ -73,16 +73,16 @@ extension DiskStore {
 
     /// Swaps the index for an empty one; returns the old one.
     private func emptyIndex() -> KeyDirectory {
-        epoch += 1 // a compaction under way is discarded
-        invalidateMemory(nil) // before the index: see `sharedIndex`
-        let oldIndex = withIndex { index in
-            defer { index = KeyDirectory(seed: folder.storeID) }
+        store.epoch += 1 // a compaction under way is discarded
+        store.invalidateMemory(nil) // before the index: see `sharedIndex`
+        let oldIndex = store.withIndex { index in
+            defer { index = KeyDirectory(seed: store.log.folder.storeID) }
             return index
         }
-        totalSize = 0
-        earliestExpiry = .infinity
-        changesSinceDirectory += 1
-        pendingAccesses.removeAll()
+        store.totalSize = 0
+        store.earliestExpiry = .infinity
+        store.changesSinceDirectory += 1
+        store.log.pendingAccesses.removeAll()
         return oldIndex
     }
 
@@ -93,52 +93,52 @@ extension DiskStore {
     /// next write starts it.
     func deleteEverything() throws {
         let oldIndex = emptyIndex()
-        try? folder.handle.remove(StoreFolder.directoryName)
-        for segment in segments.values.sorted(by: { $0.id < $1.id }) {
+        try? store.log.folder.handle.remove(StoreFolder.directoryName)
+        for segment in store.log.segments.values.sorted(by: { $0.id < $1.id }) {
             segment.remove()
-            segments[segment.id] = nil
+            store.log.segments[segment.id] = nil
         }
-        active = nil
-        try? groupCommit.switchFile(to: nil)
-        oldIndex.forEachValue { record in if let id = record.fileID { values.remove(id) } }
-        if durable { try folder.handle.sync() }
+        store.log.active = nil
+        try? store.log.groupCommit.switchFile(to: nil)
+        oldIndex.forEachValue { record in if let id = record.fileID { store.log.values.remove(id) } }
+        if store.durable { try store.log.folder.handle.sync() }
         // The next segment supersedes whatever was deleted, also if it can only be made later.
-        floor = nextSegmentID
-        try? roll()
-        publishStructure()
+        store.log.floor = store.log.nextSegmentID
+        try? store.log.roll()
+        store.log.publishStructure()
     }
 
     /// Removes every value that expired at or before `now`; returns their keys.
     @discardableResult
     package func removeExpired(now: Date) throws -> [String] {
-        assertOnQueue()
+        store.assertOnQueue()
         let cutoff = StoredTime.seconds(now)
         // Trimming calls this on every write of a full store: skip the scan while nothing can have expired.
-        guard cutoff >= earliestExpiry else { return [] }
-        try checkWritable()
+        guard cutoff >= store.earliestExpiry else { return [] }
+        try store.checkWritable()
         var expired: [String] = []
         var earliestRemaining = Double.infinity
-        withIndex { index in
+        store.withIndex { index in
             for (key, record) in index.entries {
                 if record.expiry <= cutoff { expired.append(key) } else { earliestRemaining = min(earliestRemaining, record.expiry) }
             }
         }
         try removeAndPublish(expired, reason: .expired)
-        earliestExpiry = earliestRemaining
+        store.earliestExpiry = earliestRemaining
         return expired
     }
 
     /// Removes expired values, then least recently used ones, until at most `maxSize` bytes remain.
     package func trim(toSize maxSize: Int, now: Date) throws {
-        assertOnQueue()
-        guard totalSize > maxSize else { return }
-        try checkWritable()
-        applyMemoryHits(now: now)
+        store.assertOnQueue()
+        guard store.totalSize > maxSize else { return }
+        try store.checkWritable()
+        store.applyMemoryHits(now: now)
         try removeExpired(now: now)
         var evicted: [String] = []
         var freed = 0
-        let (totalSize, client) = (totalSize, client)
-        withIndex { index in
+        let (totalSize, client) = (store.totalSize, store.client)
+        store.withIndex { index in
             index.forEachOldestFirst { key, record in
                 guard totalSize - freed > maxSize else { return false }
                 if client?.isPinned(key) == true { return true } // the layers above's bookkeeping stays
@@ -153,22 +153,22 @@ extension DiskStore {
     /// Drops `key` after its data proved damaged. Unlike ``remove(_:durable:)`` this never throws: the
     /// entry goes from the index even if its tombstone cannot be written (the damage stays detectable).
     package func drop(_ key: String) {
-        guard record(forKey: key) != nil else { return }
-        if writes { _ = try? removeKeys([key]) }
-        if record(forKey: key) != nil {
-            invalidateMemory([key])
-            withIndex { index in
-                if let old = index.remove(key) { forget(old) }
+        guard store.record(forKey: key) != nil else { return }
+        if store.writes { _ = try? removeKeys([key]) }
+        if store.record(forKey: key) != nil {
+            store.invalidateMemory([key])
+            store.withIndex { index in
+                if let old = index.remove(key) { store.forget(old) }
             }
         }
-        client?.publish(.remove(keys: [key], reason: .removed))
+        store.client?.publish(.remove(keys: [key], reason: .removed))
     }
 
     /// Removes `keys` and tells observers about them.
     private func removeAndPublish(_ keys: [String], reason: StoreEvent.RemovalReason) throws {
         guard !keys.isEmpty else { return }
         try removeKeys(keys)
-        client?.publish(.remove(keys: keys, reason: reason))
+        store.client?.publish(.remove(keys: keys, reason: reason))
     }
 
     /// Removes `keys` with one append of their tombstones, then from memory and the index (in one
@@ -179,15 +179,15 @@ extension DiskStore {
     /// waiting for a compaction, which would need room to write.
     @discardableResult
     package func removeKeys(_ keys: [String], durable: Bool = false) throws -> (position: UInt64?, files: [ValueFileRef]) {
-        assertOnQueue()
-        try ensureActive()
-        let records = withIndex { index in keys.compactMap { key in index.peek(key).map { (key, $0) } } }
+        store.assertOnQueue()
+        try store.ensureActive()
+        let records = store.withIndex { index in keys.compactMap { key in index.peek(key).map { (key, $0) } } }
         guard !records.isEmpty else { return (nil, []) }
         var tombstoneBytes = 0
         let end: UInt64
         do {
             let length = records.reduce(0) { $0 + SegmentFormat.removeLength(keyCount: $1.0.utf8.count) }
-            end = try append(durable: durable, length: length) { out, salt in
+            end = try store.log.append(durable: durable, length: length) { out, salt in
                 var last = 0
                 for (key, _) in records {
                     var key = key
@@ -201,49 +201,29 @@ extension DiskStore {
                 }
                 return last
             }.end
-        } catch where Self.isDiskFull(error) && records.count == withIndex({ $0.count }) {
+        } catch where Self.isDiskFull(error) && records.count == store.withIndex({ $0.count }) {
             // No room for the tombstones of the last entries (a full disk): delete the files instead.
             try deleteEverything()
             return (nil, [])
         }
-        active?.deadBytes += tombstoneBytes
-        invalidateMemory(keys) // before the index: see `sharedIndex`
-        let isEmpty = withIndex { index in
+        store.log.active?.deadBytes += tombstoneBytes
+        store.invalidateMemory(keys) // before the index: see `sharedIndex`
+        let isEmpty = store.withIndex { index in
             for (key, _) in records {
-                if let old = index.remove(key) { forget(old) }
+                if let old = index.remove(key) { store.forget(old) }
             }
             return index.count == 0
         }
-        changesSinceDirectory += 1
-        let files = records.compactMap { $0.1.fileID.map(values.ref) }
-        if isEmpty, segments.values.reduce(0, { $0 + $1.recordBytes }) >= Self.emptyStoreResetMinimum {
+        store.changesSinceDirectory += 1
+        let files = records.compactMap { $0.1.fileID.map(store.log.values.ref) }
+        if isEmpty, store.log.segments.values.reduce(0, { $0 + $1.recordBytes }) >= DiskStore.emptyStoreResetMinimum {
             try? deleteEverything()
         } else {
-            startCompactionIfNeeded()
+            store.compaction.startIfNeeded()
         }
         guard !durable else { return (end, files) }
         for file in files { file.remove() } // an orphan if this fails: the next open removes it
         return (end, [])
-    }
-
-    // MARK: Memory layers
-
-    /// Counts memory hits as use, like disk reads (recorded, so the order survives a restart):
-    /// a value that is hot in memory must not be the first evicted from disk.
-    package func applyMemoryHits(now: Date) {
-        if let client { recordHits(client.takeMemoryHits(), now: now) }
-    }
-
-    /// Records `hits` (keys served from memory) as use at `now` (also when a memory layer goes).
-    package func recordHits(_ hits: [String], now: Date) {
-        let time = StoredTime.seconds(now)
-        guard !hits.isEmpty else { return }
-        let used = withIndex { index in hits.compactMap { index.touch($0, time: time) } }
-        for record in used { noteAccess(record, time: time) }
-    }
-
-    func invalidateMemory(_ keys: [String]?) {
-        client?.dropFromMemory(keys)
     }
 }
 

@@ -1,0 +1,43 @@
+import Foundation
+
+extension DiskStore {
+    /// Builds the index from the store's files (``StoreOpening``).
+    /// - Parameter publishing: Whether readers and writers in other processes are told to open the
+    ///   store anew (not when this store opens anew because they changed it).
+    package func open(publishing: Bool = true) throws {
+        try StoreOpening(store: self).run(publishing: publishing)
+    }
+
+    /// The store's folder was removed underneath (and maybe made anew, by this process or another):
+    /// opens whatever stands at the path now, anew — creating a new, empty store if nothing does,
+    /// taking the lock, reading the marker and the identity, replaying its segments — as if the
+    /// store had just been opened. A folder of the user's, or a store another process has open, is
+    /// refused (``StorageError/notAStore(directory:)``, ``StorageError/inUse(directory:)``), and
+    /// nothing is written to it.
+    package func reopen() throws {
+        let fresh = try StoreFolder(directory: directory, sharing: sharing.mode)
+        sharing.adoptReopened(fresh, replacing: log.folder)
+        log.folder = fresh
+        log.values.handle = fresh.handle
+        forgetIndex(seed: 0)
+        recoveryIssues += fresh.issues
+        try open()
+        didReopen(fresh.handle)
+    }
+
+    /// Drops what the store knows of its files before it opens them anew (``open(publishing:)``): the
+    /// index, the memory layers' copies, the segments, and a compaction under way (discarded).
+    func forgetIndex(seed: UInt64) {
+        epoch += 1
+        invalidateMemory(nil) // before the index: see `sharedIndex`
+        withIndex { $0 = KeyDirectory(seed: seed) }
+        totalSize = 0
+        earliestExpiry = .infinity
+        log.segments = [:]
+        log.pendingAccesses.removeAll()
+        log.active = nil
+        log.nextSegmentID = 1
+        log.floor = 0
+        log.hasUnreadSegments = false
+    }
+}

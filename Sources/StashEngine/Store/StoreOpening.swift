@@ -1,0 +1,174 @@
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Opening a store: the index rebuilt from the key directory and the segments, what is damaged
+/// reported, and (a writer) the leftovers of interrupted work removed. Made for each open
+/// (``DiskStore/open(publishing:)``); what it builds is the store's.
+struct StoreOpening {
+    /// Not retained: made and used within the store's open.
+    unowned(unsafe) let store: DiskStore
+
+    /// Builds the index: the key directory read, if it is intact and matches the segments, then
+    /// the records after it; without one, every record of every segment. Damaged records are skipped and
+    /// reported (``DiskStore/recoveryIssues``); a writer then cuts a torn tail off, removes files no record
+    /// names, and opens the last segment for appending.
+    /// - Parameter publishing: Whether readers and writers in other processes are told to open the
+    ///   store anew (not when this store opens anew because they changed it).
+    func run(publishing: Bool = true) throws {
+        if store.log.folder.kind == .v1 {
+            if !store.writes { throw StorageError.unsupportedFormat(directory: store.directory, format: 1) }
+            try VersionOneUpgrade(folder: store.log.folder, values: store.log.values, segmentLimit: store.thresholds.upgradeSegmentLimit).run(reporting: &store.recoveryIssues)
+        } else if store.writes, FileManager.default.fileExists(atPath: store.directory + "/" + StoreFolder.v1JournalName),
+                  StoreFolder.isV1Journal(store.directory + "/" + StoreFolder.v1JournalName) {
+            try VersionOneUpgrade.removeFiles(of: store.log.folder) // an upgrade a crash cut short after its marker
+        }
+        let files = try store.log.folder.files()
+        if store.writes {
+            try store.log.folder.upgradeMarker() // before any record of format 4 is appended
+            for name in files.temporary { try? store.log.folder.handle.remove(name) }
+        }
+        let own = try store.log.ownSegments(files.segments, issues: &store.recoveryIssues)
+        var directory = loadDirectory(segments: own)
+        if try !replay(own, from: directory) {
+            // The directory did not match the segments: start again from the segments alone.
+            store.recoveryIssues.append(.corrupted("the key directory did not match the segments; they were replayed whole"))
+            directory = nil
+            discardStaleDirectory()
+            store.withIndex { $0 = KeyDirectory(seed: store.log.folder.storeID) }
+            store.totalSize = 0
+            store.earliestExpiry = .infinity
+            try replay(own, from: nil)
+        }
+        try finishOpening(valueFiles: files.values, directorySegment: directory?.segment)
+        // A durable store appends to a segment that a process without `durable` may have started (this
+        // store's past, or another writer's): a durable record in it counts as written only once the
+        // segment's name is on stable storage, as for the segments it starts itself.
+        if store.durable, store.writes { try? store.log.folder.handle.sync() } // best effort: a folder that cannot be flushed (read-only) takes no writes anyway
+        // Without a usable directory, a large store writes one when it closes, even if nothing changed.
+        if directory == nil { store.changesSinceDirectory = 1 }
+        if publishing { store.log.publishStructure() } // a writer: readers in other processes open the store anew
+    }
+
+    /// Replays `own` in order over the index the key directory at `snapshot` is the base of (an
+    /// empty index without one); false if the directory does not match the segments.
+    @discardableResult
+    func replay(_ own: [SegmentFile], from snapshot: DirectoryPosition?) throws -> Bool {
+        store.log.segments = [:]
+        if let snapshot, !own.contains(where: { $0.id == snapshot.segment }) { return false }
+        var replayer = Replayer()
+        for (number, file) in own.enumerated() {
+            let id = file.id
+            store.log.segments[id] = file
+            let covered = snapshot.map { id < $0.segment } ?? false
+            if covered { continue } // its records are in the directory
+            // The directory's segment is read from its position on only (the records before it are in
+            // the directory): a store of one large segment opens without reading it.
+            var base = 0
+            let bytes: [UInt8]
+            var start = file.recordsStart
+            if let position = snapshot, id == position.segment {
+                // From the tail window before the position on: its hash must be the directory's.
+                let size = try FileIO.size(file.fd, path: file.path)
+                guard file.salt == position.salt, size >= position.offset, position.offset >= file.recordsStart else { return false }
+                let window = max(0, position.offset - DirectoryFormat.tailWindow)
+                bytes = try FileIO.read(file.fd, at: window, count: size - window, path: file.path)
+                guard bytes.count == size - window,
+                      bytes.withUnsafeBytes({ DirectoryFormat.tailHash($0, at: position.offset - window) }) == position.tailHash else { return false }
+                (base, start) = (window, position.offset - window)
+            } else {
+                guard let all = try FileIO.readAll(file.fd, path: file.path) else { continue }
+                bytes = all
+            }
+            let total = base + bytes.count
+            file.length = total
+            let scan = bytes.withUnsafeBytes { raw in
+                SegmentFormat.scan(raw, salt: file.salt, from: start) { record, offset, length in
+                    store.withIndex { replayer.visit(record, segment: id, offset: base + offset, length: length, store: store, index: &$0) }
+                }
+            }
+            let isLast = number == own.count - 1
+            // A reader beside a live writer: a partial record at the end of the last segment is a
+            // write in progress, not damage (the reader replays it once it is published).
+            let isWriteInProgress = isLast && store.log.folder.writerIsActive
+            for damaged in scan.damaged where !(isWriteInProgress && base + damaged.upperBound == total) {
+                let range = (base + damaged.lowerBound)..<(base + damaged.upperBound)
+                let torn = range.upperBound == total
+                store.recoveryIssues.append(.corrupted(torn
+                    ? "the last \(range.count) bytes of segment \(SegmentFile.name(of: id)) were torn (a write cut short)\(isLast && store.writes ? " and were cut off" : "")"
+                    : "bytes \(range.lowerBound)..<\(range.upperBound) of segment \(SegmentFile.name(of: id)) were damaged; the records there were skipped"))
+            }
+            var validEnd = base + scan.validEnd
+            if let batch = replayer.endSegment() {
+                if !isWriteInProgress {
+                    store.recoveryIssues.append(.corrupted("a batch at bytes \(batch.lowerBound)..<\(batch.upperBound) of segment \(SegmentFile.name(of: id)) was cut short; none of it was applied\(isLast && store.writes ? ", and it was cut off" : "")"))
+                }
+                // Cut off whole: records appended later must never be read as the rest of it.
+                validEnd = min(validEnd, batch.lowerBound)
+            }
+            if isLast, validEnd < total {
+                if store.writes { try file.truncate(to: validEnd) } else { file.length = validEnd }
+            }
+        }
+        // Segments before the last `clear` hold nothing (a removeAll whose process ended before it
+        // had deleted them): a writer deletes them now, in any order, since the clear stays.
+        if store.writes, let cleared = replayer.lastClearSegment {
+            for (id, segment) in store.log.segments where id < cleared {
+                store.log.segments[id] = nil
+                segment.remove()
+            }
+        }
+        return true
+    }
+
+    /// Accounting, clean-up and the active segment, once the index is rebuilt.
+    func finishOpening(valueFiles: [UInt64], directorySegment snapshotSegment: UInt32?) throws {
+        let liveBytes = store.withIndex { $0.liveBytesBySegment() }
+        // Only a store with value files lists the ones its entries name (a pass over every entry).
+        var referencedFiles = Set<UInt64>()
+        if !valueFiles.isEmpty {
+            store.withIndex { index in index.forEachValue { record in if let id = record.fileID { referencedFiles.insert(id) } } }
+        }
+        let maxFile = referencedFiles.max() ?? 0
+        // Expiry lower bound: the directory's, and the records replayed after it.
+        store.earliestExpiry = store.withIndex { $0.overlayEntries.reduce(store.earliestExpiry) { min($0, $1.value.expiry) } }
+        for segment in store.log.segments.values {
+            segment.deadBytes = max(0, segment.recordBytes - liveBytes[segment.id, default: 0])
+        }
+        store.log.values.raise(above: max(maxFile, valueFiles.max() ?? 0))
+        guard store.writes else { return }
+        // The oldest segments, below the directory's, that no entry names: the inputs of a compaction
+        // whose removal a crash cut short. Only a run from the oldest on: a segment that an older one
+        // survives may hold the tombstones that keep that one's records dead in a full replay.
+        if let snapshotSegment {
+            // Not one the directory names: it would be rejected at every open after (a segment it
+            // names is gone) until rewritten. It goes once a later directory no longer names it.
+            let named = Set(store.withIndex { $0.base?.header.segments.map(\.id) ?? [] })
+            for id in store.log.segments.keys.sorted() {
+                guard id < snapshotSegment, liveBytes[id] == nil, let segment = store.log.segments[id] else { break }
+                if named.contains(id) {
+                    store.changesSinceDirectory += 1 // rewritten at close (a large store), without it
+                    break
+                }
+                store.log.segments[id] = nil
+                segment.remove()
+            }
+        }
+        // Value files no record names: written by a write that a crash cut short before its record. Not
+        // while a segment of the store could not be read: its records may name them.
+        if !store.log.hasUnreadSegments {
+            for id in valueFiles where !referencedFiles.contains(id) { store.log.values.remove(id) }
+        }
+        if let last = store.log.segments.keys.max(), let file = store.log.segments[last], file.length < store.thresholds.segmentLimit {
+            store.log.active = file
+            try store.log.groupCommit.switchFile(to: file)
+        } else {
+            try store.log.roll()
+        }
+    }
+}

@@ -1,0 +1,89 @@
+package import Foundation
+
+/// What changes a store's content: a write (one record appended with one `pwrite`, then the index),
+/// a batch, removals, and the store emptied. Made for each call (``DiskStore/writer``) on the store's
+/// queue; what it changes is the store's (its files, ``SegmentLog``, and its index).
+package struct WritePath {
+    /// Not retained: made and used within a call on the store's queue.
+    unowned(unsafe) let store: DiskStore
+
+    /// What a committed write leaves to its caller, off the queue (``DiskEngine/write(_:_:expiry:now:config:onCommit:)``).
+    package struct WriteOutcome {
+        /// The value's file (nil when packed).
+        package var path: String?
+        /// The value file the write replaced: removed once the write is durable.
+        package var replaced: ValueFileRef?
+        /// The group commit position a durable write waits for.
+        var syncPosition: UInt64?
+        /// Trimming to `maxSize` failed after the write was committed: the limit could not be held.
+        var trimError: (any Error)?
+    }
+
+    /// Stores `data` for `key`, then trims to `maxSize`.
+    /// - Parameter staged: The value file already written off the queue for this very write
+    ///   (``DiskEngine/stage(_:_:config:)``), if any; this call ends it (names it in a record, or
+    ///   removes it).
+    package func write(_ key: String, _ data: Data, staged: StagedValue? = nil, expiry: Date, now: Date, maxSize: Int,
+               durable: Bool, storesValuesAsFiles: Bool = false) throws -> WriteOutcome {
+        store.assertOnQueue()
+        var staged = staged
+        defer { staged?.file.remove() } // not used: no record names it
+        try store.checkWritable()
+        try DiskStore.validate(key: key, size: data.count, maxSize: maxSize)
+        store.applyMemoryHits(now: now)
+        try store.ensureActive()
+        // Staged in a folder that is no longer the store's (removed and made anew meanwhile), or
+        // removed underneath: written again below, in the folder the store has now.
+        if let file = staged?.file, file.folder !== store.log.values.handle || !file.exists {
+            file.remove()
+            staged = nil
+        }
+        // The previous bytes only for key observers (`KeyChange.edit(before:after:)`).
+        let previousData = store.client?.hasKeyObservers(key) == true ? store.record(forKey: key).flatMap { try? store.log.load(key, $0) } : nil
+        let value: StoredValue
+        if DiskStore.needsFile(size: data.count, storesValuesAsFiles: storesValuesAsFiles) {
+            let file = try staged ?? StagedValue(store.log.values.write(data, durable: durable), folder: store.log.values.handle, size: data.count)
+            staged = nil
+            value = .file(id: file.file.id, size: data.count, hash: file.hash)
+        } else {
+            value = .inline(size: data.count)
+        }
+        let time = StoredTime.seconds(now)
+        let expiry = StoredTime.seconds(expiry)
+        let location: (segment: UInt32, offset: Int, length: Int, end: UInt64)
+        do {
+            var key = key
+            location = try key.withUTF8 { utf8 in
+                try data.withUnsafeBytes { bytes in
+                    let length = SegmentFormat.setLength(keyCount: utf8.count, expiry: expiry, inlineCount: bytes.count, value: value)
+                    return try store.log.append(durable: durable, length: length) { out, salt in
+                        _ = SegmentFormat.encodeSet(key: UnsafeRawBufferPointer(utf8), expiry: expiry, time: time, value: value,
+                                                    inlineBytes: bytes, salt: salt, into: out)
+                        return length
+                    }
+                }
+            }
+        } catch {
+            if case .file(let id, _, _) = value { store.log.values.remove(id) }
+            throw error
+        }
+        let record = DiskRecord(segment: location.segment, offset: UInt32(location.offset), length: UInt32(location.length),
+                                value: value, expiry: expiry, lastAccess: time, keyHash: store.keyHash(key))
+        store.invalidateMemory([key]) // before the index: see `sharedIndex`
+        let previous = store.withIndex { index in index.set(key, record) }
+        if let previous { store.forget(previous) }
+        store.totalSize += record.size
+        store.earliestExpiry = min(store.earliestExpiry, expiry)
+        store.changesSinceDirectory += 1
+        store.client?.publish(.set(key: key, value: data, previous: previousData))
+        var outcome = WriteOutcome(path: store.log.filePath(of: record), replaced: previous?.fileID.map(store.log.values.ref),
+                                   syncPosition: durable ? location.end : nil)
+        // The write is committed: a failing trim is reported (the limit could not be held), a
+        // failing compaction is not (it is only housekeeping; a later write retries it).
+        if maxSize > 0, store.totalSize > maxSize {
+            do { try trim(toSize: maxSize, now: now) } catch { outcome.trimError = error }
+        }
+        store.compaction.startIfNeeded()
+        return outcome
+    }
+}
