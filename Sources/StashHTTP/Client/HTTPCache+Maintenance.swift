@@ -35,22 +35,7 @@ extension HTTPCache {
     ///   also reads every response.
     public func removeResponses(_ selection: HTTPCacheSelection) async throws {
         do {
-            switch selection {
-            case .all:
-                try await removeKeys(poisoning: true) { _ in true }
-            case .namespace(let namespace):
-                try await removeKeys(poisoning: true) { $0.namespace == namespace }
-            case .url(let url, let namespace):
-                let normalized = URLNormalizer.normalize(url)
-                try await removeKeys(poisoning: true) { $0.url == normalized && (namespace == nil || $0.namespace == namespace) }
-            case .urlPrefix(let prefix, let namespace):
-                guard let normalized = Self.normalizedPrefix(prefix) else { return }
-                try await removeKeys(poisoning: true) { $0.url.hasPrefix(normalized) && (namespace == nil || $0.namespace == namespace) }
-            case .receivedBefore(let date):
-                for (key, stored) in try await storedResponses() where stored.responseTime < date {
-                    try await storage.async.removeObject(forKey: key)
-                }
-            }
+            try await store.removeResponses(selection)
         } catch let error as StorageError {
             throw HTTPCacheError.storage(underlying: error)
         }
@@ -65,12 +50,7 @@ extension HTTPCache {
     /// - Complexity: O(n log n) in the number of stored responses, each of which is read once.
     public func trim(toSize size: Int) async throws {
         do {
-            guard storage.totalSize > size else { return }
-            let oldestFirst = try await storedResponses().sorted { $0.response.responseTime < $1.response.responseTime }
-            for (key, _) in oldestFirst {
-                guard storage.totalSize > size else { return }
-                try await storage.async.removeObject(forKey: key)
-            }
+            try await store.trim(toSize: size)
         } catch let error as StorageError {
             throw HTTPCacheError.storage(underlying: error)
         }
@@ -78,28 +58,6 @@ extension HTTPCache {
 
     /// How many responses are stored, over all namespaces.
     public var storedResponseCount: Int {
-        storage.allKeys.count { CacheKey(rawValue: $0)?.kind == .response }
-    }
-
-    /// Every stored response with its key; one that no longer reads is skipped (Stash drops a damaged
-    /// one and keeps an undecodable one, which the next write of its URL replaces).
-    private func storedResponses() async throws -> [(key: String, response: StoredResponse)] {
-        var result: [(key: String, response: StoredResponse)] = []
-        for raw in storage.allKeys where CacheKey(rawValue: raw)?.kind == .response {
-            do {
-                result.append((raw, try await storage.async.entry(forKey: raw).object))
-            } catch StorageError.notFound {
-                continue
-            } catch StorageError.decodingFailed, StorageError.corrupted {
-                continue
-            }
-        }
-        return result
-    }
-
-    /// The normalized form of a prefix URL (`https://Example.com` becomes `https://example.com/`,
-    /// which every path on the host starts with).
-    private static func normalizedPrefix(_ prefix: URL) -> String? {
-        URLNormalizer.normalize(prefix)
+        store.responseCount
     }
 }

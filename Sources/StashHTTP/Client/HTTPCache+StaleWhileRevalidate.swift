@@ -25,7 +25,7 @@ extension HTTPCache {
         AsyncThrowingStream { continuation in
             let task = Task {
                 do {
-                    let outcome = try await perform(request, options: options)
+                    let outcome = try await responder.perform(request, options: options)
                     continuation.yield(outcome.response)
                     if let refresh = outcome.refresh { continuation.yield(try await refresh.value) }
                     continuation.finish()
@@ -39,26 +39,6 @@ extension HTTPCache {
 
     /// Waits until every `stale-while-revalidate` refresh started so far has finished.
     public func waitForBackgroundRefreshes() async {
-        while let next = refreshes.withLock({ $0.values.first }) {
-            await next.value
-        }
-    }
-
-    /// Starts revalidating `lookup`'s stored response in the background; the refresh stores its
-    /// result and is tracked until it ends, so ``waitForBackgroundRefreshes()`` can await it.
-    func startRefresh(_ context: RequestContext, _ lookup: Lookup) -> Task<CachedResponse, any Error> {
-        let refresh = Task {
-            try await load(context, lookup, validating: lookup.stored, fallingBack: false)
-        }
-        let id = UUID()
-        // Registered under the lock that its own removal takes, so a refresh that ends at once
-        // cannot be removed before it is registered (and then waited for forever).
-        refreshes.withLock { running in
-            running[id] = Task {
-                _ = try? await refresh.value
-                _ = refreshes.withLock { $0.removeValue(forKey: id) }
-            }
-        }
-        return refresh
+        await network.waitForBackgroundRefreshes()
     }
 }

@@ -27,17 +27,18 @@ public final class HTTPCache: Sendable {
     public let transport: any HTTPTransport
     /// How the cache behaves.
     public let configuration: HTTPCacheConfiguration
-    /// The `Vary` names per (namespace, method, URL): a view of the same store.
-    let varyIndex: Storage<VaryRecord>
-    /// The clock freshness is measured against.
-    let now: @Sendable () -> Date
-    let counters = Locked(HTTPCacheStatistics())
-    /// `stale-while-revalidate` refreshes still running, so tests (and ``waitForBackgroundRefreshes()``) can await them.
-    let refreshes = Locked<[UUID: Task<Void, Never>]>([:])
-    /// Concurrent identical requests share one exchange.
-    let coalescer = RequestCoalescer()
-    /// Exchanges that an invalidation may overtake.
-    let inFlight = InFlightExchanges()
+    /// The counters behind ``statistics``, shared with the parts of the cache that count.
+    let counters: Locked<HTTPCacheStatistics>
+    /// Concurrent identical requests share one exchange (held here too so tests can watch it).
+    let coalescer: RequestCoalescer
+    /// Exchanges that an invalidation may overtake (held here too so tests can watch them).
+    let inFlight: InFlightExchanges
+    /// The responses in `storage`: lookup, storing, invalidation and maintenance.
+    let store: ResponseStore
+    /// The exchanges with the server, and the `stale-while-revalidate` refreshes still running.
+    let network: NetworkExchange
+    /// Decides how each request is answered.
+    let responder: Responder
 
     /// Creates a cache over a store you opened.
     /// - Parameters:
@@ -52,8 +53,14 @@ public final class HTTPCache: Sendable {
         self.storage = storage
         self.transport = transport
         self.configuration = configuration
-        self.now = now
-        varyIndex = storage.transformCodable(ofType: VaryRecord.self)
+        let counters = Locked(HTTPCacheStatistics()), coalescer = RequestCoalescer(), inFlight = InFlightExchanges()
+        self.counters = counters
+        self.coalescer = coalescer
+        self.inFlight = inFlight
+        let rules = ServingRules(configuration: configuration, now: now, counters: counters)
+        store = ResponseStore(storage: storage, configuration: configuration, counters: counters, inFlight: inFlight, coalescer: coalescer)
+        network = NetworkExchange(store: store, transport: transport, rules: rules, coalescer: coalescer, inFlight: inFlight)
+        responder = Responder(store: store, network: network, rules: rules)
     }
 
     /// Opens (creating if needed) a store of responses and a cache over it.
@@ -99,7 +106,7 @@ public final class HTTPCache: Sendable {
     ///   served stale, ``HTTPCacheError/notCached(_:)`` for ``HTTPCachePolicy/cacheOnly`` with nothing
     ///   stored, ``HTTPCacheError/invalidRequest(_:)``.
     public func response(for request: URLRequest, options: HTTPRequestOptions = HTTPRequestOptions()) async throws -> CachedResponse {
-        try await perform(request, options: options).response
+        try await responder.perform(request, options: options).response
     }
 
     /// Answers a GET of `url`; see ``response(for:options:)-(URLRequest,_)``.
@@ -138,19 +145,16 @@ public final class HTTPCache: Sendable {
         counters.withLock { $0 = HTTPCacheStatistics() }
     }
 
-    func count(_ counter: WritableKeyPath<HTTPCacheStatistics, Int>) {
-        counters.withLock { $0[keyPath: counter] += 1 }
+    // MARK: Reached by tests
+
+    /// The request a redirect response leads to; see ``Responder/redirect(from:_:)``.
+    static func redirect(from request: URLRequest, _ response: CachedResponse) -> URLRequest? {
+        Responder.redirect(from: request, response)
     }
 
-    /// Counts and reports a storage failure the cache absorbs instead of failing the request.
-    func absorb(_ error: any Error) {
-        count(\.storageFailures)
-        let storageError = (error as? StorageError) ?? StorageError.io(operation: "store", path: storage.path, underlying: error)
-        configuration.storageErrorHandler?(.storage(underlying: storageError))
+    /// The stored response a 304 freshens; see ``NetworkExchange/selectVariant(for:own:variants:)``.
+    static func selectVariant(for notModified: HTTPTransportResponse, own stored: StoredResponse?,
+                              variants: [StoredResponse]) -> StoredResponse? {
+        NetworkExchange.selectVariant(for: notModified, own: stored, variants: variants)
     }
-}
-
-/// The `Vary` header names of the responses stored for one (namespace, method, URL).
-struct VaryRecord: Codable, Sendable, Equatable {
-    var names: [String]
 }

@@ -63,7 +63,7 @@ private final class ForwardingClient: NSObject, URLProtocolClient, @unchecked Se
     func urlProtocolDidFinishLoading(_ protocol: URLProtocol) {
         // The task's response, not `didReceive`'s: Foundation reports it there only to delegates.
         if let http = `protocol`.task?.response as? HTTPURLResponse {
-            cache.invalidateSynchronously(after: request, response: HTTPTransportResponse(statusCode: http.statusCode, headers: HTTPHeaders(http)))
+            cache.store.invalidateSynchronously(after: request, response: HTTPTransportResponse(statusCode: http.statusCode, headers: HTTPHeaders(http)))
         }
         client?.urlProtocolDidFinishLoading(`protocol`)
     }

@@ -4,8 +4,8 @@ import FoundationNetworking
 #endif
 
 /// Range requests (RFC 9110 §14, RFC 9111 §3.3–3.4): ranges are cut from a stored complete response,
-/// 206 answers are stored as parts, and parts that share a strong validator are combined.
-extension HTTPCache {
+/// or served from stored parts; 206 answers are stored as parts by ``ResponseStore/storePart(_:for:replacing:)``.
+extension Responder {
     /// Answers a GET with one byte range.
     ///
     /// A stored complete response is used as for any request (fresh, revalidated, stale after a
@@ -29,13 +29,13 @@ extension HTTPCache {
             request.setValue(etag, forHTTPHeaderField: "If-Range")
         }
         let sent = try RequestContext(request, options: context.options, defaultNamespace: context.namespace)
-        count(\.misses)
+        rules.count(\.misses)
         do {
-            return Outcome(response: try await load(sent, lookup, validating: nil, fallingBack: false))
-        } catch HTTPCacheError.network(let error) where configuration.isOfflineError(error) {
+            return Outcome(response: try await network.load(sent, lookup, validating: nil, fallingBack: false))
+        } catch HTTPCacheError.network(let error) where rules.configuration.isOfflineError(error) {
             // Offline: stored parts that hold the range stand in, by the rules for serving stale.
             guard let partial = lookup.partial, let part = part(of: partial, range, context) else { throw HTTPCacheError.network(underlying: error) }
-            return Outcome(response: try serveAfterFailure(part, context, error: error))
+            return Outcome(response: try rules.serveAfterFailure(part, context, error: error))
         }
     }
 
@@ -62,10 +62,10 @@ extension HTTPCache {
     /// names the parts' representation, and they may be used without asking.
     private func servePart(of partial: StoredResponse, _ range: ByteRangeSpec, _ context: RequestContext) -> CachedResponse? {
         guard let served = part(of: partial, range, context) else { return nil }
-        let freshness = freshness(of: partial, context)
-        guard acceptsAnyAge(context) || isUsableWithoutValidation(partial, freshness, context) else { return nil }
-        if freshness.isFresh { count(\.hits) } else { count(\.staleServed) }
-        return make(served, freshness.isFresh ? .cache : .stale(because: HTTPCacheError.staleAccepted), freshness)
+        let freshness = rules.freshness(of: partial, context)
+        guard rules.acceptsAnyAge(context) || rules.isUsableWithoutValidation(partial, freshness, context) else { return nil }
+        if freshness.isFresh { rules.count(\.hits) } else { rules.count(\.staleServed) }
+        return rules.make(served, freshness.isFresh ? .cache : .stale(because: HTTPCacheError.staleAccepted), freshness)
     }
 
     /// The 206 that stored parts give for `range`, when one part holds all of it and the request's
@@ -79,30 +79,6 @@ extension HTTPCache {
         served.headers["content-length"] = String(selected.count)
         served.body = bytes
         return served
-    }
-
-    /// Stores a 206 (RFC 9111 §3.4): combined with the stored parts when both carry the same strong
-    /// `ETag` and complete length (the new response's header fields replace the stored ones), else in
-    /// their place. Parts that add up to the whole representation become a complete 200 response.
-    func storePart(_ received: StoredResponse, for context: RequestContext, replacing lookup: Lookup) async {
-        guard let contentRange = received.headers["content-range"].flatMap(ContentRange.init),
-              let completeLength = contentRange.completeLength, received.body.count == contentRange.range.count else { return }
-        var base = received
-        base.statusCode = 206
-        base.body = Data()
-        base.parts = PartialContent(completeLength: completeLength, ranges: [])
-        if let partial = lookup.partial, let parts = partial.parts, parts.completeLength == completeLength,
-           EntityTag.stronglyEqual(partial.headers["etag"], received.headers["etag"]) {
-            base = partial
-            base.headers = partial.headers.updated(with: received.headers)
-            base.requestTime = received.requestTime
-            base.responseTime = received.responseTime
-            base.freshnessLifetimeOverride = received.freshnessLifetimeOverride ?? partial.freshnessLifetimeOverride
-        }
-        base.headers["content-range"] = nil
-        base.headers["content-length"] = nil
-        let combined = base.adding((contentRange.range, received.body), completeLength: completeLength)
-        await store(combined, for: context, replacing: lookup)
     }
 }
 

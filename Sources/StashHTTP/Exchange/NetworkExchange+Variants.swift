@@ -3,24 +3,10 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Several `Vary` variants of one URL (RFC 9111 §4.1, §4.3.1, §4.3.4): each is kept under its own
-/// key; a conditional request names every stored variant's entity tag, and a 304 picks the variant
-/// whose tag it carries, which then also answers the request that asked.
-extension HTTPCache {
-    /// The other complete responses stored for the request's URL, namespace and method (the variants
-    /// selected by other values of the `Vary` headers) that carry an `ETag`.
-    func storedVariants(_ context: RequestContext, _ lookup: Lookup) async -> [StoredResponse] {
-        guard !lookup.varyNames.isEmpty else { return [] }
-        var variants: [StoredResponse] = []
-        for raw in storage.allKeys where raw != lookup.key.rawValue {
-            guard let key = CacheKey(rawValue: raw), key.kind == .response, key.namespace == context.namespace,
-                  key.method == context.method, key.url == lookup.key.url,
-                  let response = await read(storage, raw), !response.isIncomplete, response.headers["etag"] != nil else { continue }
-            variants.append(response)
-        }
-        return variants
-    }
-
+/// Several `Vary` variants of one URL in a conditional request (RFC 9111 §4.3.1, §4.3.4): it names
+/// every stored variant's entity tag (``ResponseStore/storedVariants(_:_:)`` finds them), and a 304
+/// picks the variant whose tag it carries, which then also answers the request that asked.
+extension NetworkExchange {
     /// §4.3.1: the `If-None-Match` value listing the entity tags of the request's own stored response
     /// (if any) and of the other variants, each once; nil when there are no other variants or the
     /// request's own response validates by date only.

@@ -10,7 +10,7 @@ import FoundationNetworking
 /// ``URLSessionTransport`` does not follow redirects (its session's delegate declines them), which
 /// is what lets the cache see them; a transport that follows redirects itself hides them, and the
 /// cache then stores only the final response, under the URL first asked for.
-extension HTTPCache {
+extension Responder {
     /// The most redirects followed for one request, as browsers allow.
     static let maximumRedirects = 20
 
@@ -18,7 +18,7 @@ extension HTTPCache {
     func perform(_ request: URLRequest, options: HTTPRequestOptions) async throws -> Outcome {
         var request = request
         var outcome = try await performOneHop(request, options: options)
-        guard configuration.followsRedirects else { return outcome }
+        guard rules.configuration.followsRedirects else { return outcome }
         for _ in 0..<Self.maximumRedirects {
             guard let next = Self.redirect(from: request, outcome.response) else { return outcome }
             request = next

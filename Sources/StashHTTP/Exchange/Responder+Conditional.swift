@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 
 /// A client's own conditional request answered from the store (RFC 9111 §4.3.2, RFC 9110 §13.2).
-extension HTTPCache {
+extension Responder {
     /// Fields whose preconditions the cache does not evaluate: such a request goes to the server.
     private static let fieldsForTheServer = ["If-Match", "If-Unmodified-Since", "If-Range", "Range"]
 
@@ -19,10 +19,12 @@ extension HTTPCache {
     func answerCallersConditional(_ context: RequestContext, _ lookup: Lookup) -> CachedResponse? {
         guard let stored = lookup.stored,
               !Self.fieldsForTheServer.contains(where: { context.request.value(forHTTPHeaderField: $0) != nil }) else { return nil }
-        let freshness = freshness(of: stored, context)
-        guard acceptsAnyAge(context) || (context.policy == .useProtocolRules && isUsableWithoutValidation(stored, freshness, context))
+        let freshness = rules.freshness(of: stored, context)
+        guard rules.acceptsAnyAge(context)
+                || (context.policy == .useProtocolRules && rules.isUsableWithoutValidation(stored, freshness, context))
         else { return nil }
         let notModified: Bool
+        let now = rules.now
         if let ifNoneMatch = context.request.value(forHTTPHeaderField: "If-None-Match") {
             let tags = ifNoneMatch.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             notModified = tags.contains("*") || stored.headers["etag"].map { etag in tags.contains { EntityTag.weaklyEqual($0, etag) } } ?? false
@@ -34,13 +36,13 @@ extension HTTPCache {
         } else {
             return nil
         }
-        if freshness.isFresh { count(\.hits) } else { count(\.staleServed) }
+        if freshness.isFresh { rules.count(\.hits) } else { rules.count(\.staleServed) }
         let source: ResponseSource = freshness.isFresh ? .cache : .stale(because: HTTPCacheError.staleAccepted)
         var answer = stored
         if notModified {
             answer.statusCode = 304
             answer.body = Data()
         }
-        return make(answer, source, freshness)
+        return rules.make(answer, source, freshness)
     }
 }
