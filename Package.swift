@@ -19,7 +19,7 @@ let package = Package(
     targets: [
         // PrivacyInfo.xcprivacy: the reasons for the required-reason APIs the engine calls (Docs/Platforms.md),
         // in the target's resource bundle, where Xcode finds a package's privacy manifest.
-        .target(name: "Stash", dependencies: ["StashEngine"], resources: [.copy("PrivacyInfo.xcprivacy")], swiftSettings: strictSettings),
+        .target(name: "Stash", dependencies: ["StashEngine", "CStashAtomics"], resources: [.copy("PrivacyInfo.xcprivacy")], swiftSettings: strictSettings),
         // The disk engine: bytes in, bytes out, no typed layer above it (Docs/Architecture.md). A target of
         // its own, so the compiler keeps the direction: it reaches the layers above only through
         // `EngineClient`. No product: `Stash` re-exports the little of it that is public (`StorageError`).

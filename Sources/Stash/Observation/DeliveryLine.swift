@@ -57,12 +57,12 @@ final class DeliveryLine: @unchecked Sendable {
     private let condition = NSCondition()
     private var state = State()
 
+    /// ``State/enqueued``, also written with every change enqueued: read without the lock, since
+    /// every operation on the store reads it twice.
+    private let enqueued = AtomicWord()
+
     /// The number of the last change enqueued: a caller passes it to ``deliver(through:)``.
-    var lastEnqueued: UInt64 {
-        condition.lock()
-        defer { condition.unlock() }
-        return state.enqueued
-    }
+    var lastEnqueued: UInt64 { enqueued.value }
 
     /// Whether every change up to `sequence` has been delivered.
     func isDelivered(through sequence: UInt64) -> Bool {
@@ -77,6 +77,7 @@ final class DeliveryLine: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         state.enqueued += 1
+        enqueued.store(state.enqueued)
         state.waiting.append(Batch(sequence: state.enqueued, deliveries: make(state.enqueued)))
     }
 

@@ -34,14 +34,25 @@ final class ObservationCenter: Sendable {
 
     private let state = Locked(State())
     private let line = DeliveryLine()
+    /// 1 while any observer is registered: set under the lock with every registration and removal
+    /// (``change(_:)``), read without it, so that a write nobody observes (the common case) asks
+    /// nothing under the lock.
+    private let observed = AtomicWord()
 
     /// Whether any observer is registered (an event nobody hears need not be built).
-    var hasObservers: Bool {
-        state.withLock { !$0.storageObservers.isEmpty || !$0.keyObservers.isEmpty }
-    }
+    var hasObservers: Bool { observed.value != 0 }
 
     func hasKeyObservers(_ key: String) -> Bool {
-        state.withLock { $0.keyObservers[key] != nil }
+        hasObservers && state.withLock { $0.keyObservers[key] != nil }
+    }
+
+    /// Changes the registrations, and ``observed`` with them.
+    private func change<Result>(_ body: (inout State) -> Result) -> Result {
+        state.withLock { state in
+            let result = body(&state)
+            observed.store(state.storageObservers.isEmpty && state.keyObservers.isEmpty ? 0 : 1)
+            return result
+        }
     }
 
     /// Binds `event` to every observer it concerns and queues it for delivery (on the store's queue,
@@ -110,7 +121,7 @@ final class ObservationCenter: Sendable {
 
     /// Registers an observer of every change; a `isProtected` one stays through ``removeAllStorageObservers()``.
     func addStorageObserver(isProtected: Bool = false, _ bind: @escaping Binding) -> ObservationToken {
-        let id = state.withLock { state in
+        let id = change { state in
             state.nextID += 1
             state.storageObservers[state.nextID] = Registration(bind: bind, isProtected: isProtected)
             return state.nextID
@@ -120,7 +131,7 @@ final class ObservationCenter: Sendable {
 
     /// Registers an observer of `key`; a `isProtected` one stays through the `remove…` calls.
     func addKeyObserver(forKey key: String, isProtected: Bool = false, _ bind: @escaping Binding) -> ObservationToken {
-        let id = state.withLock { state in
+        let id = change { state in
             state.nextID += 1
             state.keyObservers[key, default: [:]][state.nextID] = Registration(bind: bind, isProtected: isProtected)
             return state.nextID
@@ -130,12 +141,12 @@ final class ObservationCenter: Sendable {
 
     /// Removes every storage observer closure (streams and observable objects stay).
     func removeAllStorageObservers() {
-        state.withLock { $0.storageObservers = $0.storageObservers.filter(\.value.isProtected) }
+        change { $0.storageObservers = $0.storageObservers.filter(\.value.isProtected) }
     }
 
     /// Removes every observer closure of `key` (streams and observable objects stay).
     func removeKeyObservers(forKey key: String) {
-        state.withLock { state in
+        change { state in
             let kept = state.keyObservers[key]?.filter(\.value.isProtected) ?? [:]
             state.keyObservers[key] = kept.isEmpty ? nil : kept
         }
@@ -143,7 +154,7 @@ final class ObservationCenter: Sendable {
 
     /// Removes every key observer closure (streams and observable objects stay).
     func removeAllKeyObservers() {
-        state.withLock { state in
+        change { state in
             state.keyObservers = state.keyObservers.compactMapValues { observers in
                 let kept = observers.filter(\.value.isProtected)
                 return kept.isEmpty ? nil : kept
@@ -169,7 +180,7 @@ final class ObservationCenter: Sendable {
     }
 
     private func unregister(_ id: Int, key: String?) {
-        state.withLock { state in
+        change { state in
             guard let key else {
                 state.storageObservers[id] = nil
                 return

@@ -5,8 +5,7 @@ import Foundation
 /// (``step()``). Made for each call (``DiskStore/compaction``); the state is the store's
 /// (``DiskStore/isCompacting``, ``DiskStore/compactionCycle``, ``DiskStore/epoch``).
 struct Compaction {
-    /// Not retained: a compaction is made and used within a call on the store's queue.
-    unowned(unsafe) let store: DiskStore
+    let store: DiskStore
 
     /// Starts a compaction when dead bytes outweigh live ones (and exceed ``Thresholds/compactionMinimum``).
     ///

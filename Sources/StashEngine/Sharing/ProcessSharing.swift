@@ -45,7 +45,8 @@ protocol ProcessSharing: AnyObject {
     /// runs without the folder's lock.
     var mayWriteNow: Bool { get }
 
-    /// Checks, now and then, that the shared file readers follow is still at its name (``SoleWriter``).
+    /// Checks that the shared file readers follow is still at its name (``SoleWriter``); asked when a
+    /// write finds that check due (``FolderLossCheck/due()``).
     func checkSharedFile(_ store: DiskStore)
 
     /// The store's folder was made anew at its path and opened (``DiskStore/reopen()``) inside an operation.

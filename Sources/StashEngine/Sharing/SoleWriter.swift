@@ -30,7 +30,6 @@ final class SoleWriter: ProcessSharing {
     /// name; until then they read the files at every call). Checked when the folder is, at most every
     /// ``FolderLossCheck/sharedFileInterval``. (Writers in several processes check at every operation.)
     func checkSharedFile(_ store: DiskStore) {
-        guard store.log.folderLoss.isSharedFileCheckDue() else { return }
         let folder = store.log.folder
         guard let old = folder.shared, !old.isAtPath, !folder.handle.isRemoved,
               let fresh = try? SharedState.openForWriting(in: folder.handle, store: folder.storeID) else { return }

@@ -49,7 +49,7 @@ package final class DiskEngine: @unchecked Sendable {
         self.sharing = sharing
         self.maxSize = maxSize
         self.durable = durable
-        store = try DiskStore(directory: directory, sharing: sharing, durable: durable)
+        store = try DiskStore(directory: directory, sharing: sharing, durable: durable, client: client)
         index = store.sharedIndex
         folder = Locked(store.log.folder.handle, order: .engineFolder)
         values = store.log.values
@@ -61,7 +61,6 @@ package final class DiskEngine: @unchecked Sendable {
         }
         queue = DispatchQueue(label: "Stash.DiskEngine(\((directory as NSString).lastPathComponent))")
         queue.setSpecific(key: Self.queueKey, value: queueID)
-        store.client = client
         store.isOnOwningQueue = { [queueID] in DispatchQueue.getSpecific(key: Self.queueKey) == queueID }
         store.schedule = { [weak self] work in self?.async(work) }
         // A folder made anew at the path has another identity: openers of the path find this engine.

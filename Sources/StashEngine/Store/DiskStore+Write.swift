@@ -52,9 +52,10 @@ extension DiskStore {
         try checkWritable()
         if checkingNow { log.folderLoss.expire() }
         if let active = log.active {
-            guard log.folderLoss.isDue() else { return false }
+            let due = log.folderLoss.due()
+            guard due.folder else { return false }
             if !active.isDetached {
-                sharing.checkSharedFile(self)
+                if due.sharedFile { sharing.checkSharedFile(self) }
                 return false
             }
         }

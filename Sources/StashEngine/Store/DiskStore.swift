@@ -41,8 +41,9 @@ package final class DiskStore {
     /// Whether the store's writes are durable (``DiskConfig/durable``): a new segment's name is then
     /// flushed with the folder before a durable record in it counts as written.
     package let durable: Bool
-    /// The layers above: told what changed, asked for memory hits (set by the ``DiskEngine`` once opened).
-    var client: (any EngineClient)?
+    /// The layers above: told what changed, asked for memory hits (nil for a store no engine holds).
+    /// A constant, so that the four calls of a write reach it without a retain and a release each.
+    let client: (any EngineClient)?
     /// Whether the caller runs on the queue of the engine that owns this store, for ``assertOnQueue(_:)``.
     var isOnOwningQueue: (() -> Bool)?
     /// The index, behind a lock of its own: besides this store (on the queue), only
@@ -116,8 +117,9 @@ package final class DiskStore {
     /// The longest key, in UTF-8 bytes.
     static let maxKeyLength = 1 << 20
 
-    package init(directory: String, sharing mode: SharingMode, durable: Bool = false) throws {
+    package init(directory: String, sharing mode: SharingMode, durable: Bool = false, client: (any EngineClient)? = nil) throws {
         self.directory = directory
+        self.client = client
         self.durable = durable
         sharing = mode.makeSharing()
         writes = mode.writes

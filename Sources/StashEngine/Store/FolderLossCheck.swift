@@ -47,20 +47,15 @@ package struct FolderLossCheck {
         self.clock = clock
     }
 
-    /// Whether this write must check (then the check counts as done now).
-    mutating func isDue() -> Bool {
+    /// Whether this write must check that the folder is still there, and whether the shared file is
+    /// due for its check too (each then counts as done now): one clock read for both.
+    mutating func due() -> (folder: Bool, sharedFile: Bool) {
         let now = clock()
-        if now &- appendedAt < Self.quietGap, now &- checkedAt < Self.longestInterval { return false }
+        if now &- appendedAt < Self.quietGap, now &- checkedAt < Self.longestInterval { return (false, false) }
         checkedAt = now
-        return true
-    }
-
-    /// Whether the shared file is due for its check (then it counts as done now); asked when ``isDue()``.
-    mutating func isSharedFileCheckDue() -> Bool {
-        let now = clock()
-        guard sharedFileCheckedAt == 0 || now &- sharedFileCheckedAt >= Self.sharedFileInterval else { return false }
+        guard sharedFileCheckedAt == 0 || now &- sharedFileCheckedAt >= Self.sharedFileInterval else { return (true, false) }
         sharedFileCheckedAt = now
-        return true
+        return (true, true)
     }
 
     /// Notes that an append just ended (the start of the next quiet gap).

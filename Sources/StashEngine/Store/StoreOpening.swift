@@ -11,8 +11,7 @@ import Musl
 /// reported, and (a writer) the leftovers of interrupted work removed. Made for each open
 /// (``DiskStore/open(publishing:)``); what it builds is the store's.
 struct StoreOpening {
-    /// Not retained: made and used within the store's open.
-    unowned(unsafe) let store: DiskStore
+    let store: DiskStore
 
     /// Builds the index: the key directory read, if it is intact and matches the segments, then
     /// the records after it; without one, every record of every segment. Damaged records are skipped and

@@ -4,8 +4,7 @@ package import Foundation
 /// a batch, removals, and the store emptied. Made for each call (``DiskStore/writer``) on the store's
 /// queue; what it changes is the store's (its files, ``SegmentLog``, and its index).
 package struct WritePath {
-    /// Not retained: made and used within a call on the store's queue.
-    unowned(unsafe) let store: DiskStore
+    let store: DiskStore
 
     /// What a committed write leaves to its caller, off the queue (``DiskEngine/write(_:_:expiry:now:config:onCommit:)``).
     package struct WriteOutcome {
@@ -25,6 +24,7 @@ package struct WritePath {
     ///   removes it).
     package func write(_ key: String, _ data: Data, staged: StagedValue? = nil, expiry: Date, now: Date, maxSize: Int,
                durable: Bool, storesValuesAsFiles: Bool = false) throws -> WriteOutcome {
+        let log = store.log // loaded once for the whole write
         store.assertOnQueue()
         var staged = staged
         defer { staged?.file.remove() } // not used: no record names it
@@ -34,15 +34,15 @@ package struct WritePath {
         try store.ensureActive()
         // Staged in a folder that is no longer the store's (removed and made anew meanwhile), or
         // removed underneath: written again below, in the folder the store has now.
-        if let file = staged?.file, file.folder !== store.log.values.handle || !file.exists {
+        if let file = staged?.file, file.folder !== log.values.handle || !file.exists {
             file.remove()
             staged = nil
         }
         // The previous bytes only for key observers (`KeyChange.edit(before:after:)`).
-        let previousData = store.client?.hasKeyObservers(key) == true ? store.record(forKey: key).flatMap { try? store.log.load(key, $0) } : nil
+        let previousData = store.client?.hasKeyObservers(key) == true ? store.record(forKey: key).flatMap { try? log.load(key, $0) } : nil
         let value: StoredValue
         if DiskStore.needsFile(size: data.count, storesValuesAsFiles: storesValuesAsFiles) {
-            let file = try staged ?? StagedValue(store.log.values.write(data, durable: durable), folder: store.log.values.handle, size: data.count)
+            let file = try staged ?? StagedValue(log.values.write(data, durable: durable), folder: log.values.handle, size: data.count)
             staged = nil
             value = .file(id: file.file.id, size: data.count, hash: file.hash)
         } else {
@@ -56,7 +56,7 @@ package struct WritePath {
             location = try key.withUTF8 { utf8 in
                 try data.withUnsafeBytes { bytes in
                     let length = SegmentFormat.setLength(keyCount: utf8.count, expiry: expiry, inlineCount: bytes.count, value: value)
-                    return try store.log.append(durable: durable, length: length) { out, salt in
+                    return try log.append(durable: durable, length: length) { out, salt in
                         _ = SegmentFormat.encodeSet(key: UnsafeRawBufferPointer(utf8), expiry: expiry, time: time, value: value,
                                                     inlineBytes: bytes, salt: salt, into: out)
                         return length
@@ -64,7 +64,7 @@ package struct WritePath {
                 }
             }
         } catch {
-            if case .file(let id, _, _) = value { store.log.values.remove(id) }
+            if case .file(let id, _, _) = value { log.values.remove(id) }
             throw error
         }
         let record = DiskRecord(segment: location.segment, offset: UInt32(location.offset), length: UInt32(location.length),
@@ -76,7 +76,7 @@ package struct WritePath {
         store.earliestExpiry = min(store.earliestExpiry, expiry)
         store.changesSinceDirectory += 1
         store.client?.publish(.set(key: key, value: data, previous: previousData))
-        var outcome = WriteOutcome(path: store.log.filePath(of: record), replaced: previous?.fileID.map(store.log.values.ref),
+        var outcome = WriteOutcome(path: log.filePath(of: record), replaced: previous?.fileID.map(log.values.ref),
                                    syncPosition: durable ? location.end : nil)
         // The write is committed: a failing trim is reported (the limit could not be held), a
         // failing compaction is not (it is only housekeeping; a later write retries it).

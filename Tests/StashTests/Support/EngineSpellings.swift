@@ -72,3 +72,8 @@ extension DiskStore {
         CompactionCopy.copyLock(of: folder)
     }
 }
+
+extension FolderLossCheck {
+    /// Whether this write must check that the folder is still there (``due()``'s first answer).
+    mutating func isDue() -> Bool { due().folder }
+}
