@@ -36,7 +36,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         try config.validate()
         let engine = try Self.openEngine(config)
         // Once the folder is this store's (created, locked): its class, then its files' (Apple's mobile platforms only).
-        if !config.readOnly { try StoreProtection.apply(config.protectionType, toFolder: engine.directory) }
+        if config.sharing.writes { try StoreProtection.apply(config.protectionType, toFolder: engine.directory) }
         self.init(config: config, transformer: transformer, engine: engine, now: now)
     }
 
@@ -60,7 +60,7 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// Also throws ``StorageError/reentrantCall(directory:)`` inside an `update` or `transaction` body.
     func checkWritable() throws {
         try engine.checkOutsideUserCode()
-        if config.readOnly { throw StorageError.readOnly(directory: engine.directory) }
+        if !config.sharing.writes { throw StorageError.readOnly(directory: engine.directory) }
     }
 
     /// The store's folder.

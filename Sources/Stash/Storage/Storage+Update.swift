@@ -74,12 +74,12 @@ extension DiskStorage {
                                     onCommit: (DiskStore, StorageTransaction<T>, _ paths: [String?]) -> Void = { _, _, _ in })
         throws -> Result {
         // A read-only storage may read in a transaction (one consistent view of several keys); its writes throw.
-        if config.readOnly { try engine.checkOutsideUserCode() } else { try checkWritable() }
+        if !config.sharing.writes { try engine.checkOutsideUserCode() } else { try checkWritable() }
         let front = writeFront(now: now)
         _ = try front.date(nil) // an unusable default fails before the body runs
-        let readOnlyDirectory = config.readOnly ? engine.directory : nil
+        let refusingWritesIn = config.sharing.writes ? nil : engine.directory
         let (result, _) = try engine.bracket(now: now, config: config.writeSettings) { store in
-            let transaction = StorageTransaction(front: front, readOnlyDirectory: readOnlyDirectory,
+            let transaction = StorageTransaction(front: front, refusingWritesIn: refusingWritesIn,
                                                  readCommitted: { key in try readCommitted(store, key) })
             defer { transaction.end() }
             let result = try engine.runUserCode { try body(transaction) }

@@ -31,10 +31,10 @@ public final class StorageTransaction<T: Sendable> {
     private(set) var changes: [DiskBatchChange] = []
     private var isOpen = true
     /// The folder of a read-only storage, whose transactions only read; nil when it may write.
-    private let readOnlyDirectory: String?
+    private let refusingWritesIn: String?
 
-    init(front: WriteFront<T>, readOnlyDirectory: String?, readCommitted: @escaping (String) throws -> CommittedValue?) {
-        self.readOnlyDirectory = readOnlyDirectory
+    init(front: WriteFront<T>, refusingWritesIn: String?, readCommitted: @escaping (String) throws -> CommittedValue?) {
+        self.refusingWritesIn = refusingWritesIn
         self.front = front
         self.readCommitted = readCommitted
     }
@@ -162,7 +162,7 @@ public final class StorageTransaction<T: Sendable> {
 
     private func checkWritable(_ key: String) throws {
         try front.check(key)
-        if let readOnlyDirectory { throw StorageError.readOnly(directory: readOnlyDirectory) }
+        if let refusingWritesIn { throw StorageError.readOnly(directory: refusingWritesIn) }
     }
 }
 

@@ -52,6 +52,10 @@ final class StoreLayers: EngineClient, @unchecked Sendable {
         }
     }
 
+    func dropFromMemory(key: String) {
+        for weak in memoryCaches { weak.cache?.remove(key) }
+    }
+
     /// Stash's own bookkeeping (``ReservedKeys``: a migration's progress) is never evicted: losing it
     /// would start a migration over, or run a finished one again on values already migrated.
     func isPinned(_ key: String) -> Bool {

@@ -87,4 +87,8 @@ extension DiskStore {
     func invalidateMemory(_ keys: [String]?) {
         client?.dropFromMemory(keys)
     }
+
+    func invalidateMemory(key: String) {
+        client?.dropFromMemory(key: key)
+    }
 }

@@ -29,6 +29,9 @@ package protocol EngineClient: AnyObject, Sendable {
     /// changes: a reader consults memory before the index (``DiskStore/sharedIndex``).
     func dropFromMemory(_ keys: [String]?)
 
+    /// Drops one key, as ``dropFromMemory(_:)`` does (a write's: no array made for it).
+    func dropFromMemory(key: String)
+
     /// The keys served from memory since the last call: the store counts them as use, as disk reads.
     func takeMemoryHits() -> [String]
 

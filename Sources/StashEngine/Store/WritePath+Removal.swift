@@ -156,7 +156,7 @@ extension WritePath {
         guard store.record(forKey: key) != nil else { return }
         if store.writes { _ = try? removeKeys([key]) }
         if store.record(forKey: key) != nil {
-            store.invalidateMemory([key])
+            store.invalidateMemory(key: key)
             store.withIndex { index in
                 if let old = index.remove(key) { store.forget(old) }
             }

@@ -69,7 +69,7 @@ package struct WritePath {
         }
         let record = DiskRecord(segment: location.segment, offset: UInt32(location.offset), length: UInt32(location.length),
                                 value: value, expiry: expiry, lastAccess: time, keyHash: store.keyHash(key))
-        store.invalidateMemory([key]) // before the index: see `sharedIndex`
+        store.invalidateMemory(key: key) // before the index: see `sharedIndex`
         let previous = store.withIndex { index in index.set(key, record) }
         if let previous { store.forget(previous) }
         store.totalSize += record.size
