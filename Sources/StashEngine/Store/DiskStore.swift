@@ -23,14 +23,18 @@ package struct DiskRecord: Equatable {
     }
 }
 
-/// The disk engine's state and operations; lives on its ``DiskEngine``'s queue and is never shared.
+/// The disk engine's state and its reads; lives on its ``DiskEngine``'s queue and is never shared.
 ///
 /// Small values are packed into append-only segment files (``SegmentFormat``): a write is one
 /// `pwrite` of one checksummed record to the active segment, a removal one tombstone. Large values
 /// (and all of them when asked) are files of their own (``ValueFiles``), named by a record. The index
 /// (key → where its record is) is the ``KeyDirectory``: the key directory file read at open, plus
-/// what changed since, replayed from the records after it. Compaction copies the live records into a new
-/// segment off the queue when most bytes are dead (``Compaction/startIfNeeded()``).
+/// what changed since, replayed from the records after it.
+///
+/// The store holds the index, its totals and the sharing component; its files are its ``SegmentLog``.
+/// The work on them is done by types made for one call: ``WritePath`` (writes, batches, removals),
+/// ``StoreOpening`` (recovery at open) and ``Compaction`` (which copies the live records into new
+/// segments off the queue when most bytes are dead).
 package final class DiskStore {
     package let directory: String
     /// How the store shares its folder with other processes: what an operation does before and after
