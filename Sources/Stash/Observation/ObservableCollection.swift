@@ -37,8 +37,9 @@ public final class ObservableCollection<Value: Sendable> {
     /// that error (an ``StorageError/io(operation:path:underlying:)``, say).
     public private(set) var errors: [String: any Error] = [:]
 
-    /// The keys of ``values`` in key order (Swift's `<` on `String`): rows for a list.
-    public var sortedKeys: [String] { values.keys.sorted() }
+    /// The keys of ``values`` in key order, the order of ``Storage/allKeys(withPrefix:)`` (the Unicode
+    /// scalars of the keys' NFC spellings): rows for a list.
+    public var sortedKeys: [String] { KeyOrdering.sorted(values.keys) }
 
     /// The prefix of the keys this object follows.
     @ObservationIgnored public let prefix: String

@@ -93,13 +93,11 @@ public struct StorageMigrator<T: Sendable>: Sendable {
         // In the order of the keys' NFC bytes, which is one total order of every key: Swift's `<` on
         // `String` is not (on decomposed Hangul two different keys are each not less than the other),
         // so a migration resumed by `$0 > after` could skip a key, or migrate one twice.
-        let resumeAfter = after.map(Self.orderBytes)
-        let keys = engine.sync { $0.keys }
-            .filter { $0.hasPrefix(keyPrefix) && !ReservedKeys.contains($0) }
-            .map { (key: $0, order: Self.orderBytes($0)) }
-            .filter { key in resumeAfter.map { $0.lexicographicallyPrecedes(key.order) } ?? true }
-            .sorted { $0.order.lexicographicallyPrecedes($1.order) }
-            .map(\.key)
+        let resumeAfter = after.map(KeyOrdering.bytes)
+        let keys = KeyOrdering.sorted(engine.sync { $0.keys }.filter { key in
+            key.hasPrefix(keyPrefix) && !ReservedKeys.contains(key)
+                && resumeAfter.map { $0.lexicographicallyPrecedes(KeyOrdering.bytes(key)) } ?? true
+        })
         var start = 0
         repeat {
             let chunk = Array(keys[start..<min(start + batchSize, keys.count)])
@@ -135,12 +133,6 @@ public struct StorageMigrator<T: Sendable>: Sendable {
     }
 
     private static var doneMarker: String { "\u{0}done" }
-
-    /// The bytes that order keys for a migration: the key's UTF-8 in Normalization Form C (the order
-    /// of `objects(withPrefix:)` too).
-    private static func orderBytes(_ key: String) -> [UInt8] {
-        key.utf8.allSatisfy { $0 < 0x80 } ? Array(key.utf8) : Array(key.precomposedStringWithCanonicalMapping.utf8)
-    }
 
     /// Each migration's progress, by name: the last key it migrated, or ``doneMarker``; a migration
     /// not listed has not started.

@@ -110,6 +110,24 @@ struct ObservableBindingTests {
         #expect(team.errors.isEmpty)
         #expect(team.sortedKeys == ["team.ada", "team.bob"])
     }
+
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *)
+    @Test("a collection lists its keys in the order of allKeys(withPrefix:), also keys of decomposed Hangul")
+    func collectionSortsKeysAsThePrefixListingDoes() throws {
+        // Swift's `<` orders neither of the first two before the other (a sort by it leaves them as the
+        // dictionary happens to list them); their NFC bytes do ("가" < "가가").
+        let keys = ["team.\u{AC00}\u{AC00}", "team.\u{1100}\u{1161}", "team.z", "team.a"]
+        for arrival in [keys, Array(keys.reversed())] {
+            let directory = TemporaryDirectory()
+            let other = try makeUserStorage(in: directory)
+            for key in arrival { try other.setObject(User(name: key, age: 1), forKey: key) }
+            let team = ObservableCollection(prefix: "team.", in: other)
+            #expect(team.sortedKeys.map { Array($0.unicodeScalars) } == [
+                "team.a", "team.z", "team.\u{1100}\u{1161}", "team.\u{AC00}\u{AC00}",
+            ].map { Array($0.unicodeScalars) })
+            #expect(team.sortedKeys.map { Array($0.unicodeScalars) } == other.allKeys(withPrefix: "team.").map { Array($0.unicodeScalars) })
+        }
+    }
 }
 
 extension StorageError {
