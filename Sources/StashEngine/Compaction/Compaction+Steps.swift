@@ -3,7 +3,7 @@ import Foundation
 // A writer in several processes (``DiskConfig/allowsWritersInOtherProcesses``) compacts inside its
 // calls, holding the folder's lock; on iOS a process suspended while it holds that lock is killed
 // (0xDEAD10CC), so each call does a bounded part of the work: a *step* copies at most
-// ``DiskStore/Thresholds/step`` bytes of live records (one longer record alone).
+// ``DiskStore/Thresholds/compactionStep`` bytes of live records (one longer record alone).
 //
 // A *cycle* merges the segments numbered below its `end`: when it starts, the active segment is
 // sealed and `end` is the new active one's number. Each step takes the oldest of them, oldest first:
@@ -33,8 +33,8 @@ import Foundation
 //   is none: the segment is drained. It is kept only once the step's copies are
 //   published: a step that fails (a full disk, its output's name taken) leaves it where it was.
 // - The floor makes a drained segment restored from a backup superseded. A key directory that names a
-//   drained segment still holds (``loadDirectory``): every entry it has there moved by a record after its
-//   position, since drained segments are older than the directory's own.
+//   drained segment still holds (``StoreOpening/loadDirectory(segments:)``): every entry it has there
+//   moved by a record after its position, since drained segments are older than the directory's own.
 // - Before a drained segment goes, the output holding the copies of its live records is on stable
 //   storage (flushed, its name flushed with the folder).
 //

@@ -295,7 +295,7 @@ package final class DiskEngine: @unchecked Sendable {
     /// Runs `body` on the serial queue, after every operation submitted before it.
     package func async(_ body: @escaping @Sendable (DiskStore) -> Void) {
         queue.async {
-            // As in ``run(_:)``; what other processes changed reaches observers off the queue.
+            // As in ``run(readsWithoutLock:_:)``; what other processes changed reaches observers off the queue.
             let before = self.client.lastPublished
             self.store.sharing.beginOperation(self.store)
             let caughtUp = self.client.lastPublished

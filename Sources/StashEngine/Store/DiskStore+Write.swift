@@ -55,7 +55,10 @@ extension DiskStore {
             let due = log.folderLoss.due()
             guard due.folder else { return false }
             if !active.isDetached {
-                if due.sharedFile { sharing.checkSharedFile(self) }
+                if due.sharedFile {
+                    log.folderLoss.didCheckSharedFile()
+                    sharing.checkSharedFile(self)
+                }
                 return false
             }
         }

@@ -47,15 +47,20 @@ package struct FolderLossCheck {
         self.clock = clock
     }
 
-    /// Whether this write must check that the folder is still there, and whether the shared file is
-    /// due for its check too (each then counts as done now): one clock read for both.
+    /// Whether this write must check that the folder is still there (it then counts as done now), and
+    /// whether the shared file is due for its check too: one clock read for both. The shared file's
+    /// check counts as done only once made (``didCheckSharedFile()``): a write that finds its segment
+    /// unlinked starts a new one instead, and the next check that finds the folder there makes it.
     mutating func due() -> (folder: Bool, sharedFile: Bool) {
         let now = clock()
         if now &- appendedAt < Self.quietGap, now &- checkedAt < Self.longestInterval { return (false, false) }
         checkedAt = now
-        guard sharedFileCheckedAt == 0 || now &- sharedFileCheckedAt >= Self.sharedFileInterval else { return (true, false) }
-        sharedFileCheckedAt = now
-        return (true, true)
+        return (true, sharedFileCheckedAt == 0 || now &- sharedFileCheckedAt >= Self.sharedFileInterval)
+    }
+
+    /// Notes that the shared file was checked, at the time ``due()`` read.
+    mutating func didCheckSharedFile() {
+        sharedFileCheckedAt = checkedAt
     }
 
     /// Notes that an append just ended (the start of the next quiet gap).
