@@ -74,7 +74,7 @@ extension DiskStorage {
                                     onCommit: (DiskStore, StorageTransaction<T>, _ paths: [String?]) -> Void = { _, _, _ in })
         throws -> Result {
         // A read-only storage may read in a transaction (one consistent view of several keys); its writes throw.
-        if !config.sharing.writes { try engine.checkOutsideUserCode() } else { try checkWritable() }
+        if config.sharing.writes { try checkWritable() } else { try engine.checkOutsideUserCode() }
         let front = writeFront(now: now)
         _ = try front.date(nil) // an unusable default fails before the body runs
         let refusingWritesIn = config.sharing.writes ? nil : engine.directory

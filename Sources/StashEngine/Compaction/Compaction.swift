@@ -23,8 +23,8 @@ struct Compaction {
             stepIfNeeded()
             return
         }
+        guard isDue else { return }
         let (dead, total) = store.log.byteCounts
-        guard dead >= store.thresholds.compactionMinimum, dead * 2 > total else { return }
         guard let plan = try? begin(liveBytes: total - dead) else { return }
         store.isCompacting = true
         let (epoch, schedule) = (store.epoch, store.schedule)

@@ -263,19 +263,6 @@ struct HotPathTests {
     }
 }
 
-/// A monotonic clock that moves only when told (for ``FolderLossCheck``).
-private final class ManualNanoseconds: @unchecked Sendable {
-    // @unchecked Sendable: `now` only under `lock`.
-    private let lock = NSLock()
-    private var now: UInt64 = 1_000_000_000
-
-    var read: @Sendable () -> UInt64 { { [self] in lock.withLock { now } } }
-
-    func advance(by nanoseconds: UInt64) {
-        lock.withLock { now += nanoseconds }
-    }
-}
-
 /// The storages a reentrant transformer calls back into.
 private final class ReentryBox: @unchecked Sendable {
     // @unchecked Sendable: the storages are set once before use; `calls` only under `lock`.

@@ -11,12 +11,8 @@ struct SharedFileCheckTests: DiskStoreScenario {
     @Test("a sole writer whose active segment and shared file were deleted together makes a new shared file at its next folder check once the interval has passed, not an interval later")
     func sharedFileAfterDetachedSegment() throws {
         let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        let sharedPath = path + "/" + SharedState.name
-        let writer = try DiskStore(directory: path, readOnly: false)
+        let (writer, clock, sharedPath) = try Self.soleWriter(in: directory)
         defer { writer.close() }
-        let clock = SteppedNanoseconds()
-        writer.log.folderLoss = FolderLossCheck(clock: clock.read)
         try Self.set(writer, "a", Data("1".utf8)) // the first write checks the folder and the shared file
         clock.advance(by: FolderLossCheck.sharedFileInterval) // both checks are due again
         // The folder's files deleted but for the marker and the lock: the active segment and the shared file.
@@ -33,12 +29,8 @@ struct SharedFileCheckTests: DiskStoreScenario {
     @Test("a sole writer checks its shared file at most once an interval: deleted right after a check, it is made anew by the first folder check an interval later")
     func sharedFileCheckedOnceAnInterval() throws {
         let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        let sharedPath = path + "/" + SharedState.name
-        let writer = try DiskStore(directory: path, readOnly: false)
+        let (writer, clock, sharedPath) = try Self.soleWriter(in: directory)
         defer { writer.close() }
-        let clock = SteppedNanoseconds()
-        writer.log.folderLoss = FolderLossCheck(clock: clock.read)
         try Self.set(writer, "a", Data("1".utf8)) // checks both
         try FileManager.default.removeItem(atPath: sharedPath)
         clock.advance(by: FolderLossCheck.longestInterval)
@@ -48,17 +40,14 @@ struct SharedFileCheckTests: DiskStoreScenario {
         try Self.set(writer, "c", Data("3".utf8))
         #expect(FileManager.default.fileExists(atPath: sharedPath))
     }
-}
 
-/// A monotonic clock that moves only when told (nanoseconds), for ``FolderLossCheck``.
-private final class SteppedNanoseconds: @unchecked Sendable {
-    // @unchecked Sendable: `now` only under `lock`.
-    private let lock = NSLock()
-    private var now: UInt64 = 1_000_000_000
-
-    var read: @Sendable () -> UInt64 { { [self] in lock.withLock { now } } }
-
-    func advance(by nanoseconds: UInt64) {
-        lock.withLock { now += nanoseconds }
+    /// A sole writer of a new store in `directory` whose folder-loss check reads `clock`, and the path
+    /// of its shared file.
+    private static func soleWriter(in directory: TemporaryDirectory) throws -> (DiskStore, ManualNanoseconds, String) {
+        let path = directory.storePath()
+        let writer = try DiskStore(directory: path, readOnly: false)
+        let clock = ManualNanoseconds()
+        writer.log.folderLoss = FolderLossCheck(clock: clock.read)
+        return (writer, clock, path + "/" + SharedState.name)
     }
 }
