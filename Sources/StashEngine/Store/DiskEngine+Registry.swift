@@ -17,6 +17,10 @@ extension DiskEngine {
 
         private struct Weak {
             package weak var engine: DiskEngine?
+            /// The engine's path, read without taking the engine: a look for an orphan of one path
+            /// retains no engine of another (whose last storage, released meanwhile on its own thread,
+            /// would then be closed on this one, after that release returned).
+            let directory: String
         }
 
         private let condition = NSCondition()
@@ -61,7 +65,7 @@ extension DiskEngine {
             do {
                 let engine = try make()
                 withLock { _ in
-                    slots[identity] = .open(Weak(engine: engine))
+                    slots[identity] = .open(Weak(engine: engine, directory: engine.directory))
                     condition.broadcast()
                 }
                 return engine
@@ -77,9 +81,9 @@ extension DiskEngine {
         /// An open writer engine of `directory` whose folder was removed underneath it.
         private func orphanedWriter(of directory: String, retained: inout [DiskEngine]) -> DiskEngine? {
             for slot in slots.values {
-                guard case .open(let weak) = slot, let engine = weak.engine else { continue }
+                guard case .open(let weak) = slot, weak.directory == directory, let engine = weak.engine else { continue }
                 retained.append(engine)
-                if engine.directory == directory, engine.isOrphanedWriter { return engine }
+                if engine.isOrphanedWriter { return engine }
             }
             return nil
         }
@@ -102,7 +106,7 @@ extension DiskEngine {
                     retained.append(registered)
                     if registered === engine { slots[old] = nil }
                 }
-                if slots[new] == nil { slots[new] = .open(Weak(engine: engine)) }
+                if slots[new] == nil { slots[new] = .open(Weak(engine: engine, directory: engine.directory)) }
                 condition.broadcast()
             }
         }

@@ -13,6 +13,37 @@ import Darwin
 /// the folder there now, not the one an engine still holds.
 @Suite("The registry of open stores", .serialized)
 struct StoreRegistryTests: StoreFileScenario {
+    /// Opening a folder looks through the registry for an orphaned writer of its path. It took a strong
+    /// reference to every open engine, of any path: a storage released meanwhile on another thread then
+    /// had its store closed (the key directory written) on the opener's thread, after its release had
+    /// returned, so a file read right after found the store not closed yet.
+    @Test("a store released while other threads open other folders is closed when its release returns")
+    func releaseClosesAtOnceWhileOthersOpen() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath("released")
+        let directoryFile = path + "/" + StoreFolder.directoryName
+        let stop = Locked(false)
+        let opener = Thread {
+            var round = 0
+            while !stop.withLock({ $0 }) {
+                _ = try? openDataStore(directory.storePath("other\(round % 50)"))
+                round += 1
+            }
+        }
+        opener.start()
+        defer { stop.withLock { $0 = true } }
+        try withEngineThresholds(in: path, directoryMinimum: 1) {
+            for round in 0..<200 {
+                do {
+                    let storage = try openDataStore(path)
+                    try storage.setObject(Data("\(round)".utf8), forKey: "k")
+                }
+                #expect(FileManager.default.fileExists(atPath: directoryFile), "round \(round): released, not closed")
+                try FileManager.default.removeItem(atPath: directoryFile)
+            }
+        }
+    }
+
     /// Several threads each open and release a storage of their own folder, over and over. Each open
     /// of a folder not open yet looks through every other slot of the registry for an orphan, taking
     /// a strong reference to each engine under the registry's lock: when that reference is the last,
