@@ -39,6 +39,7 @@ func runPeers(_ bench: Bench) throws {
     // The engine: DiskStorage<Data>, 200 B values, against LevelDB, LMDB and SQLite reached with the
     // least wrapper; then what those wrappers cost against the same peers driven from C.
     try EnginePeerScenarios.run(bench: bench)
+    try ParallelGetScenarios.run(bench: bench)
     try WrapperOverheadScenario.run(bench: bench)
     // The "Other processes welcome" rows: the multi-process setting, reader and writer processes.
     try MultiProcessScenarios.run(bench: bench)

@@ -77,9 +77,12 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     /// value decoded and remembered there. It leaves the queue in its memory box, so the hop's result
     /// is not generic: this code is not specialised, and an `Entry<T>` (or a `T?`) crossing the hop
     /// cost ~2,600 instructions of generic metadata lookups per read (Docs/Architecture.md, "The hot path").
+    ///
+    /// A store nobody else changes is read off the queue instead (``objectOffQueue(forKey:now:)``).
     @inline(never)
     private func objectFromEntry(forKey key: String) throws -> T {
         let now = now
+        if let object = try objectOffQueue(forKey: key, now: now) { return object }
         let (box, expiry) = try engine.sync(readsWithoutLock: true) { store throws -> (AnyValueBox, Date) in
             if let item = cache.item(forKey: key, now: now) {
                 if ObjectIdentifier(type(of: item.object)) == boxType { return (item.object, item.expiry) }
@@ -94,6 +97,21 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         }
         if now >= expiry, expiry != .distantFuture { throw StorageError.expired(expiry, key: key) }
         return unsafeDowncast(box, to: ValueBox<T>.self).value
+    }
+
+    /// A memory miss read from disk without the queue, decoded on the calling thread, so that readers
+    /// on several threads go on together; nil when the read must be made on the queue
+    /// (``DiskEngine/readOffQueue(_:now:)``). The value goes into memory only if the index still has
+    /// the record it came from (``DiskEngine/ifCurrent(_:_:_:)``): a write that replaced it meanwhile
+    /// has dropped the key from memory, and its value is not put back.
+    private func objectOffQueue(forKey key: String, now: Date) throws -> T? {
+        guard let (data, record, path) = try engine.readOffQueue(key, now: now) else { return nil }
+        let object = try diskStorage.decode(data, key: key)
+        let expiry = StoredTime.date(record.expiry)
+        let item = memoryItem(ValueBox(object), cost: data.count, expiry: expiry, filePath: path)
+        engine.ifCurrent(key, record) { cache.set(item, forKey: key) }
+        if now >= expiry, expiry != .distantFuture { throw StorageError.expired(expiry, key: key) }
+        return object
     }
 
     public func existsObject(forKey key: String) throws -> Bool {
@@ -175,7 +193,11 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     }
 
     func remember(_ box: AnyValueBox, forKey key: String, cost: Int, expiry: Date, filePath: String?) {
-        let dropAfter = cache.config.expiry.resolved(from: now)
-        cache.set(MemoryCache.Item(object: box, cost: cost, expiry: expiry, dropAfter: dropAfter, filePath: filePath), forKey: key)
+        cache.set(memoryItem(box, cost: cost, expiry: expiry, filePath: filePath), forKey: key)
+    }
+
+    /// The memory layer's item for a value (its own expiry, ``MemoryConfig/expiry``, counted from now).
+    private func memoryItem(_ box: AnyValueBox, cost: Int, expiry: Date, filePath: String?) -> MemoryCache.Item {
+        MemoryCache.Item(object: box, cost: cost, expiry: expiry, dropAfter: cache.config.expiry.resolved(from: now), filePath: filePath)
     }
 }

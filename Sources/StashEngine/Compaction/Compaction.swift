@@ -101,6 +101,7 @@ struct Compaction {
                 }
             }
         }
+        store.log.takeOffQueueAccesses() // reads off the queue noted some too
         store.log.pendingAccesses.removeAll { access in victims.contains { $0.id == access.segment } }
         for record in usedMeanwhile { store.noteAccess(record, time: record.lastAccess) }
         for (key, from) in result.damaged {

@@ -26,13 +26,22 @@ package final class SegmentLog {
     var hasUnreadSegments = false
     /// Segments numbered below this are superseded (the header's `floor`); new segments carry it.
     var floor: UInt32 = 0
-    /// Every segment of the store by id; the active one is the highest.
-    var segments: [UInt32: SegmentFile] = [:]
+    /// Every segment of the store by id; the active one is the highest. Reads off the queue see
+    /// the table as it was last set (``offQueue``).
+    var segments: [UInt32: SegmentFile] = [:] {
+        didSet { offQueue.withLock { $0.segments = segments } }
+    }
+    /// What reads made off the queue share with it: the segments, the access records they leave.
+    let offQueue = Locked(OffQueueReads(), order: .offQueueReads)
+    /// Nonzero while ``offQueue`` holds access records: the queue's appends take the lock only then.
+    let offQueueHasAccesses = AtomicWord()
     /// Where records are appended; nil for a reader.
     var active: SegmentFile?
     var nextSegmentID: UInt32 = 1
     /// Reads (and memory hits) to be recorded as access records with the next append.
-    var pendingAccesses: [(segment: UInt32, offset: UInt32, time: Double, keyHash: UInt64)] = []
+    var pendingAccesses: [Access] = []
+    /// Access records written or pending since the key directory was (``DiskStore/accessesSinceDirectory``).
+    var accessesSinceDirectory = 0
     /// How many appends (`pwrite`s of records) the store has made; for tests.
     var appendCount = 0
     /// When a write checks that the folder is still there (``DiskStore/ensureActive(checkingNow:)``).
@@ -55,6 +64,7 @@ package final class SegmentLog {
     /// Forgets every segment before the store opens its files anew (``DiskStore/forgetIndex(seed:)``).
     func forgetSegments() {
         segments = [:]
+        takeOffQueueAccesses()
         pendingAccesses.removeAll()
         active = nil
         nextSegmentID = 1
@@ -121,6 +131,7 @@ package final class SegmentLog {
     package func append(durable: Bool = false, length: Int, _ encode: (UnsafeMutableRawBufferPointer, UInt64) -> Int) throws
         -> (segment: UInt32, offset: Int, length: Int, end: UInt64) {
         guard let segment = active else { throw StorageError.readOnly(directory: directory) }
+        takeOffQueueAccesses()
         let accessBytes = pendingAccesses.count * SegmentFormat.accessLength
         let total = accessBytes + length
         if scratch.count < total { scratch = [UInt8](repeating: 0, count: max(total, 4096)) }
@@ -162,6 +173,7 @@ package final class SegmentLog {
 
     /// Writes the buffered access records.
     func flushAccesses() throws {
+        takeOffQueueAccesses()
         guard !pendingAccesses.isEmpty, active != nil else { return }
         try append { _, _ in 0 }
     }

@@ -24,6 +24,8 @@ class CatchingUp {
     let followWatch = FollowWatch()
 
     var watch: FollowWatch? { followWatch }
+    /// Another process may change the store under a read: reads go through the queue, which catches up first.
+    var readsOffQueue: Bool { false }
 
     /// Tells ``followWatch`` what the store is caught up to (``followed``).
     func noteFollowed(_ store: DiskStore) {

@@ -12,6 +12,10 @@ protocol ProcessSharing: AnyObject {
     /// hits and index reads check it); nil for a sole writer, which nobody else changes.
     var watch: FollowWatch? { get }
 
+    /// Whether the engine reads without the queue (``DiskStore/readOffQueue(_:now:)``): only where no
+    /// other process changes the store, so that a read needs no catching up first.
+    var readsOffQueue: Bool { get }
+
     /// Builds the store's index from its files, as its mode opens a store (a follower notes what the
     /// writer had published; a shared writer opens holding the folder's lock).
     func open(_ store: DiskStore) throws

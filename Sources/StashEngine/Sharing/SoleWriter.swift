@@ -4,6 +4,7 @@
 /// other processes, and keeps that file at its name.
 final class SoleWriter: ProcessSharing {
     var mode: SharingMode { .soleWriter }
+    var readsOffQueue: Bool { true }
     var watch: FollowWatch? { nil }
 
     func open(_ store: DiskStore) throws {

@@ -21,16 +21,18 @@ package final class DiskEngine: @unchecked Sendable {
     package let durable: Bool
     /// How the store is shared with other processes (the first opener's choice, or a reader's).
     package let sharing: SharingMode
-    private let store: DiskStore
+    let store: DiskStore
     /// The store's index (``DiskStore/sharedIndex``), which has a lock of its own.
-    private let index: Locked<KeyDirectory>
+    let index: Locked<KeyDirectory>
     /// The store's value files (thread-safe): written off the queue for large values.
-    private let values: ValueFiles
+    let values: ValueFiles
     let groupCommit: GroupCommit
     private let queueID: Int
     /// What the store has caught up to of other processes, checked outside the queue; nil for a sole
     /// writer, which no other process changes.
-    private let followWatch: FollowWatch?
+    let followWatch: FollowWatch?
+    /// Whether reads skip the queue (``ProcessSharing/readsOffQueue``).
+    let readsOffQueue: Bool
 
     private static let queueKey = DispatchSpecificKey<Int>()
     private static let nextQueueID = Locked(0)
@@ -55,6 +57,7 @@ package final class DiskEngine: @unchecked Sendable {
         values = store.log.values
         groupCommit = store.log.groupCommit
         followWatch = store.sharing.watch
+        readsOffQueue = store.sharing.readsOffQueue
         queueID = Self.nextQueueID.withLock { id in
             id += 1
             return id
@@ -139,35 +142,6 @@ package final class DiskEngine: @unchecked Sendable {
         if durable != self.durable {
             throw StorageError.configurationConflict(directory: directory, setting: "durable",
                                                      inForce: String(self.durable), requested: String(durable))
-        }
-    }
-
-    /// The index entry of `key`, from any thread, without the queue.
-    ///
-    /// Linearizable with the operations on the queue: each applies its change to the index in one
-    /// hold of the index's lock (its linearization point for this reader), after it dropped the
-    /// keys from memory, and a reader consults memory before the index.
-    package func record(forKey key: String) -> DiskRecord? {
-        followOtherProcesses()
-        return index.withLock { $0.peek(key) }
-    }
-
-    /// Catches up with what another process did first if the shared file says it changed the store
-    /// (two loads and one `fstat` when it did not; ``FollowWatch/isCurrent``); nothing for a sole
-    /// writer. For the paths that answer without the queue (the index, memory hits); the queue's hop
-    /// does it itself (``ProcessSharing/runOperation(_:readsWithoutLock:_:)``).
-    @inline(__always)
-    package func followOtherProcesses() {
-        guard let followWatch, !followWatch.isCurrent else { return }
-        run { _ in }
-    }
-
-    /// The bytes stored for `key`, read on the queue and counted as use (``DiskStore/read(_:now:)``):
-    /// the non-generic core of the typed layers' reads, which decode off the queue.
-    package func read(_ key: String, now: Date) throws -> (data: Data, expiry: Double, path: String?) {
-        try sync(readsWithoutLock: true) { store in
-            let (data, record, path) = try store.read(key, now: now)
-            return (data, record.expiry, path)
         }
     }
 

@@ -29,11 +29,14 @@ extension DiskStore {
     /// index, the memory layers' copies, the segments, and a compaction under way (discarded).
     func forgetIndex(seed: UInt64) {
         epoch += 1
-        invalidateMemory(nil) // before the index: see `sharedIndex`
-        withIndex { $0 = KeyDirectory(seed: seed) }
+        withIndex { index in
+            invalidateMemory(nil) // in the index's hold: see `sharedIndex`
+            index = KeyDirectory(seed: seed)
+        }
         totalSize = 0
         earliestExpiry = .infinity
         log.segments = [:]
+        log.takeOffQueueAccesses() // reads off the queue noted some too
         log.pendingAccesses.removeAll()
         log.active = nil
         log.nextSegmentID = 1

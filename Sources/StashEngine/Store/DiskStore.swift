@@ -50,11 +50,14 @@ package final class DiskStore {
     let client: (any EngineClient)?
     /// Whether the caller runs on the queue of the engine that owns this store, for ``assertOnQueue(_:)``.
     var isOnOwningQueue: (() -> Bool)?
-    /// The index, behind a lock of its own: besides this store (on the queue), only
-    /// ``DiskEngine/record(forKey:)`` reads it, from any thread, to answer `existsObject` without
-    /// the queue. Every change that several keys see at once is applied under one hold of the
-    /// lock, and after the memory layers dropped the keys, so such a reader sees an operation
-    /// entirely or not at all (Contract item 4). Never call out (observers, transformers) under it.
+    /// The index, behind a lock of its own: besides this store (on the queue), it is read from any
+    /// thread by ``DiskEngine/record(forKey:)`` (`existsObject` without the queue) and by reads off the
+    /// queue (``readOffQueue(_:now:)``). Every change that several keys see at once is applied under
+    /// one hold of the lock, so such a reader sees an operation entirely or not at all (Contract
+    /// item 4); the memory layers drop the keys in that same hold, before the index changes, so a
+    /// memory layer that puts in a value read off the queue (``DiskEngine/ifCurrent(_:_:_:)``, under
+    /// this lock) never puts back one a write replaced. Never call out (observers, transformers)
+    /// under it; the memory layers' lock is the one taken inside it.
     let sharedIndex = Locked(KeyDirectory(seed: 0), order: .storeIndex)
     /// The store's files: folder, segments, value files, and the access records of the next append.
     package let log: SegmentLog
@@ -71,7 +74,10 @@ package final class DiskStore {
     var changesSinceDirectory = 0
     /// Reads recorded (access records) since the key directory was written: many of them make the next
     /// open replay them all, so a close writes the directory anew then too (as a checkpoint).
-    var accessesSinceDirectory = 0
+    var accessesSinceDirectory: Int {
+        get { log.accessesSinceDirectory }
+        set { log.accessesSinceDirectory = newValue }
+    }
     /// Bumped by ``WritePath/removeAll()`` and folder loss: a compaction begun before is discarded.
     var epoch = 0
     var isCompacting = false

@@ -90,9 +90,9 @@ extension WritePath {
         let base = location.offset - places[places.count - 1].start
         store.log.active?.deadBytes += overhead
         var outcome = BatchOutcome(syncPosition: durable ? location.end : nil)
-        store.invalidateMemory(changes.map(\.key)) // before the index: see `sharedIndex`
         let removed: [Bool] = store.withIndex { index in
-            changes.enumerated().map { number, change in
+            store.invalidateMemory(changes.map(\.key)) // in the index's hold: see `sharedIndex`
+            return changes.enumerated().map { number, change in
                 let old: DiskRecord?
                 switch change {
                 case .set(let key, _, let expiry):

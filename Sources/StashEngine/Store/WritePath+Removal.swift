@@ -74,14 +74,15 @@ extension WritePath {
     /// Swaps the index for an empty one; returns the old one.
     private func emptyIndex() -> KeyDirectory {
         store.epoch += 1 // a compaction under way is discarded
-        store.invalidateMemory(nil) // before the index: see `sharedIndex`
         let oldIndex = store.withIndex { index in
+            store.invalidateMemory(nil) // in the index's hold: see `sharedIndex`
             defer { index = KeyDirectory(seed: store.log.folder.storeID) }
             return index
         }
         store.totalSize = 0
         store.earliestExpiry = .infinity
         store.changesSinceDirectory += 1
+        store.log.takeOffQueueAccesses() // reads off the queue noted some too
         store.log.pendingAccesses.removeAll()
         return oldIndex
     }
@@ -156,8 +157,8 @@ extension WritePath {
         guard store.record(forKey: key) != nil else { return }
         if store.writes { _ = try? removeKeys([key]) }
         if store.record(forKey: key) != nil {
-            store.invalidateMemory(key: key)
             store.withIndex { index in
+                store.invalidateMemory(key: key) // in the index's hold: see `sharedIndex`
                 if let old = index.remove(key) { store.forget(old) }
             }
         }
@@ -207,8 +208,8 @@ extension WritePath {
             return (nil, [])
         }
         store.log.active?.deadBytes += tombstoneBytes
-        store.invalidateMemory(keys) // before the index: see `sharedIndex`
         let isEmpty = store.withIndex { index in
+            store.invalidateMemory(keys) // in the index's hold: see `sharedIndex`
             for (key, _) in records {
                 if let old = index.remove(key) { store.forget(old) }
             }

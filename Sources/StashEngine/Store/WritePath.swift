@@ -69,8 +69,10 @@ package struct WritePath {
         }
         let record = DiskRecord(segment: location.segment, offset: UInt32(location.offset), length: UInt32(location.length),
                                 value: value, expiry: expiry, lastAccess: time, keyHash: store.keyHash(key))
-        store.invalidateMemory(key: key) // before the index: see `sharedIndex`
-        let previous = store.withIndex { index in index.set(key, record) }
+        let previous = store.withIndex { index in
+            store.invalidateMemory(key: key) // in the index's hold: see `sharedIndex`
+            return index.set(key, record)
+        }
         if let previous { store.forget(previous) }
         store.totalSize += record.size
         store.earliestExpiry = min(store.earliestExpiry, expiry)

@@ -39,6 +39,9 @@ package enum LockOrder: Int, Sendable {
     case engineFolder = 3
     /// A store's index (``DiskStore/sharedIndex``).
     case storeIndex = 4
+    /// What a store's reads off the queue share with it (``SegmentLog/offQueue``): taken after the
+    /// index is let go, and under it by a queue that changes the segments while it holds the index.
+    case offQueueReads = 5
 }
 
 #if DEBUG

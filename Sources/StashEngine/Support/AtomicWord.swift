@@ -5,11 +5,11 @@ import CStashAtomics
 ///
 /// `Synchronization.Atomic` would do, but it needs macOS 15 / iOS 18; the package's C atomics
 /// (`CStashAtomics`) work on every platform Stash supports.
-final class AtomicWord: @unchecked Sendable {
+package final class AtomicWord: @unchecked Sendable {
     // @unchecked Sendable: the word is only ever read and written with atomic operations.
     private let word = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
 
-    init(_ value: UInt64 = 0) {
+    package init(_ value: UInt64 = 0) {
         word.initialize(to: value)
     }
 
@@ -18,10 +18,10 @@ final class AtomicWord: @unchecked Sendable {
     }
 
     /// The word (acquire: what was written before the store that wrote it is seen too).
-    var value: UInt64 { stash_load_acquire_u64(word) }
+    package var value: UInt64 { stash_load_acquire_u64(word) }
 
     /// Sets the word (release).
-    func store(_ value: UInt64) {
+    package func store(_ value: UInt64) {
         stash_store_release_u64(word, value)
     }
 }

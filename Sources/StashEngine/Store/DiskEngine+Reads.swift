@@ -1,0 +1,65 @@
+package import Foundation
+
+/// The reads the layers above make without waiting for the queue when they can: index look-ups,
+/// and disk reads of a store nobody else changes (``DiskStore/readOffQueue(_:now:)``).
+extension DiskEngine {
+    /// The index entry of `key`, from any thread, without the queue.
+    ///
+    /// Linearizable with the operations on the queue: each applies its change to the index in one
+    /// hold of the index's lock (its linearization point for this reader), and drops the keys from
+    /// memory in that hold, and a reader consults memory before the index.
+    package func record(forKey key: String) -> DiskRecord? {
+        followOtherProcesses()
+        return index.withLock { $0.peek(key) }
+    }
+
+    /// Catches up with what another process did first if the shared file says it changed the store
+    /// (two loads and one `fstat` when it did not; ``FollowWatch/isCurrent``); nothing for a sole
+    /// writer. For the paths that answer without the queue (the index, memory hits); the queue's hop
+    /// does it itself (``ProcessSharing/runOperation(_:readsWithoutLock:_:)``).
+    @inline(__always)
+    package func followOtherProcesses() {
+        guard let followWatch, !followWatch.isCurrent else { return }
+        sync { _ in }
+    }
+
+    /// The bytes stored for `key`, counted as use: the non-generic core of `DiskStorage`'s reads,
+    /// which decode on the calling thread. Read without the queue where the store allows it
+    /// (``readOffQueue(_:now:)``), else on the queue (``DiskStore/read(_:now:)``).
+    package func read(_ key: String, now: Date) throws -> (data: Data, expiry: Double, path: String?) {
+        if let (data, record, path) = try readOffQueue(key, now: now) { return (data, record.expiry, path) }
+        return try sync(readsWithoutLock: true) { store in
+            let (data, record, path) = try store.read(key, now: now)
+            return (data, record.expiry, path)
+        }
+    }
+
+    /// The bytes stored for `key` and the record that holds them, read on the calling thread, in
+    /// parallel with other readers, never waiting behind the queue (``DiskStore/readOffQueue(_:now:)``);
+    /// nil when this read must be made on the queue: the store is one that other processes change
+    /// (``ProcessSharing/readsOffQueue``), or the read found something to look into there.
+    /// - Throws: ``StorageError/notFound(key:)`` when the index has no such key.
+    package func readOffQueue(_ key: String, now: Date) throws -> (data: Data, record: DiskRecord, path: String?)? {
+        guard readsOffQueue else { return nil }
+        switch store.readOffQueue(key, now: now) {
+        case .found(let data, let record, let flushDue):
+            if flushDue { async { try? $0.log.flushAccesses() } }
+            return (data, record, record.fileID.map(values.path(of:)))
+        case .missing:
+            throw StorageError.notFound(key: key)
+        case .unsure:
+            return nil
+        }
+    }
+
+    /// Runs `body` under the index's lock if `key` still has `record` there, and not otherwise: for a
+    /// memory layer putting in a value it read off the queue. A write drops its keys from memory in
+    /// the same hold of that lock in which it changes them, so a value put in here is never one
+    /// that a write has replaced meanwhile. `body` must take no lock but the memory layer's.
+    package func ifCurrent(_ key: String, _ record: DiskRecord, _ body: () -> Void) {
+        index.withLock { index in
+            guard let current = index.peek(key), current.segment == record.segment, current.offset == record.offset else { return }
+            body()
+        }
+    }
+}

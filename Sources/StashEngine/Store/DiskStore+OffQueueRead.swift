@@ -1,0 +1,34 @@
+import Foundation
+
+/// Reads that do not take the store's queue: readers on any number of threads proceed together and
+/// never wait behind a writer's system call (Docs/Architecture.md, "Reads off the queue").
+extension DiskStore {
+    /// What a read off the queue found.
+    enum OffQueueRead {
+        /// The verified value of `record`; `flushDue`: the reads noted as use should be written now.
+        case found(Data, DiskRecord, flushDue: Bool)
+        /// The index has no such key.
+        case missing
+        /// Something was not as expected (a segment replaced meanwhile, a record that does not
+        /// verify, a value file gone): the read is made again on the queue, which tells damage
+        /// from a change under way and reports or repairs it.
+        case unsure
+    }
+
+    /// Reads `key` without the queue, counting the read as use.
+    ///
+    /// Linearizable with the operations on the queue: a write appends its record (`pwrite` returned)
+    /// before it sets the index under the index's lock, and the index is read here under that lock,
+    /// so the record found is complete and is the latest write that returned. Records are never
+    /// changed once written; a segment that a compaction or a `removeAll` retires is unlinked but
+    /// its descriptor stays open as long as a ``SegmentFile`` holds it (this read's reference too),
+    /// so the bytes read are the ones the index named. Every read is verified (checksum and key).
+    /// Only for stores nobody else changes (``ProcessSharing/readsOffQueue``).
+    func readOffQueue(_ key: String, now: Date) -> OffQueueRead {
+        let time = StoredTime.seconds(now)
+        guard let record = withIndex({ $0.touch(key, time: time) }) else { return .missing }
+        guard let (segment, flushDue) = log.segmentForOffQueueRead(record, time: time),
+              let data = log.loadOffQueue(key, record, from: segment) else { return .unsure }
+        return .found(data, record, flushDue: flushDue)
+    }
+}
