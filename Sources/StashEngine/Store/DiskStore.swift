@@ -94,7 +94,7 @@ package final class DiskStore {
         var compactionStep = 4 << 20
         /// A store with this many entries keeps a key directory: written when it closes after a change,
         /// and at compaction (``DiskStore/keepsDirectory``). About a millisecond of replay at open (200-byte
-        /// values); a smaller store replays in less than that, and faster than a directory is written.
+        /// values): a smaller store replays in less, and its close writes no directory.
         var directoryMinimum = 1_000
         /// A store whose segments hold this many bytes of records keeps a key directory too, whatever its
         /// entry count: what an open replays is every record (overwritten ones and access records included).

@@ -10,12 +10,11 @@ import Testing
 /// folders below it), then restores them. Stores of other folders, which tests running meanwhile
 /// open, keep the standard ones.
 func withEngineThresholds<Result>(in folder: String, compactionMinimum: Int? = nil, directoryMinimum: Int? = nil,
-                                  directoryMinimumBytes: Int? = nil, segmentLimit: Int? = nil, upgradeSegmentLimit: Int? = nil, compactionStep: Int? = nil,
+                                  segmentLimit: Int? = nil, upgradeSegmentLimit: Int? = nil, compactionStep: Int? = nil,
                                   _ body: () throws -> Result) rethrows -> Result {
     var thresholds = DiskStore.Thresholds.standard
     if let compactionMinimum { thresholds.compactionMinimum = compactionMinimum }
     if let directoryMinimum { thresholds.directoryMinimum = directoryMinimum }
-    if let directoryMinimumBytes { thresholds.directoryMinimumBytes = directoryMinimumBytes }
     if let segmentLimit { thresholds.segmentLimit = segmentLimit }
     if let upgradeSegmentLimit { thresholds.upgradeSegmentLimit = upgradeSegmentLimit }
     if let compactionStep { thresholds.compactionStep = compactionStep }
