@@ -120,7 +120,7 @@ struct Compaction {
             sealed.remove()
         }
         do {
-            if store.withIndex({ $0.count }) >= store.thresholds.directoryMinimum {
+            if store.keepsDirectory {
                 try store.writeDirectory()
             } else {
                 try store.log.folder.handle.remove(StoreFolder.directoryName)

@@ -98,8 +98,13 @@ package final class DiskStore {
         /// A writer in several processes copies at most this many bytes of live records in one call
         /// (a record longer than this alone), so that a call holds the folder's lock for a bounded time.
         var compactionStep = 4 << 20
-        /// A store with this many entries writes its key directory when it closes (a smaller one replays fast).
-        var directoryMinimum = 20_000
+        /// A store with this many entries keeps a key directory: written when it closes after a change,
+        /// and at compaction (``DiskStore/keepsDirectory``). About a millisecond of replay at open (200-byte
+        /// values): a smaller store replays in less, and its close writes no directory.
+        var directoryMinimum = 1_000
+        /// A store whose segments hold this many bytes of records keeps a key directory too, whatever its
+        /// entry count: what an open replays is every record (overwritten ones and access records included).
+        var directoryMinimumBytes = 1 << 20
         /// The size at which the version-1 upgrade starts a new segment.
         var upgradeSegmentLimit = 64 << 20
 
@@ -141,7 +146,7 @@ package final class DiskStore {
         try sharing.open(self)
     }
 
-    /// Records pending accesses, writes the key directory of a large store and closes the files.
+    /// Records pending accesses, writes the key directory of a store that keeps one and closes the files.
     package func close() {
         sharing.close(self)
     }
@@ -153,8 +158,15 @@ package final class DiskStore {
         housekeeping.wait()
         try? log.flushAccesses()
         let count = withIndex { $0.count }
-        if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, count >= thresholds.directoryMinimum { try? writeDirectory(thenLoad: false) }
+        if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, keepsDirectory { try? writeDirectory(thenLoad: false) }
         try? log.groupCommit.switchFile(to: nil)
+    }
+
+    /// Whether the store is large enough to keep a key directory (``Thresholds/directoryMinimum``,
+    /// ``Thresholds/directoryMinimumBytes``): replaying its records at open would cost more than reading one.
+    var keepsDirectory: Bool {
+        withIndex { $0.count } >= thresholds.directoryMinimum
+            || log.segments.values.reduce(0) { $0 + $1.recordBytes } >= thresholds.directoryMinimumBytes
     }
 
     // MARK: Reading

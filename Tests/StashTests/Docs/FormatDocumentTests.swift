@@ -22,7 +22,7 @@ struct FormatDocumentTests {
         var model: [String: Stored] = [:]
         do {
             let storage = try DiskStorage(config: config, transformer: TransformerFactory.forData(), now: { Self.now })
-            // 20,000 entries or more (after the removals below): the store writes its key directory when it closes.
+            // 1,000 entries or more (after the removals below): the store writes its key directory when it closes.
             for index in 0..<20_500 {
                 let key = "k\(index)"
                 let value = [UInt8]("value \(index)".utf8)
