@@ -24,6 +24,14 @@ static inline void stash_store_release_u64(void *address, uint64_t value) {
 }
 
 /// An acquire fence: the loads before it are ordered before the loads and stores after it.
+static inline uint64_t stash_fetch_add_u64(void *address, uint64_t value) {
+    return atomic_fetch_add_explicit((_Atomic uint64_t *)address, value, memory_order_acq_rel);
+}
+
+static inline uint64_t stash_fetch_sub_u64(void *address, uint64_t value) {
+    return atomic_fetch_sub_explicit((_Atomic uint64_t *)address, value, memory_order_acq_rel);
+}
+
 static inline void stash_fence_acquire(void) {
     atomic_thread_fence(memory_order_acquire);
 }

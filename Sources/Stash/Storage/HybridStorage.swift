@@ -45,7 +45,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
 
     public func entry(forKey key: String) throws -> Entry<T> {
         try engine.checkOutsideUserCode() // inside an update or transaction body: an error, not a write beside it
-        engine.followOtherProcesses() // a reader: memory drops what another process changed
+        engine.prepareReadWithoutQueue() // memory drops what another process changed; earlier async writes land
         if let entry = memoryEntry(forKey: key) { return entry }
         return try entryFromQueue(forKey: key)
     }
@@ -63,7 +63,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     public func object(forKey key: String) throws -> T {
         try engine.checkOutsideUserCode()
         // The fast path of a memory hit: the value alone, under the memory layer's lock.
-        engine.followOtherProcesses() // a reader: memory drops what another process changed
+        engine.prepareReadWithoutQueue() // memory drops what another process changed; earlier async writes land
         let now = now
         if let hit = cache.hit(forKey: key, now: now), ObjectIdentifier(type(of: hit.box)) == boxType {
             if now >= hit.expiry, hit.expiry < .distantFuture { throw StorageError.expired(hit.expiry, key: key) }
@@ -116,14 +116,14 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
 
     public func existsObject(forKey key: String) throws -> Bool {
         try engine.checkOutsideUserCode()
-        engine.followOtherProcesses()
+        engine.prepareReadWithoutQueue()
         if let item = cache.item(forKey: key, now: now) { return now < item.expiry }
         return diskStorage.existsObject(forKey: key)
     }
 
     public func isExpiredObject(forKey key: String) throws -> Bool {
         try engine.checkOutsideUserCode()
-        engine.followOtherProcesses()
+        engine.prepareReadWithoutQueue()
         if let item = cache.item(forKey: key, now: now) { return now >= item.expiry }
         return try diskStorage.isExpiredObject(forKey: key)
     }
@@ -172,7 +172,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     /// The value of a memory hit of type `T`, without the queue; nil on a miss.
     /// - Throws: ``StorageError/expired(_:key:)`` for an expired copy, as ``object(forKey:)`` does.
     func memoryObject(forKey key: String) throws -> T? {
-        engine.followOtherProcesses()
+        engine.prepareReadWithoutQueue()
         let now = now
         guard let hit = cache.hit(forKey: key, now: now), ObjectIdentifier(type(of: hit.box)) == boxType else { return nil }
         if now >= hit.expiry, hit.expiry < .distantFuture { throw StorageError.expired(hit.expiry, key: key) }
@@ -181,7 +181,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
 
     /// The memory copy of `key` as an entry, if memory has one of type `T`.
     func memoryEntry(forKey key: String) -> Entry<T>? {
-        engine.followOtherProcesses()
+        engine.prepareReadWithoutQueue()
         let now = now
         // A copy of another view's type is a miss: the disk bytes decode as `T`.
         guard let item = cache.item(forKey: key, now: now), let object = item.object.value(as: T.self) else { return nil }

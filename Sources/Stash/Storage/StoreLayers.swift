@@ -31,6 +31,8 @@ final class StoreLayers: EngineClient, @unchecked Sendable {
         observers.hasKeyObservers(key)
     }
 
+    var hasPendingMutations: Bool { !pendingAsyncMutations.isEmpty }
+
     func publish(_ event: StoreEvent) {
         observers.publish(event)
     }

@@ -9,16 +9,19 @@ extension DiskEngine {
     /// hold of the index's lock (its linearization point for this reader), and drops the keys from
     /// memory in that hold, and a reader consults memory before the index.
     package func record(forKey key: String) -> DiskRecord? {
-        followOtherProcesses()
+        prepareReadWithoutQueue()
         return index.withLock { $0.peek(key) }
     }
 
-    /// Catches up with what another process did first if the shared file says it changed the store
-    /// (two loads and one `fstat` when it did not; ``FollowWatch/isCurrent``); nothing for a sole
-    /// writer. For the paths that answer without the queue (the index, memory hits); the queue's hop
-    /// does it itself (``ProcessSharing/runOperation(_:readsWithoutLock:_:)``).
+    /// What a read that answers without the queue (the index, memory hits) does first, so that it
+    /// sees what it must: it waits on the queue for the mutations the layers above submitted and the
+    /// queue has not run yet (an async write its caller made just before: ``EngineClient/hasPendingMutations``),
+    /// and catches up with what another process did if the shared file says it changed the store (two
+    /// loads and one `fstat` when it did not; ``FollowWatch/isCurrent``). Nothing else for a sole
+    /// writer; the queue's hop does both itself (``ProcessSharing/runOperation(_:readsWithoutLock:_:)``).
     @inline(__always)
-    package func followOtherProcesses() {
+    package func prepareReadWithoutQueue() {
+        if client.hasPendingMutations { return sync { _ in } }
         guard let followWatch, !followWatch.isCurrent else { return }
         sync { _ in }
     }
@@ -37,10 +40,11 @@ extension DiskEngine {
     /// The bytes stored for `key` and the record that holds them, read on the calling thread, in
     /// parallel with other readers, never waiting behind the queue (``DiskStore/readOffQueue(_:now:)``);
     /// nil when this read must be made on the queue: the store is one that other processes change
-    /// (``ProcessSharing/readsOffQueue``), or the read found something to look into there.
+    /// (``ProcessSharing/readsOffQueue``), a mutation submitted before it still waits for the queue
+    /// (``EngineClient/hasPendingMutations``), or the read found something to look into there.
     /// - Throws: ``StorageError/notFound(key:)`` when the index has no such key.
     package func readOffQueue(_ key: String, now: Date) throws -> (data: Data, record: DiskRecord, path: String?)? {
-        guard readsOffQueue else { return nil }
+        guard readsOffQueue, !client.hasPendingMutations else { return nil }
         switch store.readOffQueue(key, now: now) {
         case .found(let data, let record, let flushDue):
             if flushDue { async { try? $0.log.flushAccesses() } }

@@ -12,6 +12,11 @@ package protocol EngineClient: AnyObject, Sendable {
     /// Whether `key` has observers of its own: a write then reads the value it replaces, for them.
     func hasKeyObservers(_ key: String) -> Bool
 
+    /// Whether the layers above submitted a mutation that has not run on the queue yet: a read then
+    /// waits for it on the queue instead of reading without it (``DiskEngine/readOffQueue(_:now:)``),
+    /// so that no read overtakes a write its caller submitted earlier.
+    var hasPendingMutations: Bool { get }
+
     /// Hands over one change; ``deliver(through:)`` delivers it. (A requirement of its own, so that
     /// a write nobody observes builds no array.)
     func publish(_ event: StoreEvent)

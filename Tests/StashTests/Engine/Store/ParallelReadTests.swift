@@ -108,6 +108,28 @@ struct ParallelReadTests {
         }
         #expect(problems.list.isEmpty, "\(problems.list.prefix(5))")
     }
+
+    /// A synchronous read answers without the queue only when no async mutation waits for it: the
+    /// async write its caller submitted just before is seen (Contract item 4), from memory, from disk
+    /// and from the index, through `Storage` and through `DiskStorage`.
+    @Test("a synchronous read right after an async write that has not run yet returns what it wrote")
+    func syncReadAfterPendingAsyncWrite() throws {
+        let directory = TemporaryDirectory()
+        let disk = try openDataStore(directory.url.appendingPathComponent("store").path)
+        let storage = Storage(hybridStorage: HybridStorage(memoryStorage: MemoryStorage<Data>(config: MemoryConfig()), diskStorage: disk))
+        let gate = DispatchSemaphore(value: 0)
+        for round in 0..<20 {
+            try storage.setObject(Data("old \(round)".utf8), forKey: "k") // in memory and on disk
+            disk.engine.async { _ in gate.wait() } // the queue is busy: the writes below wait behind it
+            storage.async.setObject(Data("new \(round)".utf8), forKey: "k") { _ in }
+            storage.async.removeObject(forKey: "gone") { _ in }
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(round % 3)) { gate.signal() }
+            #expect(try storage.object(forKey: "k") == Data("new \(round)".utf8))
+            #expect(try disk.object(forKey: "k") == Data("new \(round)".utf8))
+            #expect(try storage.existsObject(forKey: "gone") == false)
+            try storage.setObject(Data("there".utf8), forKey: "gone")
+        }
+    }
 }
 
 /// What the writer began and finished, per key, and how many operations that may lose values began.
