@@ -50,7 +50,7 @@ extension MemoryVolume {
             if length < bytes.count {
                 bytes.removeSubrange(length...)
             } else {
-                bytes.append(contentsOf: repeatElement(0, count: length - bytes.count))
+                bytes.append(contentsOf: [UInt8](repeating: 0, count: length - bytes.count))
             }
         }
         return 0
@@ -120,12 +120,13 @@ extension MemoryVolume.File {
         guard count > 0 else { return }
         let incoming = UnsafeRawBufferPointer(start: source, count: count)
         bytes.withLock { bytes in
-            if offset > bytes.count { bytes.append(contentsOf: repeatElement(0, count: offset - bytes.count)) }
+            if offset > bytes.count { bytes.append(contentsOf: [UInt8](repeating: 0, count: offset - bytes.count)) }
             let overlap = min(count, bytes.count - offset)
             if overlap > 0 {
                 bytes.withUnsafeMutableBytes { ($0.baseAddress! + offset).copyMemory(from: source, byteCount: overlap) }
             }
-            if overlap < count { bytes.append(contentsOf: incoming[overlap...]) }
+            // Rebased rather than sliced: a raw buffer appends as one copy of memory, a slice byte by byte.
+            if overlap < count { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: incoming[overlap...])) }
         }
     }
 }
