@@ -16,7 +16,7 @@ extension Storage {
     /// later launch sees it; its memory is freed once the storage, its views
     /// (``transform(transformer:)``) and the observable objects on it are released.
     ///
-    /// Its ``path`` (and the paths in its errors and in a large value's ``Entry/filePath``) says so:
+    /// Its ``path`` (and the paths in its errors and in a large value's `Entry.filePath`) says so:
     /// it starts with `/dev/null/stash-in-memory/`, which names nothing on disk.
     /// - Parameters:
     ///   - name: A label for the store (`"Todos"`), seen in its ``path``; every call makes a new, empty
