@@ -87,7 +87,8 @@ package final class FolderHandle: Sendable {
         if unlink(name) == 0 || errno == ENOENT { return }
         let code = errno
         // Linux says EISDIR for a directory, Apple platforms EPERM.
-        if code == EISDIR || code == EPERM, unlinkat(fd, name, AT_REMOVEDIR) == 0 { return }
+        // (A memory folder holds files only: the volume never answers either.)
+        if code == EISDIR || code == EPERM, !MemoryVolume.isVirtual(fd), unlinkat(fd, name, AT_REMOVEDIR) == 0 { return }
         throw FileIO.error("unlink", filePath(name), code: code)
     }
 
