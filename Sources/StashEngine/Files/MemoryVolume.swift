@@ -156,7 +156,7 @@ package enum MemoryVolume {
     }
 
     /// Whether the memory folder `path` exists.
-    package static func hasFolder(_ path: String) -> Bool {
+    static func hasFolder(_ path: String) -> Bool {
         tables.withLock { $0.folders[path] != nil }
     }
 
