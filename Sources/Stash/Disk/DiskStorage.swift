@@ -63,7 +63,8 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
         if !config.sharing.writes { throw StorageError.readOnly(directory: engine.directory) }
     }
 
-    /// The store's folder.
+    /// The store's folder; for an in-memory store (``Storage/inMemory(name:memoryConfig:transformer:now:)``),
+    /// a path under `/dev/null/stash-in-memory/` that says so and names nothing on disk.
     public var path: String { engine.directory }
 
     /// Every stored key, expired ones included; Stash's own bookkeeping keys (``StorageMigrator/reservedKeyPrefix``) are left out.

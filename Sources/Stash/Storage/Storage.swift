@@ -22,8 +22,8 @@ public final class Storage<T: Sendable>: StorageAware, Sendable {
     let syncStorage: SyncStorage<T>
     /// The asynchronous API: completion handlers and `async` functions.
     public let async: AsyncStorage<T>
-    /// The folder of an ``inMemory(name:memoryConfig:transformer:now:)`` store, removed once no storage
-    /// of it is left; nil for a store whose folder is the app's.
+    /// The memory folder of an ``inMemory(name:memoryConfig:transformer:now:)`` store, removed once no
+    /// storage of it is left; nil for a store whose folder is the app's.
     let ownedFolder: OwnedFolder?
 
     /// Opens (creating if needed) a store with a memory layer in front of a disk layer.
@@ -69,7 +69,8 @@ public final class Storage<T: Sendable>: StorageAware, Sendable {
     /// The bytes of all values on disk.
     public var totalSize: Int { hybridStorage.totalSize }
 
-    /// The store's folder.
+    /// The store's folder; for an ``inMemory(name:memoryConfig:transformer:now:)`` store, a path under
+    /// `/dev/null/stash-in-memory/` that says so and names nothing on disk.
     public var path: String { hybridStorage.diskStorage.path }
 
     /// Metadata of every stored value (key, size, expiry, last access, file), least recently used

@@ -11,6 +11,10 @@ import Musl
 ///
 /// POSIX rather than `Data.write`/`FileManager`: on Linux those `fsync` every write, which costs
 /// a millisecond each; the engine decides itself when to `fsync` (``DiskConfig/durable``).
+///
+/// With ``FolderHandle``, the one place the engine's system calls are made: a call for a memory
+/// folder (a path under ``MemoryVolume/root``, a virtual descriptor) goes to ``MemoryVolume`` instead,
+/// decided by one compare of the descriptor (the path's prefix for the few calls that take a path).
 package enum FileIO {
     /// The error for the current `errno`.
     package static func error(_ operation: String, _ path: String, code: Int32 = errno) -> StorageError {
@@ -26,9 +30,11 @@ package enum FileIO {
     /// Opens a file of the store. Never follows a symbolic link: a link planted in the folder must
     /// not make the store read or write a file outside it.
     package static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644, followLinks: Bool = false) throws -> Int32 {
+        let inMemory = MemoryVolume.isMemoryPath(path)
         while true {
-            let fd = path.withCString { systemOpen($0, flags | O_CLOEXEC | (followLinks ? 0 : O_NOFOLLOW), mode) }
-            if fd >= 0 { return fd }
+            let fd = inMemory ? MemoryVolume.open(path, flags)
+                : path.withCString { systemOpen($0, flags | O_CLOEXEC | (followLinks ? 0 : O_NOFOLLOW), mode) }
+            if fd != -1 { return fd } // a virtual descriptor is below -1
             if errno != EINTR { throw error("open", path) }
         }
     }
@@ -49,7 +55,7 @@ package enum FileIO {
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int, path: String) throws {
         var done = 0
         while done < bytes.count {
-            let written = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            let written = systemPwrite(fd, bytes.baseAddress! + done, bytes.count - done, offset + done)
             if written < 0 {
                 if errno == EINTR { continue }
                 throw error("write", path)
@@ -69,7 +75,7 @@ package enum FileIO {
     package static func read(_ fd: Int32, at offset: Int, into buffer: UnsafeMutableRawBufferPointer, path: String) throws -> Int {
         var done = 0
         while done < buffer.count {
-            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            let n = systemPread(fd, buffer.baseAddress! + done, buffer.count - done, offset + done)
             if n < 0 {
                 if errno == EINTR { continue }
                 throw error("pread", path)
@@ -92,7 +98,7 @@ package enum FileIO {
             let chunk = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
                 count = 0
                 while count < buffer.count {
-                    let n = pread(fd, buffer.baseAddress! + count, buffer.count - count, off_t(start + count))
+                    let n = systemPread(fd, buffer.baseAddress! + count, buffer.count - count, start + count)
                     if n < 0 {
                         if errno == EINTR { continue }
                         failure = errno
@@ -203,12 +209,10 @@ package enum FileIO {
     }
 
     package static func status(_ fd: Int32, _ path: String) throws -> stat {
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw error("fstat", path) }
+        guard let info = fileStatus(fd) else { throw error("fstat", path) }
         return info
     }
 
-    /// Whether the file open at `fd` has been unlinked (its folder removed underneath, say).
     /// The size of the open file `fd`.
     package static func size(_ fd: Int32, path: String) throws -> Int {
         try FileNumber.size(try status(fd, path), path: path)
@@ -217,11 +221,6 @@ package enum FileIO {
     /// Closes `fd`, ignoring errors (a descriptor only read from).
     static func closeDescriptor(_ fd: Int32) {
         _ = close(fd)
-    }
-
-    static func isUnlinked(_ fd: Int32) -> Bool {
-        var info = stat()
-        return fstat(fd, &info) == 0 && info.st_nlink == 0
     }
 
     /// Flushes the folder open at `fd` to stable storage: the names created, renamed or removed in it.
@@ -242,16 +241,20 @@ package enum FileIO {
     /// and FAT volumes answer `ENOTSUP` or `EINVAL`) gets a plain `fsync`, as SQLite falls back too.
     /// Returns 0 or -1 with `errno` set, as `fsync` does.
     private static func flushToStableStorage(_ fd: Int32) -> Int32 {
+        if MemoryVolume.isVirtual(fd) { return 0 } // nothing in memory outlives the process
         #if canImport(Darwin)
         if fcntl(fd, F_FULLFSYNC) != -1 { return 0 }
         #endif
         return fsync(fd)
     }
 
-
     /// Creates `path` and its parents if missing.
     /// - Throws: The POSIX cause (`EEXIST` when a file that is no folder has the path, `ENOTDIR`, `EACCES`, …).
     package static func createDirectory(_ path: String) throws {
+        if MemoryVolume.isMemoryPath(path) {
+            if MemoryVolume.createFolder(path) != 0 { throw error("mkdir", path) }
+            return
+        }
         if mkdir(path, 0o755) == 0 { return }
         switch errno {
         case EEXIST:
@@ -271,6 +274,10 @@ package enum FileIO {
 
     /// The names in the folder at `path`.
     package static func listDirectory(_ path: String) throws -> [String] {
+        if MemoryVolume.isMemoryPath(path) {
+            guard let names = MemoryVolume.list(path) else { throw error("list", path) }
+            return names
+        }
         do {
             return try FileManager.default.contentsOfDirectory(atPath: path)
         } catch {
@@ -279,7 +286,5 @@ package enum FileIO {
     }
 }
 
-// The system calls under names that do not clash with FileIO's own.
+/// `open` under a name that ``FileIO/open(_:_:mode:followLinks:)`` does not hide.
 private func systemOpen(_ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }
-private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int { read(fd, buffer, count) }
-private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }

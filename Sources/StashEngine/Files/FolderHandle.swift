@@ -27,11 +27,15 @@ package final class FolderHandle: Sendable {
     }
 
     deinit {
-        close(fd) // closing releases the lock
+        _ = FileIO.close(fd) // closing releases the lock
     }
+
+    /// Whether this is a folder of the memory volume (``MemoryVolume``), whose store has no files on disk.
+    package var isInMemory: Bool { MemoryVolume.isVirtual(fd) }
 
     /// The device and inode of the folder: what identifies it, whatever path names it.
     package var identity: FolderIdentity? {
+        if MemoryVolume.isVirtual(fd) { return MemoryVolume.identity(of: fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { return nil }
         return FolderIdentity(info)
@@ -39,8 +43,7 @@ package final class FolderHandle: Sendable {
 
     /// Whether the folder was removed (it may since have been made anew at its path).
     var isRemoved: Bool {
-        var info = stat()
-        return fstat(fd, &info) == 0 && info.st_nlink == 0
+        FileIO.isUnlinked(fd)
     }
 
     /// Whether `path` still names this very folder.
@@ -51,6 +54,7 @@ package final class FolderHandle: Sendable {
 
     /// Tries to take the lock without waiting: exclusive for a writer, shared for a reader.
     func tryLock(exclusive: Bool) throws -> Bool {
+        if MemoryVolume.isVirtual(fd) { return true } // only this process sees it, and its registry gives it one engine
         while true {
             if flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0 { return true }
             if errno == EINTR { continue }
@@ -61,6 +65,7 @@ package final class FolderHandle: Sendable {
 
     /// Releases the lock (the descriptor stays open for the files that still use it).
     package func unlock() {
+        if MemoryVolume.isVirtual(fd) { return }
         flock(fd, LOCK_UN)
     }
 
@@ -69,8 +74,9 @@ package final class FolderHandle: Sendable {
     /// Opens `name` in this folder, never following a link planted there.
     package func open(_ name: String, _ flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
         while true {
-            let opened = name.withCString { systemOpenAt(fd, $0, flags | O_CLOEXEC | O_NOFOLLOW, mode) }
-            if opened >= 0 { return opened }
+            let opened = MemoryVolume.isVirtual(fd) ? MemoryVolume.open(name, inFolder: fd, flags)
+                : name.withCString { systemOpenAt(fd, $0, flags | O_CLOEXEC | O_NOFOLLOW, mode) }
+            if opened != -1 { return opened } // a virtual descriptor is below -1
             if errno != EINTR { throw FileIO.error("open", filePath(name)) }
         }
     }
@@ -78,15 +84,30 @@ package final class FolderHandle: Sendable {
     /// Removes `name`; a missing file is not an error. An empty folder in a file's place (damage)
     /// is removed too.
     package func remove(_ name: String) throws {
-        if unlinkat(fd, name, 0) == 0 || errno == ENOENT { return }
+        if unlink(name) == 0 || errno == ENOENT { return }
         let code = errno
         // Linux says EISDIR for a directory, Apple platforms EPERM.
-        if code == EISDIR || code == EPERM, unlinkat(fd, name, AT_REMOVEDIR) == 0 { return }
+        // (A memory folder holds files only: the volume never answers either.)
+        if code == EISDIR || code == EPERM, !MemoryVolume.isVirtual(fd), unlinkat(fd, name, AT_REMOVEDIR) == 0 { return }
         throw FileIO.error("unlink", filePath(name), code: code)
     }
 
     package func rename(_ from: String, _ to: String) throws {
-        if renameat(fd, from, fd, to) != 0 { throw FileIO.error("rename", filePath(to)) }
+        let renamed = MemoryVolume.isVirtual(fd) ? MemoryVolume.rename(from, to, inFolder: fd) : renameat(fd, from, fd, to)
+        if renamed != 0 { throw FileIO.error("rename", filePath(to)) }
+    }
+
+    /// `unlinkat` of the file `name`: 0, or -1 with `errno` set.
+    private func unlink(_ name: String) -> Int32 {
+        MemoryVolume.isVirtual(fd) ? MemoryVolume.unlink(name, inFolder: fd) : unlinkat(fd, name, 0)
+    }
+
+    /// What `fstatat` says of `name` in this folder (not following a link); nil if nothing has the name.
+    func status(of name: String) -> stat? {
+        var info = stat()
+        let found = MemoryVolume.isVirtual(fd) ? MemoryVolume.status(of: name, inFolder: fd, &info)
+            : fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW)
+        return found == 0 ? info : nil
     }
 
     /// Flushes the folder's names to stable storage. A file system that cannot sync folders
@@ -114,13 +135,13 @@ package final class FolderHandle: Sendable {
             try FileIO.writeAll(file, bytes, path: filePath(name))
             if durable { try FileIO.synchronize(file, filePath(name)) }
         } catch {
-            close(file)
-            unlinkat(fd, name, 0)
+            _ = FileIO.close(file)
+            _ = unlink(name)
             throw error
         }
-        if close(file) != 0 {
+        if FileIO.close(file) != 0 {
             let failure = FileIO.error("close", filePath(name))
-            unlinkat(fd, name, 0)
+            _ = unlink(name)
             throw failure
         }
     }
@@ -143,14 +164,27 @@ package final class FolderHandle: Sendable {
 package struct FolderIdentity: Hashable, Sendable {
     package var device: UInt64
     var inode: UInt64
+    /// A folder of the memory volume (``MemoryVolume``), numbered by `inode`: apart from every device
+    /// number, so that no memory folder is ever taken for a folder on disk, whatever its numbers.
+    var isInMemory = false
 
     package init(_ info: stat) {
         device = UInt64(truncatingIfNeeded: info.st_dev)
         inode = UInt64(truncatingIfNeeded: info.st_ino)
     }
 
+    /// The memory folder of serial number `serial`.
+    init(memoryFolder serial: UInt64) {
+        (device, inode, isInMemory) = (0, serial, true)
+    }
+
     /// The identity of what `path` names now (following links), or nil if nothing does.
     package init?(path: String) {
+        if MemoryVolume.isMemoryPath(path) {
+            guard let identity = MemoryVolume.identity(ofPath: path) else { return nil }
+            self = identity
+            return
+        }
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         self.init(info)

@@ -40,7 +40,7 @@ package final class SegmentFile: @unchecked Sendable {
     var recordBytes: Int { length - recordsStart }
 
     deinit {
-        close(fd)
+        FileIO.close(fd)
     }
 
     package static func name(of id: UInt32) -> String {
@@ -92,8 +92,7 @@ package final class SegmentFile: @unchecked Sendable {
         // would wait for a writer); anything but a regular file is then no segment.
         let fd = try folder.open(name, (writable ? O_RDWR : O_RDONLY) | O_NONBLOCK)
         do {
-            var info = stat()
-            guard fstat(fd, &info) == 0 else { throw FileIO.error("fstat", path) }
+            let info = try FileIO.status(fd, path)
             guard (info.st_mode & S_IFMT) == S_IFREG else {
                 // A folder, FIFO or device in a segment's place: not the store's file, left alone.
                 throw FileIO.error("open", path, code: (info.st_mode & S_IFMT) == S_IFDIR ? EISDIR : ENXIO)
@@ -106,13 +105,13 @@ package final class SegmentFile: @unchecked Sendable {
             }
             let header = bytes.flatMap { bytes in bytes.withUnsafeBytes { SegmentFormat.parseHeader($0) } }
             guard let bytes, let header else {
-                close(fd)
+                FileIO.close(fd)
                 return nil
             }
             let length = wholeFile ? bytes.count : try FileNumber.size(info, path: path)
             return (SegmentFile(header: header, folder: folder, name: name, fd: fd, length: length), bytes)
         } catch {
-            close(fd)
+            FileIO.close(fd)
             throw error
         }
     }
@@ -126,7 +125,7 @@ package final class SegmentFile: @unchecked Sendable {
         do {
             try FileIO.writeAll(fd, bytes, at: length, path: path)
         } catch {
-            _ = ftruncate(fd, off_t(length))
+            _ = FileIO.truncate(fd, to: length)
             throw error
         }
         length += bytes.count
@@ -136,8 +135,7 @@ package final class SegmentFile: @unchecked Sendable {
     package func publish() throws {
         guard path.hasSuffix(Self.unpublishedSuffix) else { return }
         // A file of that name that is not the store's (planted, copied in) is never replaced.
-        var existing = stat()
-        if fstatat(folder.fd, Self.name(of: id), &existing, AT_SYMLINK_NOFOLLOW) == 0 {
+        if folder.status(of: Self.name(of: id)) != nil {
             throw FileIO.error("rename", folder.filePath(Self.name(of: id)), code: EEXIST)
         }
         try folder.rename(Self.name(of: id) + Self.unpublishedSuffix, Self.name(of: id))
@@ -146,7 +144,7 @@ package final class SegmentFile: @unchecked Sendable {
 
     /// Cuts the file to `newLength` (a torn or damaged tail found at open).
     func truncate(to newLength: Int) throws {
-        if ftruncate(fd, off_t(newLength)) != 0 { throw FileIO.error("ftruncate", path) }
+        if FileIO.truncate(fd, to: newLength) != 0 { throw FileIO.error("ftruncate", path) }
         length = newLength
     }
 

@@ -97,8 +97,6 @@ extension SegmentLog {
 
     /// The size of the file `name` of the store's folder, nil if it cannot be had.
     private func fileSize(_ name: String) -> Int? {
-        var info = stat()
-        guard fstatat(folder.handle.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-        return FileNumber.int(info.st_size)
+        folder.handle.status(of: name).flatMap { FileNumber.int($0.st_size) }
     }
 }

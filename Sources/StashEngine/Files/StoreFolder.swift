@@ -111,7 +111,7 @@ package final class StoreFolder {
         if kind == .new, sharing.writes { try writeMarker(storeID: Self.newStoreID()) }
         if !sharing.writes {
             if writerIsActive { try waitForSharingWriter() } else { shared = SharedState.openForReading(in: handle) }
-        } else {
+        } else if !handle.isInMemory { // no other process can see a memory folder: nothing to publish
             shared = try SharedState.openForWriting(in: handle, store: storeID, holdingLock: sharing == .soleWriter)
         }
     }

@@ -101,7 +101,7 @@ package final class ValueFiles: Sendable {
                 } catch {
                     written = error
                 }
-                if close(fd) != 0, written == nil { written = FileIO.error("close", folder.filePath(name)) }
+                if FileIO.close(fd) != 0, written == nil { written = FileIO.error("close", folder.filePath(name)) }
                 if let written { throw written }
                 if durable { try folder.sync() }
             } catch {
@@ -149,7 +149,7 @@ package struct ValueFileRef: Sendable {
 
     package var exists: Bool {
         guard let fd = try? folder.open(ValueFiles.name(of: id), O_RDONLY | O_NONBLOCK) else { return false }
-        close(fd)
+        FileIO.close(fd)
         return true
     }
 

@@ -60,9 +60,7 @@ package enum DirectoryFormat {
 
     /// Whether the open file `fd` starts with ``formerMagic``.
     static func isFormerLayout(_ fd: Int32) -> Bool {
-        var head = [UInt8](repeating: 0, count: formerMagic.count)
-        let count = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        return count == formerMagic.count && head == formerMagic
+        (try? FileIO.read(fd, at: 0, count: formerMagic.count, path: "")) == formerMagic
     }
 
     /// Slots per entry: a table at most ~70% full keeps probes short.

@@ -46,8 +46,7 @@ extension StoreOpening {
             if !DirectoryFormat.isFormerLayout(fd) { // an older layout is no damage: replaced once
                 store.recoveryIssues.append(.corrupted("the key directory was damaged or stale; the segments were replayed whole"))
             }
-            var info = stat()
-            if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG { discardStaleDirectory() } // a folder or FIFO is left alone
+            if let info = FileIO.fileStatus(fd), info.st_mode & S_IFMT == S_IFREG { discardStaleDirectory() } // a folder or FIFO is left alone
             return nil
         }
         store.withIndex { $0 = KeyDirectory(seed: store.log.folder.storeID, base: loaded) }

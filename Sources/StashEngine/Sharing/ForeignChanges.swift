@@ -44,8 +44,7 @@ extension CatchingUp {
         guard store.isObserved, let followedID else { return [] }
         var changes: [ForeignChange] = []
         if let file = store.log.segments[followedID] {
-            var info = stat()
-            if fstat(file.fd, &info) == 0, let size = FileNumber.int(info.st_size), size > start,
+            if let info = FileIO.fileStatus(file.fd), let size = FileNumber.int(info.st_size), size > start,
                let bytes = try? FileIO.read(file.fd, at: start, count: size - start, path: file.path) {
                 changes += Self.changes(in: bytes, from: 0, salt: file.salt)
             }

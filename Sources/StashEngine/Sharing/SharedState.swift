@@ -14,6 +14,9 @@ import CStashAtomics
 ///
 /// Layout, who writes each word, and the memory-ordering rule: Docs/Format.md, "Shared file".
 ///
+/// Its `mmap` and `flock` are the engine's only system calls on a store's files outside ``FileIO`` and
+/// ``FolderHandle``; a store in memory (``MemoryVolume``) has no shared file, as no other process sees it.
+///
 /// It is a hint, never the truth: a reader that finds it missing, torn, of another store or of an
 /// older writer opens the store anew from its files (which are crash-consistent on their own). The
 /// writer rewrites it in place when it opens (never replaces the file: readers keep their mapping of
@@ -58,7 +61,7 @@ package final class SharedState: @unchecked Sendable {
 
     deinit {
         munmap(bytes, isWritable ? Self.writerLength : Self.length)
-        close(fd) // releases the writer's lock
+        FileIO.close(fd) // releases the writer's lock
     }
 
     /// The shared file's protection class, whatever the store's: every process of the store maps it,
@@ -88,8 +91,7 @@ package final class SharedState: @unchecked Sendable {
             throw StorageError.corrupted("\(folder.filePath(name)) is not a regular file; remove it to open the store for writing")
         }
         do {
-            var info = stat()
-            guard fstat(fd, &info) == 0 else { throw FileIO.error("fstat", folder.filePath(name)) }
+            let info = try FileIO.status(fd, folder.filePath(name))
             guard info.st_mode & S_IFMT == S_IFREG else {
                 throw StorageError.corrupted("\(folder.filePath(name)) is not a regular file; remove it to open the store for writing")
             }
@@ -99,7 +101,7 @@ package final class SharedState: @unchecked Sendable {
             try? FileManager.default.setAttributes([.protectionKey: protection], ofItemAtPath: folder.filePath(name))
             #endif
             // Grown, never shrunk: a reader's mapping of a shorter file would fault past its end.
-            if info.st_size < writerLength, ftruncate(fd, off_t(writerLength)) != 0 { throw FileIO.error("ftruncate", folder.filePath(name)) }
+            if info.st_size < writerLength, FileIO.truncate(fd, to: writerLength) != 0 { throw FileIO.error("ftruncate", folder.filePath(name)) }
             guard let address = mmap(nil, writerLength, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), address != MAP_FAILED else {
                 throw FileIO.error("mmap", folder.filePath(name))
             }
@@ -114,7 +116,7 @@ package final class SharedState: @unchecked Sendable {
             state.store(previous != 0 ? previous &+ 1 : UInt64.random(in: 1...UInt64.max >> 1), .structure)
             return state
         } catch {
-            close(fd)
+            FileIO.close(fd)
             throw error
         }
     }
@@ -140,8 +142,7 @@ package final class SharedState: @unchecked Sendable {
 
     /// The ``Seal`` of the open file `fd`; nil once it has no name.
     static func seal(of fd: Int32) -> Seal? {
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_nlink > 0 else { return nil }
+        guard let info = FileIO.fileStatus(fd), info.st_nlink > 0 else { return nil }
         #if canImport(Darwin)
         return Seal(seconds: Int(info.st_ctimespec.tv_sec), nanoseconds: Int(info.st_ctimespec.tv_nsec))
         #else
@@ -191,10 +192,9 @@ package final class SharedState: @unchecked Sendable {
     /// follows the active segment (``structure``).
     static func openForReading(in folder: FolderHandle) -> SharedState? {
         guard let fd = try? folder.open(name, O_RDONLY | O_NONBLOCK) else { return nil }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size >= length,
+        guard let info = FileIO.fileStatus(fd), info.st_mode & S_IFMT == S_IFREG, info.st_size >= length,
               let address = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), address != MAP_FAILED else {
-            close(fd)
+            FileIO.close(fd)
             return nil
         }
         return SharedState(fd: fd, bytes: address, isWritable: false)

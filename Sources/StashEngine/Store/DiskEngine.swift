@@ -102,8 +102,13 @@ package final class DiskEngine: @unchecked Sendable {
     package static func open(_ url: URL, sharing: SharingMode = .soleWriter, maxSize: Int = 0, durable: Bool = false,
                              client makeClient: () -> any EngineClient) throws -> DiskEngine {
         let path = url.standardizedFileURL.path
+        let inMemory = MemoryVolume.isMemoryPath(path)
+        if inMemory, sharing != .soleWriter {
+            // Only this process can see a memory folder: there are no other processes to share it with.
+            throw FileIO.error("open", path, code: ENOTSUP)
+        }
         if sharing.writes { try FileIO.createDirectory(path) }
-        let canonical = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        let canonical = inMemory ? path : URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         guard let identity = FolderIdentity(path: canonical) else { throw FileIO.error("open", canonical, code: ENOENT) }
         let engine = try registry.engine(for: identity, directory: canonical, writes: sharing.writes) {
             try DiskEngine(directory: canonical, identity: identity, sharing: sharing, maxSize: maxSize, durable: durable,

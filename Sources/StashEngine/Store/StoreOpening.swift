@@ -23,8 +23,7 @@ struct StoreOpening {
         if store.log.folder.kind == .v1 {
             if !store.writes { throw StorageError.unsupportedFormat(directory: store.directory, format: 1) }
             try VersionOneUpgrade(folder: store.log.folder, values: store.log.values, segmentLimit: store.thresholds.upgradeSegmentLimit).run(reporting: &store.recoveryIssues)
-        } else if store.writes, FileManager.default.fileExists(atPath: store.directory + "/" + StoreFolder.v1JournalName),
-                  StoreFolder.isV1Journal(store.directory + "/" + StoreFolder.v1JournalName) {
+        } else if store.writes, StoreFolder.isV1Journal(store.directory + "/" + StoreFolder.v1JournalName) {
             try VersionOneUpgrade.removeFiles(of: store.log.folder) // an upgrade a crash cut short after its marker
         }
         let files = try store.log.folder.files()

@@ -29,7 +29,7 @@ struct InMemoryStorageTests {
         #expect(first.path != second.path)
     }
 
-    @Test("the folder goes once the storage and its views are released")
+    @Test("the memory folder goes once the storage and its views are released")
     func folderRemovedWhenReleased() throws {
         var path = ""
         do {
@@ -38,11 +38,11 @@ struct InMemoryStorageTests {
             let view = storage.transformData()
             path = storage.path
             _ = consume storage
-            #expect(FileManager.default.fileExists(atPath: path)) // the view still holds it
+            #expect(MemoryVolume.hasFolder(path)) // the view still holds it
             #expect(try view.objectIfPresent(forKey: "me") != nil)
         }
-        #expect(!FileManager.default.fileExists(atPath: path))
-        #expect(!FileManager.default.fileExists(atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path))
+        #expect(!MemoryVolume.hasFolder(path))
+        #expect(!MemoryVolume.hasFolder(URL(fileURLWithPath: path).deletingLastPathComponent().path))
     }
 
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *) // Observation
