@@ -45,7 +45,8 @@ extension DiskEngine {
         guard readsOffQueue else { return nil }
         switch store.readOffQueue(key, now: now) {
         case .found(let data, let record, let generation, let flushDue):
-            if flushDue { async { try? $0.log.flushAccesses() } }
+            // Not holding the engine: a storage released before the queue came to it closes at once.
+            if flushDue { queue.async { [weak self] in try? self?.store.log.flushAccesses() } }
             return (data, record, record.fileID.map(values.path(of:)), generation)
         case .missing:
             throw StorageError.notFound(key: key)
