@@ -102,14 +102,14 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     /// A memory miss read from disk without the queue, decoded on the calling thread, so that readers
     /// on several threads go on together; nil when the read must be made on the queue
     /// (``DiskEngine/readOffQueue(_:now:)``). The value goes into memory only if the index still has
-    /// the record it came from (``DiskEngine/ifCurrent(_:_:_:)``): a write that replaced it meanwhile
+    /// the record it came from (``DiskEngine/ifCurrent(_:_:generation:_:)``): a write that replaced it meanwhile
     /// has dropped the key from memory, and its value is not put back.
     private func objectOffQueue(forKey key: String, now: Date) throws -> T? {
-        guard let (data, record, path) = try engine.readOffQueue(key, now: now) else { return nil }
+        guard let (data, record, path, generation) = try engine.readOffQueue(key, now: now) else { return nil }
         let object = try diskStorage.decode(data, key: key)
         let expiry = StoredTime.date(record.expiry)
         let item = memoryItem(ValueBox(object), cost: data.count, expiry: expiry, filePath: path)
-        engine.ifCurrent(key, record) { cache.set(item, forKey: key) }
+        engine.ifCurrent(key, record, generation: generation) { cache.set(item, forKey: key) }
         if now >= expiry, expiry != .distantFuture { throw StorageError.expired(expiry, key: key) }
         return object
     }

@@ -30,7 +30,7 @@ extension DiskEngine {
     /// which decode on the calling thread. Read without the queue where the store allows it
     /// (``readOffQueue(_:now:)``), else on the queue (``DiskStore/read(_:now:)``).
     package func read(_ key: String, now: Date) throws -> (data: Data, expiry: Double, path: String?) {
-        if let (data, record, path) = try readOffQueue(key, now: now) { return (data, record.expiry, path) }
+        if let (data, record, path, _) = try readOffQueue(key, now: now) { return (data, record.expiry, path) }
         return try sync(readsWithoutLock: true) { store in
             let (data, record, path) = try store.read(key, now: now)
             return (data, record.expiry, path)
@@ -42,13 +42,16 @@ extension DiskEngine {
     /// nil when this read must be made on the queue: the store is one that other processes change
     /// (``ProcessSharing/readsOffQueue``), a mutation submitted before it still waits for the queue
     /// (``EngineClient/hasPendingMutations``), or the read found something to look into there.
+    /// `generation` is the index's it was found in, for ``ifCurrent(_:_:generation:_:)``.
     /// - Throws: ``StorageError/notFound(key:)`` when the index has no such key.
-    package func readOffQueue(_ key: String, now: Date) throws -> (data: Data, record: DiskRecord, path: String?)? {
+    package func readOffQueue(_ key: String, now: Date) throws
+        -> (data: Data, record: DiskRecord, path: String?, generation: UInt64)? {
         guard readsOffQueue, !client.hasPendingMutations else { return nil }
         switch store.readOffQueue(key, now: now) {
-        case .found(let data, let record, let flushDue):
-            if flushDue { async { try? $0.log.flushAccesses() } }
-            return (data, record, record.fileID.map(values.path(of:)))
+        case .found(let data, let record, let generation, let flushDue):
+            // Not holding the engine: a storage released before the queue came to it closes at once.
+            if flushDue { queue.async { [weak self] in try? self?.store.log.flushAccesses() } }
+            return (data, record, record.fileID.map(values.path(of:)), generation)
         case .missing:
             throw StorageError.notFound(key: key)
         case .unsure:
@@ -56,13 +59,15 @@ extension DiskEngine {
         }
     }
 
-    /// Runs `body` under the index's lock if `key` still has `record` there, and not otherwise: for a
-    /// memory layer putting in a value it read off the queue. A write drops its keys from memory in
-    /// the same hold of that lock in which it changes them, so a value put in here is never one
-    /// that a write has replaced meanwhile. `body` must take no lock but the memory layer's.
-    package func ifCurrent(_ key: String, _ record: DiskRecord, _ body: () -> Void) {
+    /// Runs `body` under the index's lock if `key` still has `record` there, in the index of
+    /// `generation` it was read from (a folder made anew places its records where the old one did),
+    /// and not otherwise: for a memory layer putting in a value it read off the queue. A write drops
+    /// its keys from memory in the same hold of that lock in which it changes them, so a value put in
+    /// here is never one that a write has replaced meanwhile. `body` must take no lock but the memory layer's.
+    package func ifCurrent(_ key: String, _ record: DiskRecord, generation: UInt64, _ body: () -> Void) {
         index.withLock { index in
-            guard let current = index.peek(key), current.segment == record.segment, current.offset == record.offset else { return }
+            guard store.indexGeneration.value == generation, let current = index.peek(key),
+                  current.segment == record.segment, current.offset == record.offset else { return }
             body()
         }
     }

@@ -5,13 +5,14 @@ import Foundation
 extension DiskStore {
     /// What a read off the queue found.
     enum OffQueueRead {
-        /// The verified value of `record`; `flushDue`: the reads noted as use should be written now.
-        case found(Data, DiskRecord, flushDue: Bool)
+        /// The verified value of `record`, found in the index of `generation` (``indexGeneration``);
+        /// `flushDue`: the reads noted as use should be written now.
+        case found(Data, DiskRecord, generation: UInt64, flushDue: Bool)
         /// The index has no such key.
         case missing
         /// Something was not as expected (a segment replaced meanwhile, a record that does not
-        /// verify, a value file gone): the read is made again on the queue, which tells damage
-        /// from a change under way and reports or repairs it.
+        /// verify, a value file gone, the index being rebuilt): the read is made again on the queue,
+        /// which tells damage from a change under way and reports or repairs it.
         case unsure
     }
 
@@ -26,9 +27,16 @@ extension DiskStore {
     /// Only for stores nobody else changes (``ProcessSharing/readsOffQueue``).
     func readOffQueue(_ key: String, now: Date) -> OffQueueRead {
         let time = StoredTime.seconds(now)
-        guard let record = withIndex({ $0.touch(key, time: time) }) else { return .missing }
+        // While the store opens its folder anew the index is rebuilt record by record: neither a key
+        // missing yet nor a value a later record supersedes is an answer (the queue's read waits).
+        let (generation, found) = withIndex { index -> (UInt64, DiskRecord?) in
+            let generation = indexGeneration.value
+            return (generation, generation & 1 == 0 ? index.touch(key, time: time) : nil)
+        }
+        guard generation & 1 == 0 else { return .unsure }
+        guard let record = found else { return .missing }
         guard let (segment, flushDue) = log.segmentForOffQueueRead(record, time: time),
               let data = log.loadOffQueue(key, record, from: segment) else { return .unsure }
-        return .found(data, record, flushDue: flushDue)
+        return .found(data, record, generation: generation, flushDue: flushDue)
     }
 }

@@ -19,6 +19,9 @@ extension DiskStore {
         sharing.adoptReopened(fresh, replacing: log.folder)
         log.folder = fresh
         log.values.handle = fresh.handle
+        // Odd until the index is rebuilt (`indexGeneration`), also if opening fails.
+        withIndex { _ in indexGeneration.store(indexGeneration.value &+ 1) }
+        defer { withIndex { _ in indexGeneration.store(indexGeneration.value &+ 1) } }
         forgetIndex(seed: 0)
         recoveryIssues += fresh.issues
         try open()

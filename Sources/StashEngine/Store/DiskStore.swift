@@ -55,10 +55,16 @@ package final class DiskStore {
     /// queue (``readOffQueue(_:now:)``). Every change that several keys see at once is applied under
     /// one hold of the lock, so such a reader sees an operation entirely or not at all (Contract
     /// item 4); the memory layers drop the keys in that same hold, before the index changes, so a
-    /// memory layer that puts in a value read off the queue (``DiskEngine/ifCurrent(_:_:_:)``, under
+    /// memory layer that puts in a value read off the queue (``DiskEngine/ifCurrent(_:_:generation:_:)``, under
     /// this lock) never puts back one a write replaced. Never call out (observers, transformers)
     /// under it; the memory layers' lock is the one taken inside it.
     let sharedIndex = Locked(KeyDirectory(seed: 0), order: .storeIndex)
+    /// Which index ``sharedIndex`` holds, written and read under its lock: bumped when the store
+    /// starts opening its folder anew and again once it has (``reopen()``), so odd while the index is
+    /// rebuilt record by record. A read off the queue takes no answer from an index being rebuilt, and
+    /// a memory layer puts in what it read only from the index it read it in: a folder made anew
+    /// numbers its segments and places its records as the old one did.
+    let indexGeneration = AtomicWord()
     /// The store's files: folder, segments, value files, and the access records of the next append.
     package let log: SegmentLog
     var totalSize = 0
