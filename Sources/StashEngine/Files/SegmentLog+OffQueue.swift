@@ -34,10 +34,9 @@ extension SegmentLog {
         }
     }
 
-    /// Moves the reads noted off the queue into ``pendingAccesses``; returns how many. On the queue.
-    @discardableResult
-    func takeOffQueueAccesses() -> Int {
-        guard offQueueHasAccesses.value != 0 else { return 0 }
+    /// Moves the reads noted off the queue into ``pendingAccesses``. On the queue.
+    func takeOffQueueAccesses() {
+        guard offQueueHasAccesses.value != 0 else { return }
         let taken = offQueue.withLock { state in
             defer {
                 state.accesses.removeAll(keepingCapacity: true)
@@ -48,7 +47,13 @@ extension SegmentLog {
         }
         pendingAccesses += taken
         accessesSinceDirectory += taken.count
-        return taken.count
+    }
+
+    /// Forgets the access records not written yet, those reads off the queue noted too (their
+    /// records are gone: a `removeAll`, or the store opening its files anew).
+    func dropPendingAccesses() {
+        takeOffQueueAccesses()
+        pendingAccesses.removeAll()
     }
 
     /// The value bytes `record` names, read from `segment` off the queue and verified as ``load(_:_:)``

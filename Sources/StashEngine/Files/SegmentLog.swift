@@ -64,8 +64,7 @@ package final class SegmentLog {
     /// Forgets every segment before the store opens its files anew (``DiskStore/forgetIndex(seed:)``).
     func forgetSegments() {
         segments = [:]
-        takeOffQueueAccesses()
-        pendingAccesses.removeAll()
+        dropPendingAccesses()
         active = nil
         nextSegmentID = 1
         floor = 0

@@ -38,12 +38,6 @@ extension DiskStore {
         }
         totalSize = 0
         earliestExpiry = .infinity
-        log.segments = [:]
-        log.takeOffQueueAccesses() // reads off the queue noted some too
-        log.pendingAccesses.removeAll()
-        log.active = nil
-        log.nextSegmentID = 1
-        log.floor = 0
-        log.hasUnreadSegments = false
+        log.forgetSegments()
     }
 }

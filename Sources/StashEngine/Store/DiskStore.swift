@@ -172,7 +172,7 @@ package final class DiskStore {
     /// ``Thresholds/directoryMinimumBytes``): replaying its records at open would cost more than reading one.
     var keepsDirectory: Bool {
         withIndex { $0.count } >= thresholds.directoryMinimum
-            || log.segments.values.reduce(0) { $0 + $1.recordBytes } >= thresholds.directoryMinimumBytes
+            || log.byteCounts.total >= thresholds.directoryMinimumBytes
     }
 
     // MARK: Reading

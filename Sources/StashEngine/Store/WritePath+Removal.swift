@@ -82,8 +82,7 @@ extension WritePath {
         store.totalSize = 0
         store.earliestExpiry = .infinity
         store.changesSinceDirectory += 1
-        store.log.takeOffQueueAccesses() // reads off the queue noted some too
-        store.log.pendingAccesses.removeAll()
+        store.log.dropPendingAccesses()
         return oldIndex
     }
 
@@ -217,7 +216,7 @@ extension WritePath {
         }
         store.changesSinceDirectory += 1
         let files = records.compactMap { $0.1.fileID.map(store.log.values.ref) }
-        if isEmpty, store.log.segments.values.reduce(0, { $0 + $1.recordBytes }) >= DiskStore.emptyStoreResetMinimum {
+        if isEmpty, store.log.byteCounts.total >= DiskStore.emptyStoreResetMinimum {
             try? deleteEverything()
         } else {
             store.compaction.startIfNeeded()
