@@ -7,10 +7,12 @@ import StashEngine
 final class StoreLayers: EngineClient, @unchecked Sendable {
     // @unchecked Sendable: `memoryCaches` is only touched on the engine's queue (the engine calls
     // this client there, and `attach` goes through `DiskEngine.sync`); the rest is Sendable.
+    // `@exclusivity(unchecked)`: asked twice per write, on the queue; a run-time check per access cost
+    // ~60 instructions (Docs/Architecture.md, "The hot path", step 7).
     let observers = ObservationCenter()
     /// Mutations submitted through the async API and not run yet (for its memory-hit fast path).
     let pendingAsyncMutations = PendingMutations()
-    private var memoryCaches: [WeakMemoryCache] = []
+    @exclusivity(unchecked) private var memoryCaches: [WeakMemoryCache] = []
 
     private struct WeakMemoryCache {
         weak var cache: MemoryCache?

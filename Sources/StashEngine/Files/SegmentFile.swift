@@ -13,6 +13,7 @@ package final class SegmentFile: @unchecked Sendable {
     // @unchecked Sendable: `length`, `deadBytes` and `path` change on the store's queue only (or on the
     // compaction thread before it hands the file over); `fd`, `id`, `salt` and `flags` are immutable,
     // and `pread` on one descriptor is safe from several threads.
+    // `@exclusivity(unchecked)`: see `DiskStore`.
     package let id: UInt32
     let salt: UInt64
     package let flags: UInt32
@@ -27,9 +28,9 @@ package final class SegmentFile: @unchecked Sendable {
     package private(set) var path: String
     package let fd: Int32
     /// Where the next record goes (the valid length of the file).
-    var length: Int
+    @exclusivity(unchecked) var length: Int
     /// Bytes of records that no longer matter (overwritten, removed, access records).
-    var deadBytes = 0
+    @exclusivity(unchecked) var deadBytes = 0
 
     private init(header: SegmentFormat.Header, folder: FolderHandle, name: String, fd: Int32, length: Int) {
         (id, salt, flags, store, floor, recordsStart) = (header.id, header.salt, header.flags, header.store, header.floor, header.length)

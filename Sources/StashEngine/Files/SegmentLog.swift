@@ -8,6 +8,7 @@ import Foundation
 ///
 /// Lives on its store's queue, as the store does, and is never shared.
 package final class SegmentLog {
+    // `@exclusivity(unchecked)` on what every write touches, on the queue only: see `DiskStore`.
     /// The store's path.
     package let directory: String
     /// The folder: replaced when the store opens its path anew after the folder was removed (``DiskStore/reopen()``).
@@ -36,21 +37,21 @@ package final class SegmentLog {
     /// Nonzero while ``offQueue`` holds access records: the queue's appends take the lock only then.
     let offQueueHasAccesses = AtomicWord()
     /// Where records are appended; nil for a reader.
-    var active: SegmentFile?
+    @exclusivity(unchecked) var active: SegmentFile?
     var nextSegmentID: UInt32 = 1
     /// Reads (and memory hits) to be recorded as access records with the next append.
-    var pendingAccesses: [Access] = []
+    @exclusivity(unchecked) var pendingAccesses: [Access] = []
     /// Access records written or pending since the key directory was (``DiskStore/accessesSinceDirectory``).
-    var accessesSinceDirectory = 0
+    @exclusivity(unchecked) var accessesSinceDirectory = 0
     /// How many appends (`pwrite`s of records) the store has made; for tests.
-    var appendCount = 0
+    @exclusivity(unchecked) var appendCount = 0
     /// When a write checks that the folder is still there (``DiskStore/ensureActive(checkingNow:)``).
-    var folderLoss = FolderLossCheck()
+    @exclusivity(unchecked) var folderLoss = FolderLossCheck()
     /// Reused for every append, so a write allocates no buffer of its own: its `count` is the room it
     /// has (it only grows, up to 1 MiB), not the bytes of the last append.
-    private var scratch: [UInt8] = []
+    @exclusivity(unchecked) private var scratch: [UInt8] = []
     /// Reused for every read of a record (``load(_:_:)``), as ``scratch`` is for appends.
-    private var readScratch: [UInt8] = []
+    @exclusivity(unchecked) private var readScratch: [UInt8] = []
 
     init(directory: String, folder: StoreFolder, randomFileIDs: Bool, writes: Bool, durable: Bool, segmentLimit: Int) {
         self.directory = directory

@@ -16,7 +16,7 @@ package struct KeyDirectory {
     package let seed: UInt64
     package private(set) var base: LoadedDirectory?
     private var shadowed: [UInt64] = []
-    private var overlay: [String: Entry] = [:]
+    private var overlay = KeyTable()
     /// Live entries.
     package private(set) var count = 0
     private var nextRecency: UInt64 = 0
@@ -26,11 +26,6 @@ package struct KeyDirectory {
     private var basePositionsMoved = false
     /// The keys in order (``KeyOrder``): nil until the first prefix query asks for it, then kept as keys come and go.
     var order: KeyOrder?
-
-    private struct Entry {
-        package var record: DiskRecord
-        var recency: UInt64
-    }
 
     package enum Reference: Hashable {
         case slot(Int)
@@ -65,22 +60,29 @@ package struct KeyDirectory {
         return slot
     }
 
+    /// The hash of `key`, nil when the index is empty (then nothing needs it).
+    private func lookupHash(_ key: String) -> UInt64? {
+        base == nil && overlay.isEmpty ? nil : hash(key)
+    }
+
     /// The record of `key`, without counting it as use.
     func peek(_ key: String) -> DiskRecord? {
-        if !overlay.isEmpty, let entry = overlay[key] { return entry.record }
-        return baseSlot(key).flatMap { base?.record(at: $0) }
+        guard let hash = lookupHash(key) else { return nil }
+        if let position = overlay.position(of: key, hash: hash) { return overlay[position].record }
+        return baseSlot(key, hash: hash).flatMap { base?.record(at: $0) }
     }
 
     /// Marks `key` used at `time`; returns its record as it is now, nil if absent.
     package mutating func touch(_ key: String, time: Double) -> DiskRecord? {
+        guard let hash = lookupHash(key) else { return nil }
         let recency = nextRecency
-        if !overlay.isEmpty, let index = overlay.index(forKey: key) {
+        if let position = overlay.position(of: key, hash: hash) {
             nextRecency += 1
-            overlay.values[index].recency = recency
-            overlay.values[index].record.lastAccess = time
-            return overlay.values[index].record
+            overlay[position].recency = recency
+            overlay[position].record.lastAccess = time
+            return overlay[position].record
         }
-        guard let base, let slot = baseSlot(key) else { return nil }
+        guard let base, let slot = baseSlot(key, hash: hash) else { return nil }
         nextRecency += 1
         base.touch(slot, recency: recency, time: time)
         return base.record(at: slot)
@@ -101,10 +103,16 @@ package struct KeyDirectory {
     @discardableResult
     package mutating func set(_ key: String, _ record: DiskRecord) -> DiskRecord? {
         var record = record
-        if record.keyHash == 0 { record.keyHash = hash(key) } // the directory and access records need it
-        let entry = Entry(record: record, recency: nextRecency)
+        if record.keyHash == 0 { record.keyHash = hash(key) } // the directory, access records and the overlay need it
+        assert(record.keyHash == hash(key), "a record's keyHash is of another seed than the index's")
+        let recency = nextRecency
         nextRecency += 1
-        if let old = overlay.updateValue(entry, forKey: key) { return old.record } // the key keeps its spelling
+        if let position = overlay.position(of: key, hash: record.keyHash) {
+            let old = overlay[position].record
+            (overlay[position].record, overlay[position].recency) = (record, recency) // the key keeps its spelling
+            return old
+        }
+        overlay.insert(KeyTable.Entry(key: key, record: record, recency: recency))
         if let slot = baseSlot(key, hash: record.keyHash) {
             shadow(slot)
             order?.note(key) // now spelled as `key` (the overlay's)
@@ -119,11 +127,12 @@ package struct KeyDirectory {
     @discardableResult
     package mutating func remove(_ key: String) -> DiskRecord? {
         order?.note(key) // a key that was not there is found so when the order merges
-        if !overlay.isEmpty, let old = overlay.removeValue(forKey: key) {
+        guard let hash = lookupHash(key) else { return nil }
+        if let position = overlay.position(of: key, hash: hash) {
             count -= 1
-            return old.record
+            return overlay.remove(at: position).record
         }
-        guard let slot = baseSlot(key) else { return nil }
+        guard let slot = baseSlot(key, hash: hash) else { return nil }
         shadow(slot)
         count -= 1
         return base?.record(at: slot)
@@ -132,11 +141,13 @@ package struct KeyDirectory {
     /// Changes the record of `key` in place, keeping its recency; false if absent.
     @discardableResult
     package mutating func update(_ key: String, _ change: (inout DiskRecord) -> Void) -> Bool {
-        if !overlay.isEmpty, let index = overlay.index(forKey: key) {
-            change(&overlay.values[index].record)
+        guard let hash = lookupHash(key) else { return false }
+        if let position = overlay.position(of: key, hash: hash) {
+            change(&overlay[position].record)
+            overlay[position].record.keyHash = hash // what the entry is found by
             return true
         }
-        guard let base, let slot = baseSlot(key), let old = base.record(at: slot) else { return false }
+        guard let base, let slot = baseSlot(key, hash: hash), let old = base.record(at: slot) else { return false }
         var record = old
         change(&record)
         if record.value == old.value, record.expiry == old.expiry, record.lastAccess == old.lastAccess, record.keyHash == old.keyHash {
@@ -146,7 +157,8 @@ package struct KeyDirectory {
             return true
         }
         shadow(slot)
-        overlay[key] = Entry(record: record, recency: base.recency(at: slot))
+        record.keyHash = hash
+        overlay.insert(KeyTable.Entry(key: key, record: record, recency: base.recency(at: slot)))
         order?.note(key)
         queue = [] // the queue names the slot: built again when needed
         return true
@@ -156,7 +168,7 @@ package struct KeyDirectory {
         base = nil
         basePositionsMoved = false
         shadowed = []
-        overlay = [:]
+        overlay.removeAll()
         count = 0
         queue = []
         if order != nil { order = KeyOrder(keys: []) }
@@ -171,7 +183,7 @@ package struct KeyDirectory {
                 body(base.recency(at: slot), .slot(slot))
             }
         }
-        for (key, entry) in overlay { body(entry.recency, .key(key)) }
+        for entry in overlay.entries { body(entry.recency, .key(entry.key)) }
     }
 
     private func entry(_ reference: Reference) -> (key: String, record: DiskRecord)? {
@@ -180,14 +192,14 @@ package struct KeyDirectory {
             guard let base, let key = base.key(at: slot), let record = base.record(at: slot) else { return nil }
             return (key, record)
         case .key(let key):
-            return overlay[key].map { (key, $0.record) }
+            return overlay.position(of: key, hash: hash(key)).map { (key, overlay[$0].record) }
         }
     }
 
     private func recency(of reference: Reference) -> UInt64? {
         switch reference {
         case .slot(let slot): isShadowed(slot) ? nil : base?.recency(at: slot)
-        case .key(let key): overlay[key]?.recency
+        case .key(let key): overlay.position(of: key, hash: hash(key)).map { overlay[$0].recency }
         }
     }
 
@@ -231,27 +243,28 @@ package struct KeyDirectory {
 
     /// The spelling under which the index holds `key`, nil if absent.
     func storedKey(_ key: String) -> String? {
-        if !overlay.isEmpty, let index = overlay.index(forKey: key) { return overlay.keys[index] }
-        return baseSlot(key).flatMap { base?.key(at: $0) }
+        guard let hash = lookupHash(key) else { return nil }
+        if let position = overlay.position(of: key, hash: hash) { return overlay[position].key }
+        return baseSlot(key, hash: hash).flatMap { base?.key(at: $0) }
     }
 
     /// Calls `body` with every live record, in no particular order.
     package func forEachValue(_ body: (DiskRecord) -> Void) {
-        forEachReference { _, reference in
-            switch reference {
-            case .slot(let slot): if let record = base?.record(at: slot) { body(record) }
-            case .key(let key): if let record = overlay[key]?.record { body(record) }
+        if let base {
+            for slot in 0..<base.slotCount where base.isOccupied(slot) && !isShadowed(slot) {
+                if let record = base.record(at: slot) { body(record) }
             }
         }
+        for entry in overlay.entries { body(entry.record) }
     }
 
     /// The keys of the live entries whose records are at `positions` (segment, offset), found in the base by
     /// their hashes (`positions`' values) and among the entries written since it: without a pass over the base.
     package func keys(at positions: [UInt64: UInt64]) -> [UInt64: String] {
         var found: [UInt64: String] = [:]
-        for (key, entry) in overlay {
+        for entry in overlay.entries {
             let position = UInt64(entry.record.segment) << 32 | UInt64(entry.record.offset)
-            if positions[position] != nil { found[position] = key }
+            if positions[position] != nil { found[position] = entry.key }
         }
         if let base {
             for (position, hash) in positions where found[position] == nil {
@@ -266,7 +279,7 @@ package struct KeyDirectory {
 
     /// The entries written or changed since the base, in no particular order (replay maps their positions).
     var overlayEntries: [(key: String, value: DiskRecord)] {
-        overlay.map { ($0.key, $0.value.record) }
+        overlay.entries.map { ($0.key, $0.record) }
     }
 
     /// Live record bytes per segment.
@@ -284,7 +297,7 @@ package struct KeyDirectory {
                 }
             }
         }
-        for entry in overlay.values { live[entry.record.segment, default: 0] += FileNumber.saturating(entry.record.length) }
+        for entry in overlay.entries { live[entry.record.segment, default: 0] += FileNumber.saturating(entry.record.length) }
         return live.filter { $0.value > 0 }
     }
 
@@ -298,7 +311,7 @@ package struct KeyDirectory {
                 if let record = base.record(at: slot) { all.append((base.recency(at: slot), .slot(slot), record)) }
             }
         }
-        for (key, entry) in overlay { all.append((entry.recency, .key(key), entry.record)) }
+        for entry in overlay.entries { all.append((entry.recency, .key(entry.key), entry.record)) }
         all.sort { $0.recency < $1.recency }
         return all.map { ($0.reference, $0.record) }
     }

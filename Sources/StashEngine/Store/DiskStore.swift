@@ -36,6 +36,10 @@ package struct DiskRecord: Equatable {
 /// ``StoreOpening`` (recovery at open) and ``Compaction`` (which copies the live records into new
 /// segments off the queue when most bytes are dead).
 package final class DiskStore {
+    // `@exclusivity(unchecked)` on the properties every write changes: they are only touched on the queue,
+    // one access at a time, and the run-time check the optimizer keeps on a class's `var` cost ~60
+    // instructions each (Docs/Architecture.md, "The hot path", step 7). The same in `SegmentLog`,
+    // `SegmentFile`, `GroupCommit` (under its condition's lock) and the layers' `StoreLayers`.
     package let directory: String
     /// How the store shares its folder with other processes: what an operation does before and after
     /// its work, how it opens and closes (``ProcessSharing``).
@@ -49,7 +53,7 @@ package final class DiskStore {
     /// A constant, so that the four calls of a write reach it without a retain and a release each.
     let client: (any EngineClient)?
     /// Whether the caller runs on the queue of the engine that owns this store, for ``assertOnQueue(_:)``.
-    var isOnOwningQueue: (() -> Bool)?
+    @exclusivity(unchecked) var isOnOwningQueue: (() -> Bool)?
     /// The index, behind a lock of its own: besides this store (on the queue), it is read from any
     /// thread by ``DiskEngine/record(forKey:)`` (`existsObject` without the queue) and by reads off the
     /// queue (``readOffQueue(_:now:)``). Every change that several keys see at once is applied under
@@ -67,7 +71,7 @@ package final class DiskStore {
     let indexGeneration = AtomicWord()
     /// The store's files: folder, segments, value files, and the access records of the next append.
     package let log: SegmentLog
-    var totalSize = 0
+    @exclusivity(unchecked) var totalSize = 0
     /// What opening found wrong (damaged records, files or metadata); empty after a clean open.
     var recoveryIssues: [StorageError] = []
     /// Told the new folder when the store opened its path anew (``reopen()``).
@@ -75,9 +79,9 @@ package final class DiskStore {
     /// Runs work on the engine's queue later (compaction hands its results back through it).
     var schedule: @Sendable (@escaping @Sendable (DiskStore) -> Void) -> Void = { _ in }
     /// No entry expires before this (a lower bound), so most calls of ``WritePath/removeExpired(now:)`` scan nothing.
-    var earliestExpiry = Double.infinity
+    @exclusivity(unchecked) var earliestExpiry = Double.infinity
     /// Changes since the key directory was written (none at close: not written again).
-    var changesSinceDirectory = 0
+    @exclusivity(unchecked) var changesSinceDirectory = 0
     /// Reads recorded (access records) since the key directory was written: many of them make the next
     /// open replay them all, so a close writes the directory anew then too (as a checkpoint).
     var accessesSinceDirectory: Int {
@@ -85,8 +89,8 @@ package final class DiskStore {
         set { log.accessesSinceDirectory = newValue }
     }
     /// Bumped by ``WritePath/removeAll()`` and folder loss: a compaction begun before is discarded.
-    var epoch = 0
-    var isCompacting = false
+    @exclusivity(unchecked) var epoch = 0
+    @exclusivity(unchecked) var isCompacting = false
     /// A shared writer's compaction, made in bounded steps (``Compaction/stepIfNeeded()``).
     var compactionCycle = CompactionCycle()
     /// What changes the store's content: writes, batches, removals.
@@ -122,7 +126,7 @@ package final class DiskStore {
     static let thresholdOverrides = Locked<[String: Thresholds]>([:])
 
     /// This store's thresholds: the standard ones, or those its folder's tests set (``thresholdOverrides``).
-    var thresholds: Thresholds
+    @exclusivity(unchecked) var thresholds: Thresholds
 
     /// The thresholds of a store in `directory`.
     static func thresholds(for directory: String) -> Thresholds {

@@ -7,17 +7,18 @@ import Foundation
 /// for the disk.
 package final class GroupCommit: @unchecked Sendable {
     // @unchecked Sendable: every field is touched only while holding `condition`.
+    // `@exclusivity(unchecked)` on what every write changes: see `DiskStore`.
     private let condition = NSCondition()
     /// Bytes appended to the store's segments since it opened, and how many of them are synced.
-    private var appended: UInt64 = 0
-    private var synced: UInt64 = 0
+    @exclusivity(unchecked) private var appended: UInt64 = 0
+    @exclusivity(unchecked) private var synced: UInt64 = 0
     /// The end of the last durable writer's append: sealing a segment syncs it only up to there, so a
     /// store without durable writes never calls `fsync`.
-    private var durableEnd: UInt64 = 0
-    private var syncing = false
+    @exclusivity(unchecked) private var durableEnd: UInt64 = 0
+    @exclusivity(unchecked) private var syncing = false
     /// How many `fsync`s group commit has made; for tests.
     package private(set) var syncCount = 0
-    private var file: SegmentFile?
+    @exclusivity(unchecked) private var file: SegmentFile?
 
     /// Counts `count` bytes appended to `file` (the active segment); returns the position a durable
     /// writer waits for. Called on the store's queue.
