@@ -7,8 +7,15 @@ extension WritePath {
     package func remove(_ key: String, durable: Bool = false) throws -> (position: UInt64?, files: [ValueFileRef]) {
         store.assertOnQueue()
         try store.checkWritable()
-        guard store.record(forKey: key) != nil else { return (nil, []) }
-        let removed = try removeKeys([key], durable: durable)
+        guard var record = store.record(forKey: key) else { return (nil, []) }
+        let generation = store.indexGeneration.value
+        try store.ensureActive()
+        if store.indexGeneration.value != generation {
+            // The folder was lost and the store opened its path anew: the key may be gone or elsewhere.
+            guard let current = store.record(forKey: key) else { return (nil, []) }
+            record = current
+        }
+        let removed = try removeRecords([(key, record)], durable: durable)
         store.client?.publish(.remove(keys: [key], reason: .removed))
         return removed
     }
@@ -182,6 +189,12 @@ extension WritePath {
         store.assertOnQueue()
         try store.ensureActive()
         let records = store.withIndex { index in keys.compactMap { key in index.peek(key).map { (key, $0) } } }
+        return try removeRecords(records, durable: durable)
+    }
+
+    /// ``removeKeys(_:durable:)`` of keys whose records the caller found in the index, on the queue
+    /// since (a removal of one key looks it up once here, not again).
+    private func removeRecords(_ records: [(String, DiskRecord)], durable: Bool) throws -> (position: UInt64?, files: [ValueFileRef]) {
         guard !records.isEmpty else { return (nil, []) }
         var tombstoneBytes = 0
         let end: UInt64
@@ -208,7 +221,8 @@ extension WritePath {
         }
         store.log.active?.deadBytes += tombstoneBytes
         let isEmpty = store.withIndex { index in
-            store.invalidateMemory(keys) // in the index's hold: see `sharedIndex`
+            // In the index's hold: see `sharedIndex`. One key (the common case) without an array.
+            if records.count == 1 { store.invalidateMemory(key: records[0].0) } else { store.invalidateMemory(records.map(\.0)) }
             for (key, _) in records {
                 if let old = index.remove(key) { store.forget(old) }
             }
