@@ -1,7 +1,19 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import Foundation
 
 /// What reads made off the store's queue share with it (``DiskStore/readOffQueue(_:now:)``): the
 /// segments they may read, and the access records they leave for the queue's next append.
+///
+/// One of several stripes (``SegmentLog/offQueue``), each behind a lock of its own on a cache line of
+/// its own; a thread uses the stripe its identity picks. Readers on different threads then write to
+/// different memory: with one table, every read appended to the same array under the same lock, and
+/// two reading threads spent their time passing that cache line back and forth.
 struct OffQueueReads {
     /// Every segment of the store by id, as the queue last set them (``SegmentLog/segments``).
     var segments: [UInt32: SegmentFile] = [:]
@@ -9,13 +21,26 @@ struct OffQueueReads {
     var accesses: [SegmentLog.Access] = []
     /// Whether the queue was asked to write `accesses` and has not taken them yet.
     var flushRequested = false
+
+    static let stripeCount = 8
+
+    /// The stripe of the calling thread: its identity, mixed (threads' identities are addresses
+    /// far apart, alike in their low bits).
+    static func stripeOfCallingThread() -> Int {
+        #if canImport(Glibc)
+        let identity = UInt64(pthread_self())
+        #else
+        let identity = UInt64(UInt(bitPattern: pthread_self()))
+        #endif
+        return Int(truncatingIfNeeded: (identity &* 0x9E37_79B9_7F4A_7C15) >> 61) // stripeCount is 8
+    }
 }
 
 extension SegmentLog {
     /// A read (or a memory hit) to be recorded: the record used, when, and its key's hash.
     typealias Access = (segment: UInt32, offset: UInt32, time: Double, keyHash: UInt64)
 
-    /// How many reads off the queue may wait before one of them asks the queue to write them.
+    /// How many reads off the queue may wait in one stripe before one of them asks the queue to write them.
     static let offQueueAccessLimit = 256
 
     /// The segment holding `record`, for a read off the queue, after noting the read as use; also
@@ -23,11 +48,14 @@ extension SegmentLog {
     /// Nil when the table no longer (or not yet) has the segment: a compaction or a `removeAll`
     /// under way, which the queue's read waits for.
     func segmentForOffQueueRead(_ record: DiskRecord, time: Double) -> (segment: SegmentFile, flushDue: Bool)? {
-        offQueue.withLock { state in
+        offQueue[OffQueueReads.stripeOfCallingThread()].withLock { state in
             guard let segment = state.segments[record.segment] else { return nil }
             guard writes else { return (segment, false) }
             state.accesses.append((record.segment, record.offset, time, record.keyHash))
-            offQueueHasAccesses.store(1)
+            // Set only when clear, so that reads leave the flag's cache line shared. Read after the
+            // stripe's lock was taken: if the queue cleared it before taking this stripe, this read
+            // sees it cleared (the lock orders them) and sets it, so no access waits unseen.
+            if offQueueHasAccesses.value == 0 { offQueueHasAccesses.store(1) }
             guard state.accesses.count >= Self.offQueueAccessLimit, !state.flushRequested else { return (segment, false) }
             state.flushRequested = true
             return (segment, true)
@@ -37,16 +65,19 @@ extension SegmentLog {
     /// Moves the reads noted off the queue into ``pendingAccesses``. On the queue.
     func takeOffQueueAccesses() {
         guard offQueueHasAccesses.value != 0 else { return }
-        let taken = offQueue.withLock { state in
-            defer {
-                state.accesses.removeAll(keepingCapacity: true)
-                state.flushRequested = false
-                offQueueHasAccesses.store(0)
+        // Cleared before the stripes are taken: a read noted after its stripe was taken sets it again.
+        offQueueHasAccesses.store(0)
+        for stripe in offQueue {
+            let taken = stripe.withLock { state in
+                defer {
+                    state.accesses.removeAll(keepingCapacity: true)
+                    state.flushRequested = false
+                }
+                return state.accesses
             }
-            return state.accesses
+            pendingAccesses += taken
+            accessesSinceDirectory += taken.count
         }
-        pendingAccesses += taken
-        accessesSinceDirectory += taken.count
     }
 
     /// Forgets the access records not written yet, those reads off the queue noted too (their

@@ -30,10 +30,11 @@ package final class SegmentLog {
     /// Every segment of the store by id; the active one is the highest. Reads off the queue see
     /// the table as it was last set (``offQueue``).
     var segments: [UInt32: SegmentFile] = [:] {
-        didSet { offQueue.withLock { $0.segments = segments } }
+        didSet { for stripe in offQueue { stripe.withLock { $0.segments = segments } } }
     }
-    /// What reads made off the queue share with it: the segments, the access records they leave.
-    let offQueue = Locked(OffQueueReads(), order: .offQueueReads)
+    /// What reads made off the queue share with it: the segments, the access records they leave;
+    /// in stripes, one per group of threads (``OffQueueReads``).
+    let offQueue = (0..<OffQueueReads.stripeCount).map { _ in Locked(OffQueueReads(), order: .offQueueReads) }
     /// Nonzero while ``offQueue`` holds access records: the queue's appends take the lock only then.
     let offQueueHasAccesses = AtomicWord()
     /// Where records are appended; nil for a reader.

@@ -19,13 +19,15 @@ package struct KeyDirectory {
     private var overlay = KeyTable()
     /// Live entries.
     package private(set) var count = 0
-    private var nextRecency: UInt64 = 0
     private var queue: [(recency: UInt64, reference: Reference)] = []
     private var queueStart = 0
     /// Whether base entries were pointed at other records in place: the header's live bytes per segment are stale.
     private var basePositionsMoved = false
     /// The keys in order (``KeyOrder``): nil until the first prefix query asks for it, then kept as keys come and go.
     var order: KeyOrder?
+    /// Last, away from what every look-up reads: a read off the queue on one thread counts it up
+    /// (``touch(_:time:)``) while others look keys up (the cache line would bounce between them).
+    private var nextRecency: UInt64 = 0
 
     package enum Reference: Hashable {
         case slot(Int)

@@ -32,12 +32,13 @@ package final class Locked<State>: @unchecked Sendable {
         #if DEBUG
         self.order = order
         #endif
-        self.state = .allocate(capacity: 1)
+        self.state = Self.allocateLine(State.self)
         self.state.initialize(to: state)
-        lock = .allocate(capacity: 1)
         #if canImport(Darwin)
+        lock = Self.allocateLine(os_unfair_lock.self)
         lock.initialize(to: os_unfair_lock())
         #else
+        lock = Self.allocateLine(pthread_mutex_t.self)
         lock.initialize(to: pthread_mutex_t())
         pthread_mutex_init(lock, nil)
         #endif
@@ -48,9 +49,18 @@ package final class Locked<State>: @unchecked Sendable {
         pthread_mutex_destroy(lock)
         #endif
         lock.deinitialize(count: 1)
-        lock.deallocate()
+        UnsafeMutableRawPointer(lock).deallocate()
         state.deinitialize(count: 1)
-        state.deallocate()
+        UnsafeMutableRawPointer(state).deallocate()
+    }
+
+    /// Memory for one `T` starting a cache line of its own and filling it (64 bytes, at least): two
+    /// locks (or a lock and another's state) never share a line, so threads that each take their
+    /// own lock do not pass lines back and forth (false sharing: the off-queue reads' stripes).
+    private static func allocateLine<T>(_ type: T.Type) -> UnsafeMutablePointer<T> {
+        let size = (max(MemoryLayout<T>.size, 1) + 63) & ~63
+        return UnsafeMutableRawPointer.allocate(byteCount: size, alignment: max(64, MemoryLayout<T>.alignment))
+            .bindMemory(to: T.self, capacity: 1)
     }
 
     /// Runs `body` with exclusive access to the state. Never call back into the same lock from `body`.
