@@ -5,7 +5,7 @@ import Stash
 // the same keys and values, in interleaved batches, and reports medians and Stash ÷ baseline.
 // Usage: StashBenchmarks [--quick | --scale] [--fs both|work|tmpfs] [--json FILE] [--markdown FILE]
 //                        [--filter TEXT] [--work-dir DIR] [--tmpfs-dir DIR]
-//        StashBenchmarks --fill DIR COUNT   (a store for `Benchmarks/cli-scale`, through the library)
+//        StashBenchmarks --fill DIR COUNT [--read]   (a store for `Benchmarks/cli-scale`, through the library; or read it)
 //        StashBenchmarks --read-all ENGINE FOLDER COUNT   (the engine-at-scale rows' reading process)
 //        StashBenchmarks --store-process reader|writer …  (the multi-process rows' other processes)
 // (`Benchmarks/run` builds it in release mode and passes its arguments on).

@@ -15,8 +15,8 @@ import Foundation
 /// different memory: with one table, every read appended to the same array under the same lock, and
 /// two reading threads spent their time passing that cache line back and forth.
 struct OffQueueReads {
-    /// Every segment of the store by id, as the queue last set them (``SegmentLog/segments``).
-    var segments: [UInt32: SegmentFile] = [:]
+    /// Every segment of the store, as the queue last set them (``SegmentLog/segments``).
+    var segments = SegmentTable()
     /// Reads to be recorded as access records, as ``SegmentLog/pendingAccesses`` are.
     var accesses: [SegmentLog.Access] = []
     /// Whether the queue was asked to write `accesses` and has not taken them yet.
@@ -33,6 +33,31 @@ struct OffQueueReads {
         let identity = UInt64(UInt(bitPattern: pthread_self()))
         #endif
         return Int(truncatingIfNeeded: (identity &* 0x9E37_79B9_7F4A_7C15) >> 61) // stripeCount is 8
+    }
+}
+
+/// Segments by id for reads off the queue: ids in order beside their files, found by binary search.
+/// A store has a handful of segments, and hashing the id (a dictionary) cost more than the search.
+struct SegmentTable {
+    private var ids: [UInt32] = []
+    private var files: [SegmentFile] = []
+
+    init() {}
+
+    init(_ segments: [UInt32: SegmentFile]) {
+        for (id, file) in segments.sorted(by: { $0.key < $1.key }) {
+            ids.append(id)
+            files.append(file)
+        }
+    }
+
+    subscript(id: UInt32) -> SegmentFile? {
+        var (low, high) = (0, ids.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if ids[middle] < id { low = middle + 1 } else { high = middle }
+        }
+        return low < ids.count && ids[low] == id ? files[low] : nil
     }
 }
 

@@ -30,7 +30,10 @@ package final class SegmentLog {
     /// Every segment of the store by id; the active one is the highest. Reads off the queue see
     /// the table as it was last set (``offQueue``).
     var segments: [UInt32: SegmentFile] = [:] {
-        didSet { for stripe in offQueue { stripe.withLock { $0.segments = segments } } }
+        didSet {
+            let table = SegmentTable(segments)
+            for stripe in offQueue { stripe.withLock { $0.segments = table } }
+        }
     }
     /// What reads made off the queue share with it: the segments, the access records they leave;
     /// in stripes, one per group of threads (``OffQueueReads``).

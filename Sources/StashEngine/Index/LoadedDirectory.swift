@@ -117,15 +117,11 @@ package final class LoadedDirectory: @unchecked Sendable {
 
     /// The slot of `key` (whose ``KeyHash`` is `hash`), or nil.
     package func find(_ key: String, hash: UInt64) -> Int? {
-        var key = key
-        return key.withUTF8 { utf8 in
-            probe(hash) { slot in
-                guard let bytes = keyBytes(at: slot) else { return false }
-                // The same bytes are the same key; other bytes may still spell it (another
-                // normalization form): compared as strings then, as the index always did.
-                return bytes.elementsEqual(UnsafeRawBufferPointer(utf8))
-                    || SegmentFormat.key(bytes).map { $0 == String(decoding: utf8, as: UTF8.self) } ?? false
-            }
+        probe(hash) { slot in
+            guard let bytes = keyBytes(at: slot) else { return false }
+            // The same bytes are the same key; other bytes may still spell it (another
+            // normalization form): compared as strings then, as the index always did.
+            return SegmentLog.isSameKey(bytes, key)
         }
     }
 
