@@ -36,10 +36,17 @@ struct OffQueueReads {
     }
 }
 
-/// Segments by id for reads off the queue: ids in order beside their files, found by binary search.
-/// A store has a handful of segments, and hashing the id (a dictionary) cost more than the search.
+/// Segments by id for reads off the queue: ids in order, found by binary search (a store has a
+/// handful of segments, and hashing the id for a dictionary cost more than the search).
+///
+/// A read takes a segment's descriptor and salt from here, never the ``SegmentFile`` itself: taking
+/// the object retains it, and every reading thread would write its reference count. The table keeps
+/// the files, and so their descriptors, open; a reader reads holding its stripe's lock, which the
+/// queue needs to replace the table (``SegmentLog/loadOffQueue(_:_:time:)``).
 struct SegmentTable {
     private var ids: [UInt32] = []
+    private var handles: [(fd: Int32, salt: UInt64)] = []
+    /// What keeps the descriptors open.
     private var files: [SegmentFile] = []
 
     init() {}
@@ -47,17 +54,19 @@ struct SegmentTable {
     init(_ segments: [UInt32: SegmentFile]) {
         for (id, file) in segments.sorted(by: { $0.key < $1.key }) {
             ids.append(id)
+            handles.append((file.fd, file.salt))
             files.append(file)
         }
     }
 
-    subscript(id: UInt32) -> SegmentFile? {
+    /// The descriptor and salt of segment `id`; nil if the table has no such segment.
+    func handle(of id: UInt32) -> (fd: Int32, salt: UInt64)? {
         var (low, high) = (0, ids.count)
         while low < high {
             let middle = (low + high) / 2
             if ids[middle] < id { low = middle + 1 } else { high = middle }
         }
-        return low < ids.count && ids[low] == id ? files[low] : nil
+        return low < ids.count && ids[low] == id ? handles[low] : nil
     }
 }
 
@@ -68,22 +77,26 @@ extension SegmentLog {
     /// How many reads off the queue may wait in one stripe before one of them asks the queue to write them.
     static let offQueueAccessLimit = 256
 
-    /// The segment holding `record`, for a read off the queue, after noting the read as use; also
-    /// whether the queue should now write the reads noted (the caller asks it: ``DiskEngine/read(_:now:)``).
-    /// Nil when the table no longer (or not yet) has the segment: a compaction or a `removeAll`
-    /// under way, which the queue's read waits for.
-    func segmentForOffQueueRead(_ record: DiskRecord, time: Double) -> (segment: SegmentFile, flushDue: Bool)? {
+    /// Reads the bytes of `record` into `bytes` for a read off the queue, holding the calling
+    /// thread's stripe (so its table keeps the segment's descriptor open), after noting the read as
+    /// use; returns how many bytes were read, the segment's salt, and whether the queue should now
+    /// write the reads noted (the caller asks it: ``DiskEngine/read(_:now:)``). Nil when the table no
+    /// longer (or not yet) has the segment, a compaction or a `removeAll` under way, or the `pread`
+    /// failed: the queue's read then tells which.
+    private func readRecordOffQueue(_ record: DiskRecord, at offset: Int, time: Double,
+                                    into bytes: UnsafeMutableRawBufferPointer) -> (count: Int, salt: UInt64, flushDue: Bool)? {
         offQueue[OffQueueReads.stripeOfCallingThread()].withLock { state in
-            guard let segment = state.segments[record.segment] else { return nil }
-            guard writes else { return (segment, false) }
+            guard let (fd, salt) = state.segments.handle(of: record.segment),
+                  let count = try? FileIO.read(fd, at: offset, into: bytes, path: "") else { return nil }
+            guard writes else { return (count, salt, false) }
             state.accesses.append((record.segment, record.offset, time, record.keyHash))
             // Set only when clear, so that reads leave the flag's cache line shared. Read after the
             // stripe's lock was taken: if the queue cleared it before taking this stripe, this read
             // sees it cleared (the lock orders them) and sets it, so no access waits unseen.
             if offQueueHasAccesses.value == 0 { offQueueHasAccesses.store(1) }
-            guard state.accesses.count >= Self.offQueueAccessLimit, !state.flushRequested else { return (segment, false) }
+            guard state.accesses.count >= Self.offQueueAccessLimit, !state.flushRequested else { return (count, salt, false) }
             state.flushRequested = true
-            return (segment, true)
+            return (count, salt, true)
         }
     }
 
@@ -112,20 +125,24 @@ extension SegmentLog {
         pendingAccesses.removeAll()
     }
 
-    /// The value bytes `record` names, read from `segment` off the queue and verified as ``load(_:_:)``
-    /// verifies them; nil when anything is not as expected (a short read, a record that does not
-    /// verify, a value file gone): the caller then reads on the queue, which tells a change under
-    /// way from damage. Never touches the queue's state: the record is read into a buffer of its own.
-    func loadOffQueue(_ key: String, _ record: DiskRecord, from segment: SegmentFile) -> Data? {
+    /// The value bytes `record` names, read off the queue and verified as ``load(_:_:)`` verifies
+    /// them, after noting the read as use; also whether the queue should now write the reads noted.
+    /// Nil when anything is not as expected (the segment gone from the table, a short read, a record
+    /// that does not verify, a value file gone): the caller then reads on the queue, which tells a
+    /// change under way from damage. Never touches the queue's state: the record is read into a
+    /// buffer of its own.
+    func loadOffQueue(_ key: String, _ record: DiskRecord, time: Double) -> (data: Data, flushDue: Bool)? {
         guard let length = FileNumber.int(record.length), let offset = FileNumber.int(record.offset) else { return nil }
-        return withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { bytes -> Data? in
-            guard let (storedKey, info) = try? segment.setRecord(at: offset, into: bytes),
-                  info.value == record.value, Self.isSameKey(storedKey, key) else { return nil }
+        return withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { bytes -> (data: Data, flushDue: Bool)? in
+            guard let (count, salt, flushDue) = readRecordOffQueue(record, at: offset, time: time, into: bytes),
+                  count == length, let (keyRange, info) = SegmentFormat.setRecord(UnsafeRawBufferPointer(bytes), salt: salt),
+                  info.value == record.value,
+                  Self.isSameKey(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[keyRange]), key) else { return nil }
             switch record.value {
             case .inline:
-                return Data(UnsafeRawBufferPointer(rebasing: bytes[info.valueOffset...]))
+                return (Data(UnsafeRawBufferPointer(rebasing: bytes[info.valueOffset...])), flushDue)
             case .file(let id, let size, let hash):
-                return try? values.read(id, size: size, hash: hash)
+                return (try? values.read(id, size: size, hash: hash)).map { ($0, flushDue) }
             }
         }
     }

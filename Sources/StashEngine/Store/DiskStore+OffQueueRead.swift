@@ -22,8 +22,8 @@ extension DiskStore {
     /// before it sets the index under the index's lock, and the index is read here under that lock,
     /// so the record found is complete and is the latest write that returned. Records are never
     /// changed once written; a segment that a compaction or a `removeAll` retires is unlinked but
-    /// its descriptor stays open as long as a ``SegmentFile`` holds it (this read's reference too),
-    /// so the bytes read are the ones the index named. Every read is verified (checksum and key).
+    /// its descriptor stays open as long as a ``SegmentFile`` holds it (the reads' table of segments
+    /// does while a read holds its stripe: ``SegmentTable``), so the bytes read are the ones the index named. Every read is verified (checksum and key).
     /// Only for stores nobody else changes (``ProcessSharing/readsOffQueue``).
     func readOffQueue(_ key: String, now: Date) -> OffQueueRead {
         let time = StoredTime.seconds(now)
@@ -35,8 +35,7 @@ extension DiskStore {
         }
         guard generation & 1 == 0 else { return .unsure }
         guard let record = found else { return .missing }
-        guard let (segment, flushDue) = log.segmentForOffQueueRead(record, time: time),
-              let data = log.loadOffQueue(key, record, from: segment) else { return .unsure }
+        guard let (data, flushDue) = log.loadOffQueue(key, record, time: time) else { return .unsure }
         return .found(data, record, generation: generation, flushDue: flushDue)
     }
 }
