@@ -32,9 +32,11 @@ package final class SpinningLock: @unchecked Sendable {
     /// number here holds the lock; read by waiters, which spin while it is not 0.
     private let holder = AtomicWord()
 
-    /// How many times a waiter looks at the holder's word before it parks: about 5–20 µs on current
-    /// hardware, several times an engine's write, far less than a time slice.
-    static let spinLimit = 4_096
+    /// How many times a waiter looks at the holder's word before it parks: some tens of µs on
+    /// current hardware, several times an operation of `Storage` (whose memory layer works in turn
+    /// too), far less than a time slice. Measured against 4,096 with two writer threads
+    /// (Docs/Benchmarks.md, "Disk engine v4 (issue #32): sets from 2 threads").
+    static let spinLimit = 32_768
 
     package init() {
         mutex = .allocate(capacity: 1)
