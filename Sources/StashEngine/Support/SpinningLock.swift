@@ -12,7 +12,7 @@ import Musl
 /// Why it spins: an engine's operation holds it for a few microseconds (a write is one `pwrite`),
 /// and on a machine of few cores a thread that parks (a futex wait, then a wake and a context switch
 /// when the lock is let go) spends longer asleep than the holder needed; two writers that park on
-/// each other get fewer writes through than one (Docs/Architecture.md, "The hot path"). A waiter
+/// each other get fewer writes through than one (Docs/Architecture.md, "Threads and queues"). A waiter
 /// watches the holder's word first and parks in the platform's mutex only when the holder takes
 /// longer than ``spinLimit`` looks (a system call that blocks, a holder descheduled).
 ///
