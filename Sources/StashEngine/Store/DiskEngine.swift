@@ -9,10 +9,19 @@ package import Foundation
 /// unless writers in several processes are allowed: each call then holds that lock while it runs
 /// (``SharedWriter``). What a call does about other processes is the store's ``ProcessSharing``'s.)
 package final class DiskEngine: @unchecked Sendable {
-    // @unchecked Sendable: `store` is only touched on `queue` (through `sync`/`async`);
+    // @unchecked Sendable: `store` is only touched holding `turn` (through `sync`/`async`);
     // everything else is immutable or Sendable.
     package let directory: String
+    /// The serial queue of the async API: it keeps the order in which operations were submitted.
+    /// Every block on it runs holding ``turn``; a synchronous call goes through it only while
+    /// blocks are queued (``queuedBlocks``), and otherwise takes ``turn`` directly.
     package let queue: DispatchQueue
+    /// The lock every operation holds while it runs, whether it came through the queue or not: it
+    /// orders the store's operations, and its holder is "on the queue" (``isOnQueue``).
+    let turn = SpinningLock()
+    /// Blocks submitted to ``queue`` that have not finished yet: while any is, a synchronous call
+    /// waits behind them on the queue, so it runs after every operation submitted before it.
+    let queuedBlocks = AtomicWord()
     /// The layers above (memory, observers), made by the first opener (``open(_:sharing:maxSize:durable:client:)``).
     package let client: any EngineClient
     /// The first opener's ``DiskConfig/maxSize`` and ``DiskConfig/durable``, which every storage of
@@ -27,15 +36,12 @@ package final class DiskEngine: @unchecked Sendable {
     /// The store's value files (thread-safe): written off the queue for large values.
     let values: ValueFiles
     let groupCommit: GroupCommit
-    private let queueID: Int
     /// What the store has caught up to of other processes, checked outside the queue; nil for a sole
     /// writer, which no other process changes.
     let followWatch: FollowWatch?
     /// Whether reads skip the queue (``ProcessSharing/readsOffQueue``).
     let readsOffQueue: Bool
 
-    private static let queueKey = DispatchSpecificKey<Int>()
-    private static let nextQueueID = Locked(0)
     private static let registry = Registry()
 
     /// The folder identity the engine is registered under (see ``Registry``).
@@ -58,13 +64,8 @@ package final class DiskEngine: @unchecked Sendable {
         groupCommit = store.log.groupCommit
         followWatch = store.sharing.watch
         readsOffQueue = store.sharing.readsOffQueue
-        queueID = Self.nextQueueID.withLock { id in
-            id += 1
-            return id
-        }
         queue = DispatchQueue(label: "Stash.DiskEngine(\((directory as NSString).lastPathComponent))")
-        queue.setSpecific(key: Self.queueKey, value: queueID)
-        store.isOnOwningQueue = { [queueID] in DispatchQueue.getSpecific(key: Self.queueKey) == queueID }
+        store.isOnOwningQueue = { [turn] in turn.isHeldByCurrentThread }
         store.schedule = { [weak self] work in self?.async(work) }
         // A folder made anew at the path has another identity: openers of the path find this engine.
         store.didReopen = { [weak self] handle in
@@ -210,77 +211,5 @@ package final class DiskEngine: @unchecked Sendable {
         let (position, files) = try sync { try $0.writer.remove(key, durable: durable) }
         if let position, durable { try groupCommit.waitUntilSynced(position) }
         for file in files { file.remove() }
-    }
-
-    /// Whether the caller runs on this engine's queue (then work runs inline: no deadlock).
-    var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == queueID }
-
-    /// Runs `body` on the serial queue and waits for it; inline when already on the queue.
-    ///
-    /// Off the queue, the changes `body` committed reach their observers before this returns
-    /// (``EngineClient/deliver(through:)``); inline, the outer operation's caller delivers them.
-    /// An operation that committed none (a read) does not wait for other threads' deliveries.
-    ///
-    /// Generic only in this thin shell, which is inlined into each caller (and so specialised for its
-    /// result type there): the hop itself is ``run(readsWithoutLock:_:)``, which is not generic. The generic
-    /// `DispatchQueue.sync<T>` of swift-corelibs-libdispatch is not specialised for the caller's type
-    /// (it lives in another module) and cost ~1,300 instructions more per call than the
-    /// `sync(execute: () -> Void)` that ``run(readsWithoutLock:_:)`` uses (see Docs/Architecture.md, "The hot path").
-    ///
-    /// `readsWithoutLock`: a read (``DiskStore/read(_:now:)``) of a store shared with writers in other
-    /// processes runs without the store's lock when the shared file says nothing changed since this
-    /// process's last call, and again holding it if the read finds it needs it (``SharedWriter``).
-    @inline(__always)
-    package func sync<Result, Failure: Error>(readsWithoutLock: Bool = false,
-                                      _ body: (DiskStore) throws(Failure) -> Result) throws(Failure) -> Result {
-        var result: Result?
-        var failure: Failure?
-        run(readsWithoutLock: readsWithoutLock) { store in
-            (result, failure) = (nil, nil) // run again after a read without the lock that needed it
-            do throws(Failure) {
-                result = try body(store)
-            } catch {
-                failure = error
-            }
-        }
-        if let failure { throw failure }
-        return result.unsafelyUnwrapped // `run` ran `body`, which returned or threw
-    }
-
-    /// The non-generic queue hop under ``sync(readsWithoutLock:_:)``: runs `body` on the queue (inline when already
-    /// on it, so a call from inside a transformer or another operation never deadlocks) and delivers
-    /// what it committed to observers once off the queue.
-    ///
-    /// What the call does about other processes is the store's ``ProcessSharing``'s: a reader catches
-    /// up first, so it sees every write another process made before this call (Contract item 11);
-    /// with writers in other processes the call holds the folder's lock and catches up first (a read,
-    /// `readsWithoutLock`, may skip both: ``SharedWriter``).
-    @inline(never)
-    private func run(readsWithoutLock: Bool = false, _ body: (DiskStore) -> Void) {
-        if isOnQueue {
-            store.sharing.enterNestedCall(store)
-            return body(store)
-        }
-        var before: UInt64 = 0
-        var after: UInt64 = 0
-        queue.sync { // the non-generic overload: `() -> Void`
-            before = client.lastPublished
-            store.sharing.runOperation(store, readsWithoutLock: readsWithoutLock, body)
-            after = client.lastPublished
-        }
-        if after > before { client.deliver(through: after) }
-    }
-
-    /// Runs `body` on the serial queue, after every operation submitted before it.
-    package func async(_ body: @escaping @Sendable (DiskStore) -> Void) {
-        queue.async {
-            // As in ``run(readsWithoutLock:_:)``; what other processes changed reaches observers off the queue.
-            let before = self.client.lastPublished
-            self.store.sharing.beginOperation(self.store)
-            let caughtUp = self.client.lastPublished
-            if caughtUp > before { DispatchQueue.global().async { self.client.deliver(through: caughtUp) } }
-            body(self.store)
-            self.store.sharing.endOperation(self.store)
-        }
     }
 }

@@ -1,0 +1,114 @@
+import Foundation
+
+// How an operation gets its turn on the store: every operation runs holding the engine's `turn`
+// (a lock that spins briefly before it parks), and the async API's serial queue keeps the order in
+// which operations were submitted. A synchronous call takes the turn directly while nothing waits on
+// the queue, so two threads writing at once hand the store to each other in a few microseconds
+// instead of parking on a contended `DispatchQueue.sync`, which on Linux cost each call a futex
+// wait, a wake and a context switch (Docs/Architecture.md, "Threads and queues").
+
+extension DiskEngine {
+    /// Whether the caller runs inside an operation of this engine, on the thread that holds its turn
+    /// (then a call runs inline: no deadlock). "On the queue" in the rest of the engine's words.
+    var isOnQueue: Bool { turn.isHeldByCurrentThread }
+
+    /// Runs `body` as an operation of the store and waits for it; inline when already inside one.
+    ///
+    /// It runs after every operation submitted before it (Contract item 4): after every async
+    /// block queued before it, and then in turn with the other synchronous calls. Off the queue,
+    /// the changes `body` committed reach their observers before this returns
+    /// (``EngineClient/deliver(through:)``); inline, the outer operation's caller delivers them.
+    /// An operation that committed none (a read) does not wait for other threads' deliveries.
+    ///
+    /// Generic only in this thin shell, which is inlined into each caller (and so specialised for its
+    /// result type there): the hop itself is ``run(readsWithoutLock:_:)``, which is not generic. The generic
+    /// `DispatchQueue.sync<T>` of swift-corelibs-libdispatch is not specialised for the caller's type
+    /// (it lives in another module) and cost ~1,300 instructions more per call than the
+    /// `sync(execute: () -> Void)` that ``run(readsWithoutLock:_:)`` uses when it takes the queue (see
+    /// Docs/Architecture.md, "The hot path").
+    ///
+    /// `readsWithoutLock`: a read (``DiskStore/read(_:now:)``) of a store shared with writers in other
+    /// processes runs without the store's lock when the shared file says nothing changed since this
+    /// process's last call, and again holding it if the read finds it needs it (``SharedWriter``).
+    @inline(__always)
+    package func sync<Result, Failure: Error>(readsWithoutLock: Bool = false,
+                                      _ body: (DiskStore) throws(Failure) -> Result) throws(Failure) -> Result {
+        var result: Result?
+        var failure: Failure?
+        run(readsWithoutLock: readsWithoutLock) { store in
+            (result, failure) = (nil, nil) // run again after a read without the lock that needed it
+            do throws(Failure) {
+                result = try body(store)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        return result.unsafelyUnwrapped // `run` ran `body`, which returned or threw
+    }
+
+    /// The non-generic hop under ``sync(readsWithoutLock:_:)``: runs `body` holding the turn (inline
+    /// when this thread holds it already, so a call from inside a transformer or another operation
+    /// never deadlocks) and delivers what it committed to observers once it let the turn go.
+    ///
+    /// The turn is taken directly when no async block is queued, and on the queue, behind the queued
+    /// blocks, otherwise: a block submitted before this call was counted in ``queuedBlocks`` before
+    /// it was submitted and is counted out only once it has run, so a count of 0 read here means
+    /// every block submitted before this call has run.
+    ///
+    /// What the call does about other processes is the store's ``ProcessSharing``'s: a reader catches
+    /// up first, so it sees every write another process made before this call (Contract item 11);
+    /// with writers in other processes the call holds the folder's lock and catches up first (a read,
+    /// `readsWithoutLock`, may skip both: ``SharedWriter``).
+    @inline(never)
+    private func run(readsWithoutLock: Bool = false, _ body: (DiskStore) -> Void) {
+        if turn.isHeldByCurrentThread {
+            store.sharing.enterNestedCall(store)
+            return body(store)
+        }
+        var before: UInt64 = 0
+        var after: UInt64 = 0
+        func operate() {
+            turn.lock()
+            before = client.lastPublished
+            store.sharing.runOperation(store, readsWithoutLock: readsWithoutLock, body)
+            after = client.lastPublished
+            turn.unlock()
+        }
+        if queuedBlocks.value == 0 {
+            operate()
+        } else {
+            queue.sync(execute: operate) // the non-generic overload: `() -> Void`
+        }
+        if after > before { client.deliver(through: after) }
+    }
+
+    /// Runs `body` as an operation of the store later, after every operation submitted before it.
+    package func async(_ body: @escaping @Sendable (DiskStore) -> Void) {
+        queuedBlocks.increment()
+        queue.async {
+            self.turn.lock()
+            // As in ``run(readsWithoutLock:_:)``; what other processes changed reaches observers off the queue.
+            let before = self.client.lastPublished
+            self.store.sharing.beginOperation(self.store)
+            let caughtUp = self.client.lastPublished
+            if caughtUp > before { DispatchQueue.global().async { self.client.deliver(through: caughtUp) } }
+            body(self.store)
+            self.store.sharing.endOperation(self.store)
+            self.turn.unlock()
+            self.queuedBlocks.decrement()
+        }
+    }
+
+    /// Runs `body` in turn later, as ``async(_:)``, holding the engine only weakly: nothing runs if
+    /// its last storage is released first (which closes it at once, doing that work itself). For
+    /// housekeeping that a read leaves behind (its access records), no operation of the app.
+    func asyncUnlessClosed(_ body: @escaping @Sendable (DiskStore) -> Void) {
+        queuedBlocks.increment()
+        queue.async { [weak self] in
+            guard let self else { return }
+            turn.withLock { body(store) }
+            queuedBlocks.decrement()
+        }
+    }
+}
