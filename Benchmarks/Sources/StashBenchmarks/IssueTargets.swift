@@ -90,6 +90,8 @@ struct IssueTarget {
         IssueTarget(row: "engine: gets from 2 threads vs 1 thread (throughput ≥ 1.7×); vs LevelDB's 2 threads",
                     target: "≤ 0.59× (time per read); ≤ 1.0×",
                     scenarios: ["gets from 2 threads, 200 B data vs 1 thread (Stash)", "gets from 2 threads, 200 B data vs LevelDB's 2 threads"]),
+        IssueTarget(row: "memory hits from 2 threads vs 1 thread through `Storage` (throughput ≥ 1.5×)",
+                    target: "≤ 0.67× (time per hit)", scenarios: [ParallelMemoryHitScenario.label]),
     ]
 
     /// The targets tables `run` prints and `--markdown` writes, in this order.

@@ -40,6 +40,7 @@ func runPeers(_ bench: Bench) throws {
     // least wrapper; then what those wrappers cost against the same peers driven from C.
     try EnginePeerScenarios.run(bench: bench)
     try ParallelGetScenarios.run(bench: bench)
+    try ParallelMemoryHitScenario.run(bench: bench)
     try WrapperOverheadScenario.run(bench: bench)
     // The "Other processes welcome" rows: the multi-process setting, reader and writer processes.
     try MultiProcessScenarios.run(bench: bench)
