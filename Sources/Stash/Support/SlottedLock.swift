@@ -51,7 +51,8 @@ final class SlottedLock<Shared, SlotState>: @unchecked Sendable {
 
     /// - Parameters:
     ///   - shared: What readers share.
-    ///   - slotCount: How many slots (at least 1); see ``SlottedLockSlots/defaultCount``.
+    ///   - slotCount: How many slots, rounded up to a power of two (a thread's slot is its number
+    ///     masked); see ``SlottedLockSlots/defaultCount``.
     ///   - slotState: Each slot's own state at first.
     init(_ shared: Shared, slotCount: Int = SlottedLockSlots.defaultCount, slotState: () -> SlotState) {
         self.shared = .allocate(capacity: 1)
@@ -59,7 +60,8 @@ final class SlottedLock<Shared, SlotState>: @unchecked Sendable {
         let cacheLine = 128 // two 64-byte lines: adjacent-line prefetchers fetch lines in pairs
         let stateOffset = Self.roundUp(MemoryLayout<PlatformMutex>.size, MemoryLayout<SlotState>.alignment)
         let stride = Self.roundUp(stateOffset + MemoryLayout<SlotState>.size, cacheLine)
-        let count = max(1, slotCount)
+        var count = 1
+        while count < slotCount { count *= 2 }
         let base = UnsafeMutableRawPointer.allocate(byteCount: count * stride, alignment: max(cacheLine, MemoryLayout<SlotState>.alignment))
         slots = Slots(base: base, count: count, stride: stride, stateOffset: stateOffset)
         for index in 0..<count {
@@ -85,13 +87,18 @@ final class SlottedLock<Shared, SlotState>: @unchecked Sendable {
 
     /// Runs `body` holding the calling thread's slot: it may read the shared state (other readers
     /// read it at the same time) and change its slot's state. Never take another slot from `body`.
+    ///
+    /// `shared` is `inout` only so that the compiler reads it in place, and `body` must not change it:
+    /// passed `borrowing`, it was copied out of its memory for the call (the compiler cannot tell that
+    /// nothing writes there meanwhile), retaining the dictionary and arrays inside it, so every read
+    /// wrote to reference counts that every reading thread shares.
     @inline(__always)
-    func withSlot<Result>(_ body: (borrowing Shared, inout SlotState) throws -> Result) rethrows -> Result {
+    func withSlot<Result>(_ body: (_ shared: inout Shared, _ slot: inout SlotState) throws -> Result) rethrows -> Result {
         let index = ThreadNumber.current & (slots.count - 1)
         let mutex = slots.mutex(index)
         mutex.lock()
         defer { mutex.unlock() }
-        return try body(shared.pointee, &slots.state(index).pointee)
+        return try body(&shared.pointee, &slots.state(index).pointee)
     }
 
     /// Runs `body` holding every slot in turn, one at a time, with that slot's state: what each slot

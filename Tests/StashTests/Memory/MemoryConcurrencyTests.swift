@@ -52,10 +52,11 @@ struct MemoryConcurrencyTests {
                     if let read = try? memory.object(forKey: "k\(key)") { fail("k\(key) read \(read) after removing it") }
                 } else {
                     let key = random.below(Self.keyCount)
-                    let limit = started.withLock { $0[key] }
                     guard let read = try? memory.object(forKey: "k\(key)") else { continue }
+                    // Looked at after the read: a version read had been started before it was written.
+                    let limit = started.withLock { $0[key] }
                     let version = read - key * 1_000_000
-                    if read / 1_000_000 != key || version < 1 || version < seen[key] || (limit >= 0 && version > limit) {
+                    if read / 1_000_000 != key || version < 1 || version < seen[key] || version > limit {
                         fail("k\(key) read \(read): newest seen \(seen[key]), last version started \(limit)")
                     }
                     seen[key] = version
