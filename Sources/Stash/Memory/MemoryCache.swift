@@ -72,18 +72,18 @@ package final class MemoryCache: Sendable {
     /// (`wholeItem`) the item.
     @inline(__always)
     private func lookUp(_ key: String, now: Date, countsAsUse: Bool, wholeItem: Bool) -> Lookup {
-        lock.withSlot { state, slot in
-            guard let position = state.items.position(of: key) else { return .miss }
+        lock.withSlot { shared, slot in
+            guard let position = shared.pointee.items.position(of: key) else { return .miss }
             // Through a buffer pointer: its subscript reads the fields in place, not a copy of the item.
-            let found: Lookup = state.items.values.withUnsafeBufferPointer { values in
+            let found: Lookup = shared.pointee.items.values.withUnsafeBufferPointer { values in
                 let index = Int(position)
                 guard now < values[index].dropAfter else { return .stale }
                 return wholeItem ? .item(values[index]) : .hit(values[index].object, expiry: values[index].expiry)
             }
             if case .stale = found { return found }
             let stamp = slot.nextStamp()
-            state.items.markUsed(position, stamp: stamp)
-            if countsAsUse, state.tracksHits, slot.recentHits.count < Self.maxRecentHits {
+            shared.pointee.items.markUsed(position, stamp: stamp)
+            if countsAsUse, shared.pointee.tracksHits, slot.recentHits.count < Self.maxRecentHits {
                 slot.recentHits.append(key)
                 slot.recentStamps.append(stamp)
             }
@@ -156,7 +156,7 @@ package final class MemoryCache: Sendable {
     /// Whether any of `keys` is in memory, holding only the calling thread's slot: a removal of keys
     /// that are not there (a write of a new key drops it from memory) then stops no reader.
     private func holdsAny(_ keys: some Sequence<String>) -> Bool {
-        lock.withSlot { state, _ in keys.contains { state.items.position(of: $0) != nil } }
+        lock.withSlot { shared, _ in keys.contains { shared.pointee.items.position(of: $0) != nil } }
     }
 
     func remove(_ key: String) {
@@ -221,12 +221,12 @@ package final class MemoryCache: Sendable {
         return merged.map(\.key)
     }
 
-    var keys: [String] { lock.withSlot { state, _ in state.items.keys } }
+    var keys: [String] { lock.withSlot { shared, _ in shared.pointee.items.keys } }
 
     /// The keys that `isIncluded` accepts, filtered holding the calling thread's slot.
-    func keys(where isIncluded: (String) -> Bool) -> [String] { lock.withSlot { state, _ in state.items.keys.filter(isIncluded) } }
-    var count: Int { lock.withSlot { state, _ in state.items.count } }
-    var totalCost: Int { lock.withSlot { state, _ in state.totalCost } }
+    func keys(where isIncluded: (String) -> Bool) -> [String] { lock.withSlot { shared, _ in shared.pointee.items.keys.filter(isIncluded) } }
+    var count: Int { lock.withSlot { shared, _ in shared.pointee.items.count } }
+    var totalCost: Int { lock.withSlot { shared, _ in shared.pointee.totalCost } }
 
     #if DEBUG
     func checkInvariants() -> Bool {

@@ -85,20 +85,21 @@ final class SlottedLock<Shared, SlotState>: @unchecked Sendable {
         (value + multiple - 1) / multiple * multiple
     }
 
-    /// Runs `body` holding the calling thread's slot: it may read the shared state (other readers
-    /// read it at the same time) and change its slot's state. Never take another slot from `body`.
+    /// Runs `body` holding the calling thread's slot: it may read the shared state through the
+    /// pointer (other readers read it at the same time) and change its slot's state. Never take
+    /// another slot from `body`.
     ///
-    /// `shared` is `inout` only so that the compiler reads it in place, and `body` must not change it:
-    /// passed `borrowing`, it was copied out of its memory for the call (the compiler cannot tell that
-    /// nothing writes there meanwhile), retaining the dictionary and arrays inside it, so every read
-    /// wrote to reference counts that every reading thread shares.
+    /// A pointer, read as `shared.pointee.field`, so that the compiler reads the state in place: passed
+    /// `borrowing`, it was copied out of its memory for the call, retaining the dictionary and arrays
+    /// inside it, so every read wrote to reference counts that every reading thread shares; passed
+    /// `inout`, readers on two threads were two overlapping modifications (ThreadSanitizer says so).
     @inline(__always)
-    func withSlot<Result>(_ body: (_ shared: inout Shared, _ slot: inout SlotState) throws -> Result) rethrows -> Result {
+    func withSlot<Result>(_ body: (_ shared: UnsafePointer<Shared>, _ slot: inout SlotState) throws -> Result) rethrows -> Result {
         let index = ThreadNumber.current & (slots.count - 1)
         let mutex = slots.mutex(index)
         mutex.lock()
         defer { mutex.unlock() }
-        return try body(&shared.pointee, &slots.state(index).pointee)
+        return try body(UnsafePointer(shared), &slots.state(index).pointee)
     }
 
     /// Runs `body` holding every slot in turn, one at a time, with that slot's state: what each slot
