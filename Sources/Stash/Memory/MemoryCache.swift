@@ -72,8 +72,10 @@ package final class MemoryCache: Sendable {
     /// (`wholeItem`) the item.
     @inline(__always)
     private func lookUp(_ key: String, now: Date, countsAsUse: Bool, wholeItem: Bool) -> Lookup {
+        // Fields of the shared state only, no method called on it: that would copy it (see
+        // `StampedIndex.markUsed(_:stamp:in:)`).
         lock.withSlot { shared, slot in
-            guard let position = shared.pointee.items.position(of: key) else { return .miss }
+            guard let position = shared.pointee.items.positions[key] else { return .miss }
             // Through a buffer pointer: its subscript reads the fields in place, not a copy of the item.
             let found: Lookup = shared.pointee.items.values.withUnsafeBufferPointer { values in
                 let index = Int(position)
@@ -82,7 +84,7 @@ package final class MemoryCache: Sendable {
             }
             if case .stale = found { return found }
             let stamp = slot.nextStamp()
-            shared.pointee.items.markUsed(position, stamp: stamp)
+            StampedIndex<Item>.markUsed(position, stamp: stamp, in: shared.pointee.items.stamps)
             if countsAsUse, shared.pointee.tracksHits, slot.recentHits.count < Self.maxRecentHits {
                 slot.recentHits.append(key)
                 slot.recentStamps.append(stamp)
@@ -156,7 +158,7 @@ package final class MemoryCache: Sendable {
     /// Whether any of `keys` is in memory, holding only the calling thread's slot: a removal of keys
     /// that are not there (a write of a new key drops it from memory) then stops no reader.
     private func holdsAny(_ keys: some Sequence<String>) -> Bool {
-        lock.withSlot { shared, _ in keys.contains { shared.pointee.items.position(of: $0) != nil } }
+        lock.withSlot { shared, _ in keys.contains { shared.pointee.items.positions[$0] != nil } }
     }
 
     func remove(_ key: String) {

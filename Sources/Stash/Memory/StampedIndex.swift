@@ -20,7 +20,7 @@ struct StampedIndex<Value> {
     private(set) var keys: [String] = []
     private(set) var values: [Value] = []
     /// `capacity` words, the first `count` the stamps of `values`; written with atomic stores.
-    private var stamps: UnsafeMutablePointer<UInt64>
+    private(set) var stamps: UnsafeMutablePointer<UInt64>
     private var capacity: Int
     private var evictionOrder: [(key: String, stamp: UInt64)] = []
     private var evictionNext = 0
@@ -45,6 +45,15 @@ struct StampedIndex<Value> {
     /// Marks the entry at `position` used at `stamp`. Safe beside other readers doing the same.
     @inline(__always)
     func markUsed(_ position: Int32, stamp: UInt64) {
+        Self.markUsed(position, stamp: stamp, in: stamps)
+    }
+
+    /// Marks the entry at `position` used at `stamp`, given the index's ``stamps``: what readers
+    /// that share the index call, reading its fields through a pointer (`shared.pointee.items.stamps`).
+    /// A method called on the shared index copies it for the call, retaining its dictionary and
+    /// arrays: reference counts that every reading thread would then write.
+    @inline(__always)
+    static func markUsed(_ position: Int32, stamp: UInt64, in stamps: UnsafeMutablePointer<UInt64>) {
         stash_store_release_u64(stamps + Int(position), stamp)
     }
 
