@@ -1,4 +1,5 @@
 package import Foundation
+import StashEngine
 
 /// The type-erased LRU behind a ``MemoryStorage`` and all its typed views.
 ///
@@ -49,6 +50,10 @@ package final class MemoryCache: Sendable {
 
     let config: MemoryConfig
     private let lock = SlottedLock(State()) { Slot() }
+    /// Non-zero once a hit was recorded since ``takeRecentHits()`` last looked: asked before every
+    /// write, which then takes no slot when no hit waits (the common case). Set by the first such hit
+    /// only, so hits that follow just read it.
+    private let hitsWaiting = AtomicWord()
     /// More pending hits than this per slot are dropped: they only refine the disk's LRU order.
     private static let maxRecentHits = 4096
 
@@ -88,6 +93,7 @@ package final class MemoryCache: Sendable {
             if countsAsUse, shared.pointee.tracksHits, slot.recentHits.count < Self.maxRecentHits {
                 slot.recentHits.append(key)
                 slot.recentStamps.append(stamp)
+                if hitsWaiting.value == 0 { hitsWaiting.store(1) }
             }
             return found
         }
@@ -207,6 +213,10 @@ package final class MemoryCache: Sendable {
 
     /// The keys hit since the last call, oldest first (the slots' lists merged by stamp).
     func takeRecentHits() -> [String] {
+        // Cleared before the slots are looked at: a hit recorded in a slot already looked at then
+        // finds it clear (it holds that slot after this call let it go) and sets it again.
+        guard hitsWaiting.value != 0 else { return [] }
+        hitsWaiting.store(0)
         var lists: [(keys: [String], stamps: [UInt64])] = []
         lock.forEachSlot { slot in
             // Asked before every write: with no hits (the common case) nothing is copied or allocated
