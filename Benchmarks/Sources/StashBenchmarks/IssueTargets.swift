@@ -92,6 +92,8 @@ struct IssueTarget {
                     scenarios: ["gets from 2 threads, 200 B data vs 1 thread (Stash)", "gets from 2 threads, 200 B data vs LevelDB's 2 threads"]),
         IssueTarget(row: "app: sets from 2 threads vs 1 thread through Storage<Data> (throughput ≥ 0.9×)",
                     target: "≤ 1.11× (time per set)", scenarios: ["sets from 2 threads, 200 B data vs 1 thread (Stash)"]),
+        IssueTarget(row: "memory hits from 2 threads vs 1 thread through `Storage` (throughput ≥ 1.5×)",
+                    target: "≤ 0.67× (time per hit)", scenarios: [ParallelMemoryHitScenario.label]),
     ]
 
     /// The targets tables `run` prints and `--markdown` writes, in this order.

@@ -41,6 +41,7 @@ func runPeers(_ bench: Bench) throws {
     try EnginePeerScenarios.run(bench: bench)
     try ParallelGetScenarios.run(bench: bench)
     try ParallelSetScenarios.run(bench: bench)
+    try ParallelMemoryHitScenario.run(bench: bench)
     try WrapperOverheadScenario.run(bench: bench)
     // The "Other processes welcome" rows: the multi-process setting, reader and writer processes.
     try MultiProcessScenarios.run(bench: bench)

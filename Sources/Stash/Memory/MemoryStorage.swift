@@ -4,7 +4,8 @@ import StashEngine
 /// An in-process cache: least recently used entries are evicted past ``MemoryConfig/countLimit``
 /// or ``MemoryConfig/totalCostLimit``, and each entry has its own expiry.
 ///
-/// Thread-safe on its own (one lock); inside a ``Storage`` it is the layer in front of the disk.
+/// Thread-safe on its own (reads on several threads go on together; a write stops them briefly); inside
+/// a ``Storage`` it is the layer in front of the disk.
 ///
 /// ```swift
 /// let memory = MemoryStorage<User>(config: MemoryConfig(countLimit: 100))

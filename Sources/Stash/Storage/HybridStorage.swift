@@ -18,6 +18,10 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
     /// `self` instead of retaining them through the layers.
     let cache: MemoryCache
     private let clock: @Sendable () -> Date
+    /// The disk layer's engine, held directly too: reached through `diskStorage` it was retained and
+    /// released on every memory hit, and its reference count (kept aside, as it is weakly referenced)
+    /// is a cache line that hits on every thread then wrote.
+    let engine: DiskEngine
 
     /// Combines a memory and a disk layer.
     public init(memoryStorage: MemoryStorage<T>, diskStorage: DiskStorage<T>) {
@@ -25,6 +29,7 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         self.diskStorage = diskStorage
         cache = memoryStorage.cache
         clock = diskStorage.now
+        engine = diskStorage.engine
         let (layers, cache) = (engine.layers, memoryStorage.cache)
         engine.sync { _ in layers.attach(cache) }
     }
@@ -35,7 +40,6 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         engine.sync { $0.recordHits(cache.takeRecentHits(), now: now) }
     }
 
-    var engine: DiskEngine { diskStorage.engine }
     var now: Date { clock() }
 
     public var allKeys: [String] { diskStorage.allKeys }

@@ -2,9 +2,11 @@
 ///
 /// Nodes live in one dense array linked by `Int32` indices (removal swaps the last node into the
 /// hole), so every operation is O(1) and an entry costs a few words beside its key and value.
-/// The memory layer uses it (and the version-1 upgrade); the disk index is the `KeyDirectory`.
+/// The version-1 upgrade uses it; the disk index is the `KeyDirectory`, and the memory layer, whose hits
+/// run on several threads at once, a `StampedIndex` (a hit here reorders the list, a write every reader
+/// would share).
 ///
-/// `@inlinable`, so that the memory layer, in another module, runs it specialised for its items:
+/// `@inlinable`, so that the memory layer, in another module, ran it specialised for its items:
 /// unspecialised, each operation on the generic `Node` went through runtime metadata and value
 /// witnesses, ~4,000 instructions for one `remove`, and the memory layer's work was about a third
 /// of an `update` (Docs/Benchmarks.md, "Update and transactions"). Public only to importers of the
