@@ -1,10 +1,3 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import Foundation
 
 /// What reads made off the store's queue share with it (``DiskStore/readOffQueue(_:now:)``): the
@@ -24,15 +17,11 @@ struct OffQueueReads {
 
     static let stripeCount = 8
 
-    /// The stripe of the calling thread: its identity, mixed (threads' identities are addresses
-    /// far apart, alike in their low bits).
+    /// The stripe of the calling thread: threads are numbered as they first ask (``ThreadNumber``),
+    /// so the first eight reading threads each have a stripe of their own.
+    @inline(__always)
     static func stripeOfCallingThread() -> Int {
-        #if canImport(Glibc)
-        let identity = UInt64(pthread_self())
-        #else
-        let identity = UInt64(UInt(bitPattern: pthread_self()))
-        #endif
-        return Int(truncatingIfNeeded: (identity &* 0x9E37_79B9_7F4A_7C15) >> 61) // stripeCount is 8
+        ThreadNumber.current & (stripeCount - 1)
     }
 }
 
