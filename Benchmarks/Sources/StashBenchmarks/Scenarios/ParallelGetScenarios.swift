@@ -35,21 +35,12 @@ enum ParallelGetScenarios {
 
     /// Every key read once by each of `threads` threads (thread `n` in `orders[n]`); ns per read overall.
     static func reads(_ side: UncheckedSide, _ orders: [[Int32]], threads: Int) throws -> Double {
-        let failure = Shared(String?.none)
-        let start = ContinuousClock.now
-        DispatchQueue.concurrentPerform(iterations: threads) { thread in
-            do {
-                var total = 0
-                for index in orders[thread] { total &+= try side.engine.get(Int(index)) }
-                consume(total)
-            } catch {
-                failure.set("\(error)")
-            }
+        try TogetherOnThreads.nanosecondsPerOperation(threads: threads, operations: threads * orders[0].count,
+                                                      what: "parallel gets") { thread in
+            var total = 0
+            for index in orders[thread] { total &+= try side.engine.get(Int(index)) }
+            consume(total)
         }
-        let elapsed = ContinuousClock.now - start
-        if let message = failure.get() { throw BenchError("parallel gets: \(message)") }
-        let nanoseconds = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
-        return nanoseconds / Double(threads * orders[0].count)
     }
 
     /// An engine read from several threads: Stash's `DiskStorage` and LevelDB's `DB` are both safe to

@@ -35,20 +35,12 @@ enum ParallelMemoryHitScenario {
 
     /// Every key read once by each of `threads` threads (thread `n` in `orders[n]`); ns per read overall.
     static func reads(_ reader: Reader, _ orders: [[Int32]], threads: Int) throws -> Double {
-        let failure = Shared(String?.none)
-        let start = ContinuousClock.now
-        DispatchQueue.concurrentPerform(iterations: threads) { thread in
-            do {
-                var total = 0
-                for index in orders[thread] { total &+= try reader.storage.object(forKey: reader.keys[Int(index)]).count }
-                consume(total)
-            } catch {
-                failure.set("\(error)")
-            }
+        try TogetherOnThreads.nanosecondsPerOperation(threads: threads, operations: threads * orders[0].count,
+                                                      what: "parallel memory hits") { thread in
+            var total = 0
+            for index in orders[thread] { total &+= try reader.storage.object(forKey: reader.keys[Int(index)]).count }
+            consume(total)
         }
-        let elapsed = ContinuousClock.now - start
-        if let message = failure.get() { throw BenchError("parallel memory hits: \(message)") }
-        return elapsed.nanoseconds / Double(threads * orders[0].count)
     }
 
     /// The storage and its keys, shared by the reading threads (`Storage` is `Sendable`).

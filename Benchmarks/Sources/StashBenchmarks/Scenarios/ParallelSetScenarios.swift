@@ -41,18 +41,10 @@ enum ParallelSetScenarios {
 
     /// Every key of `shares[n]` set by thread `n`, all threads started together; ns per set overall.
     static func sets(_ side: Setter, _ shares: [[Int]], revision: Int) throws -> Double {
-        let failure = Shared(String?.none)
-        let start = ContinuousClock.now
-        DispatchQueue.concurrentPerform(iterations: shares.count) { thread in
-            do {
-                for index in shares[thread] { try side.set(index, revision) }
-            } catch {
-                failure.set("\(error)")
-            }
+        try TogetherOnThreads.nanosecondsPerOperation(threads: shares.count, operations: shares.reduce(0) { $0 + $1.count },
+                                                      what: "parallel sets") { thread in
+            for index in shares[thread] { try side.set(index, revision) }
         }
-        let elapsed = ContinuousClock.now - start
-        if let message = failure.get() { throw BenchError("parallel sets: \(message)") }
-        return elapsed.nanoseconds / Double(shares.reduce(0) { $0 + $1.count })
     }
 
     /// A set of key `index` in `revision` on a store that any thread may write (both storages are).
