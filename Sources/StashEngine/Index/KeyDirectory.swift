@@ -19,8 +19,9 @@ package struct KeyDirectory {
     private var overlay = KeyTable()
     /// Live entries.
     package private(set) var count = 0
-    private var queue: [(recency: UInt64, reference: Reference)] = []
-    private var queueStart = 0
+    /// The oldest entries, for eviction (``forEachOldestFirst(_:)``).
+    var queue: [(recency: UInt64, reference: Reference)] = []
+    var queueStart = 0
     /// Whether base entries were pointed at other records in place: the header's live bytes per segment are stale.
     private var basePositionsMoved = false
     /// The keys in order (``KeyOrder``): nil until the first prefix query asks for it, then kept as keys come and go.
@@ -192,7 +193,7 @@ package struct KeyDirectory {
         for entry in overlay.entries { body(entry.recency, .key(entry.key)) }
     }
 
-    private func entry(_ reference: Reference) -> (key: String, record: DiskRecord)? {
+    func entry(_ reference: Reference) -> (key: String, record: DiskRecord)? {
         switch reference {
         case .slot(let slot):
             guard let base, let key = base.key(at: slot), let record = base.record(at: slot) else { return nil }
@@ -202,7 +203,7 @@ package struct KeyDirectory {
         }
     }
 
-    private func recency(of reference: Reference) -> UInt64? {
+    func recency(of reference: Reference) -> UInt64? {
         switch reference {
         case .slot(let slot): isShadowed(slot) ? nil : base?.recency(at: slot)
         case .key(let key): overlay.position(of: key, hash: hash(key)).map { overlay[$0].recency }
@@ -225,7 +226,7 @@ package struct KeyDirectory {
     }
 
     /// Every live entry's reference, least recently used first.
-    private func referencesByRecency() -> [(recency: UInt64, reference: Reference)] {
+    func referencesByRecency() -> [(recency: UInt64, reference: Reference)] {
         var all: [(recency: UInt64, reference: Reference)] = []
         all.reserveCapacity(count)
         forEachReference { all.append(($0, $1)) }
@@ -331,39 +332,6 @@ package struct KeyDirectory {
             case .key(var key):
                 key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) }
             }
-        }
-    }
-
-    // MARK: Eviction
-
-    /// Calls `body` with entries from the least recently used on, until it returns false.
-    mutating func forEachOldestFirst(_ body: (String, DiskRecord) -> Bool) {
-        var yielded = Set<Reference>()
-        var rebuilds = 0
-        while true {
-            if queueStart >= queue.count {
-                // The oldest eighth (at least 4,096) by one pass, amortised over that many evictions;
-                // if a caller wants more in one call, everything.
-                guard rebuilds < 2 else { return }
-                let all = referencesByRecency()
-                guard !all.isEmpty else { return }
-                queue = rebuilds == 0 ? Array(all.prefix(max(4096, all.count / 8))) : all
-                queueStart = 0
-                rebuilds += 1
-            }
-            var position = queueStart
-            while position < queue.count {
-                let (recency, reference) = queue[position]
-                position += 1
-                guard self.recency(of: reference) == recency else {
-                    if position - 1 == queueStart { queueStart = position } // gone or used since: never again the oldest
-                    continue
-                }
-                guard !yielded.contains(reference), let (key, record) = entry(reference) else { continue }
-                guard body(key, record) else { return }
-                yielded.insert(reference)
-            }
-            queueStart = queue.count // every queued entry was offered: the next round builds the queue again
         }
     }
 }
