@@ -107,8 +107,8 @@ extension DiskEngine {
         queuedBlocks.increment()
         queue.async { [weak self] in
             guard let self else { return }
-            turn.withLock { body(store) }
-            queuedBlocks.decrement()
+            self.turn.withLock { body(self.store) }
+            self.queuedBlocks.decrement()
         }
     }
 }
