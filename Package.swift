@@ -23,9 +23,11 @@ let package = Package(
         // The disk engine: bytes in, bytes out, no typed layer above it (Docs/Architecture.md). A target of
         // its own, so the compiler keeps the direction: it reaches the layers above only through
         // `EngineClient`. No product: `Stash` re-exports the little of it that is public (`StorageError`).
-        .target(name: "StashEngine", dependencies: ["CStashAtomics"], swiftSettings: strictSettings),
+        .target(name: "StashEngine", dependencies: ["CStashAtomics", "CStashMappedRead"], swiftSettings: strictSettings),
         // C11 atomics for the memory other processes map (SharedState): Swift's need macOS 15 / iOS 18.
         .target(name: "CStashAtomics"),
+        // Copies out of mapped segments that fail, instead of faulting, when the file was cut short underneath.
+        .target(name: "CStashMappedRead"),
         .target(name: "StashHTTP", dependencies: ["Stash"], swiftSettings: strictSettings),
         .target(name: "StashRedis", dependencies: ["Stash"], swiftSettings: strictSettings),
         .executableTarget(name: "StashCLI", dependencies: ["Stash", "StashRedis", "StashHTTP"], swiftSettings: strictSettings),

@@ -43,7 +43,8 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// The engine of `config`'s folder, with the layers above it (``StoreLayers``): the one way an
     /// engine is opened, so that every engine has them.
     static func openEngine(_ config: DiskConfig) throws -> DiskEngine {
-        try DiskEngine.open(config.checkedStoreURL(), sharing: config.sharing, maxSize: config.maxSize, durable: config.durable) {
+        try DiskEngine.open(config.checkedStoreURL(), sharing: config.sharing, maxSize: config.maxSize, durable: config.durable,
+                            mapsSegments: config.protectionType?.allowsMappedReads ?? true) {
             StoreLayers()
         }
     }

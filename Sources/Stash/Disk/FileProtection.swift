@@ -37,6 +37,18 @@ extension DiskConfig {
     }
 }
 
+extension DiskConfig.FileProtection {
+    /// Whether the store may read its segments from mappings: not under a class that makes files
+    /// unreadable while the device is locked, where a mapped page would fault instead of a read
+    /// failing with an error (the engine then reads with `pread` alone).
+    var allowsMappedReads: Bool {
+        switch self {
+        case .complete, .completeUnlessOpen: false
+        case .completeUntilFirstUserAuthentication, .noProtection: true
+        }
+    }
+}
+
 /// Gives a store's folder, its subfolders and the files in them a protection class, but for the
 /// shared file (``SharedState/protection``).
 ///

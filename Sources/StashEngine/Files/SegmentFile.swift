@@ -31,6 +31,8 @@ package final class SegmentFile: @unchecked Sendable {
     @exclusivity(unchecked) var length: Int
     /// Bytes of records that no longer matter (overwritten, removed, access records).
     @exclusivity(unchecked) var deadBytes = 0
+    /// The file mapped for reads (``map(length:)``); nil until then, or where it cannot be mapped.
+    private(set) var mapping: SegmentMapping?
 
     private init(header: SegmentFormat.Header, folder: FolderHandle, name: String, fd: Int32, length: Int) {
         (id, salt, flags, store, floor, recordsStart) = (header.id, header.salt, header.flags, header.store, header.floor, header.length)
@@ -169,11 +171,24 @@ package final class SegmentFile: @unchecked Sendable {
         return (record, bytes)
     }
 
+    /// Maps the file's first `length` bytes for reads, unless it is mapped already (on the queue, as
+    /// the segment joins the store's table: ``SegmentLog/segments``).
+    func map(length: Int) {
+        if mapping == nil { mapping = SegmentMapping(fd: fd, length: length) }
+    }
+
+    /// Reads the `bytes.count` bytes at `offset` into `bytes`, from the mapping where it has them,
+    /// else with `pread`; returns how many were read (fewer at the end of the file).
+    func read(at offset: Int, into bytes: UnsafeMutableRawBufferPointer) throws -> Int {
+        if let mapping, mapping.copy(at: offset, into: bytes) { return bytes.count }
+        return try FileIO.read(fd, at: offset, into: bytes, path: path)
+    }
+
     /// Reads the set record of `bytes.count` bytes at `offset` into `bytes` (the store's reused read
     /// buffer) and verifies it, without decoding its key: the key's bytes (within `bytes`) and what it says.
     /// - Throws: ``StorageError/corrupted(_:)`` unless a set record that verifies is exactly there.
     func setRecord(at offset: Int, into bytes: UnsafeMutableRawBufferPointer) throws -> (key: UnsafeRawBufferPointer, info: SetInfo) {
-        let read = try FileIO.read(fd, at: offset, into: bytes, path: path)
+        let read = try read(at: offset, into: bytes)
         guard read == bytes.count, let (key, info) = SegmentFormat.setRecord(UnsafeRawBufferPointer(bytes), salt: salt) else {
             throw StorageError.corrupted("the record at byte \(offset) of \(path) is damaged")
         }

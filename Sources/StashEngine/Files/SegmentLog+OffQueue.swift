@@ -28,13 +28,16 @@ struct OffQueueReads {
 /// Segments by id for reads off the queue: ids in order, found by binary search (a store has a
 /// handful of segments, and hashing the id for a dictionary cost more than the search).
 ///
-/// A read takes a segment's descriptor and salt from here, never the ``SegmentFile`` itself: taking
-/// the object retains it, and every reading thread would write its reference count. The table keeps
-/// the files, and so their descriptors, open; a reader reads holding its stripe's lock, which the
-/// queue needs to replace the table (``SegmentLog/loadOffQueue(_:_:time:)``).
+/// A read takes a segment's descriptor, salt and mapping from here, never the ``SegmentFile`` itself:
+/// taking the object retains it, and every reading thread would write its reference count. The table
+/// keeps the files, and so their descriptors and mappings, open; a reader reads holding its stripe's
+/// lock, which the queue needs to replace the table (``SegmentLog/loadOffQueue(_:_:time:)``).
 struct SegmentTable {
+    /// What a read needs of a segment: its descriptor and salt, and its mapping's bytes (nil base: none).
+    typealias Handle = (fd: Int32, salt: UInt64, mapped: UnsafeRawPointer?, mappedLength: Int)
+
     private var ids: [UInt32] = []
-    private var handles: [(fd: Int32, salt: UInt64)] = []
+    private var handles: [Handle] = []
     /// What keeps the descriptors open.
     private var files: [SegmentFile] = []
 
@@ -43,13 +46,13 @@ struct SegmentTable {
     init(_ segments: [UInt32: SegmentFile]) {
         for (id, file) in segments.sorted(by: { $0.key < $1.key }) {
             ids.append(id)
-            handles.append((file.fd, file.salt))
+            handles.append((file.fd, file.salt, file.mapping?.base, file.mapping?.length ?? 0))
             files.append(file)
         }
     }
 
-    /// The descriptor and salt of segment `id`; nil if the table has no such segment.
-    func handle(of id: UInt32) -> (fd: Int32, salt: UInt64)? {
+    /// What a read needs of segment `id`; nil if the table has no such segment.
+    func handle(of id: UInt32) -> Handle? {
         var (low, high) = (0, ids.count)
         while low < high {
             let middle = (low + high) / 2
@@ -75,8 +78,16 @@ extension SegmentLog {
     private func readRecordOffQueue(_ record: DiskRecord, at offset: Int, time: Double,
                                     into bytes: UnsafeMutableRawBufferPointer) -> (count: Int, salt: UInt64, flushDue: Bool)? {
         offQueue[OffQueueReads.stripeOfCallingThread()].withLock { state in
-            guard let (fd, salt) = state.segments.handle(of: record.segment),
-                  let count = try? FileIO.read(fd, at: offset, into: bytes, path: "") else { return nil }
+            guard let handle = state.segments.handle(of: record.segment) else { return nil }
+            let salt = handle.salt
+            let count: Int
+            if let mapped = handle.mapped, SegmentMapping.copy(from: mapped, length: handle.mappedLength, at: offset, into: bytes) {
+                count = bytes.count // no system call: the mapping had the record
+            } else if let read = try? FileIO.read(handle.fd, at: offset, into: bytes, path: "") {
+                count = read
+            } else {
+                return nil
+            }
             guard writes else { return (count, salt, false) }
             state.accesses.append((record.segment, record.offset, time, record.keyHash))
             // Set only when clear, so that reads leave the flag's cache line shared. Read after the

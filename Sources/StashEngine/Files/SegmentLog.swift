@@ -31,10 +31,15 @@ package final class SegmentLog {
     /// the table as it was last set (``offQueue``).
     var segments: [UInt32: SegmentFile] = [:] {
         didSet {
+            mapSegments()
             let table = SegmentTable(segments)
             for stripe in offQueue { stripe.withLock { $0.segments = table } }
         }
     }
+    /// Whether segments are read from mappings (``SegmentMapping``), not with `pread` alone: not for
+    /// files the system may make unreadable while the device is locked (Apple's stricter data
+    /// protection classes), where a read must fail with an error a `pread` gives.
+    let mapsSegments: Bool
     /// What reads made off the queue share with it: the segments, the access records they leave;
     /// in stripes, one per group of threads (``OffQueueReads``).
     let offQueue = (0..<OffQueueReads.stripeCount).map { _ in Locked(OffQueueReads(), order: .offQueueReads) }
@@ -57,8 +62,10 @@ package final class SegmentLog {
     /// Reused for every read of a record (``load(_:_:)``), as ``scratch`` is for appends.
     @exclusivity(unchecked) private var readScratch: [UInt8] = []
 
-    init(directory: String, folder: StoreFolder, randomFileIDs: Bool, writes: Bool, durable: Bool, segmentLimit: Int) {
+    init(directory: String, folder: StoreFolder, randomFileIDs: Bool, writes: Bool, durable: Bool, segmentLimit: Int,
+         mapsSegments: Bool = true) {
         self.directory = directory
+        self.mapsSegments = mapsSegments
         self.folder = folder
         values = ValueFiles(folder: folder.handle, randomIDs: randomFileIDs)
         self.writes = writes
@@ -74,6 +81,16 @@ package final class SegmentLog {
         nextSegmentID = 1
         floor = 0
         hasUnreadSegments = false
+    }
+
+    /// Maps the segments not mapped yet: the highest (the one appended to, by this process or by a
+    /// writer this reader follows) with room for every record it may still take, since it grows
+    /// under its mapping; the others, sealed, as long as they are.
+    private func mapSegments() {
+        guard mapsSegments, let highest = segments.keys.max() else { return }
+        for (id, file) in segments where file.mapping == nil {
+            file.map(length: id == highest ? max(file.length, segmentLimit + SegmentFormat.recordHeaderLength + SegmentFormat.maxBodyLength) : file.length)
+        }
     }
 
     /// The path of the file that holds `record`'s value, if it has one of its own.

@@ -279,7 +279,7 @@ package final class StoreFolder {
     /// Takes the folder's lock, or throws ``StorageError/inUse(directory:)``.
     ///
     /// A process that is just ending may hold the lock a moment longer; a storage of this process
-    /// that is being closed is waited for before this is called (``DiskEngine/open(_:sharing:maxSize:durable:client:)``).
+    /// that is being closed is waited for before this is called (``DiskEngine/open(_:sharing:maxSize:durable:mapsSegments:client:)``).
     private static func lock(_ handle: FolderHandle, exclusive: Bool) throws {
         for attempt in 0..<50 {
             if try handle.tryLock(exclusive: exclusive) { return }

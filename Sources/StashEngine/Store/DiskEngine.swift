@@ -22,10 +22,10 @@ package final class DiskEngine: @unchecked Sendable {
     /// Blocks submitted to ``queue`` that have not finished yet: while any is, a synchronous call
     /// waits behind them on the queue, so it runs after every operation submitted before it.
     let queuedBlocks = AtomicWord()
-    /// The layers above (memory, observers), made by the first opener (``open(_:sharing:maxSize:durable:client:)``).
+    /// The layers above (memory, observers), made by the first opener (``open(_:sharing:maxSize:durable:mapsSegments:client:)``).
     package let client: any EngineClient
     /// The first opener's ``DiskConfig/maxSize`` and ``DiskConfig/durable``, which every storage of
-    /// this folder must share (``open(_:sharing:maxSize:durable:client:)``).
+    /// this folder must share (``open(_:sharing:maxSize:durable:mapsSegments:client:)``).
     package let maxSize: Int
     package let durable: Bool
     /// How the store is shared with other processes (the first opener's choice, or a reader's).
@@ -50,14 +50,14 @@ package final class DiskEngine: @unchecked Sendable {
     private let folder: Locked<FolderHandle>
 
     private init(directory: String, identity: FolderIdentity, sharing: SharingMode, maxSize: Int, durable: Bool,
-                 client: any EngineClient) throws {
+                 mapsSegments: Bool, client: any EngineClient) throws {
         self.directory = directory
         self.client = client
         registeredIdentity = Locked(identity)
         self.sharing = sharing
         self.maxSize = maxSize
         self.durable = durable
-        store = try DiskStore(directory: directory, sharing: sharing, durable: durable, client: client)
+        store = try DiskStore(directory: directory, sharing: sharing, durable: durable, mapsSegments: mapsSegments, client: client)
         index = store.sharedIndex
         folder = Locked(store.log.folder.handle, order: .engineFolder)
         values = store.log.values
@@ -97,11 +97,12 @@ package final class DiskEngine: @unchecked Sendable {
     /// The first opener's `maxSize` and `durable` hold while the engine is open: two storages with
     /// different limits on one folder would evict each other's data by their own rule, so a second
     /// opener asking for others gets an error instead (see Docs/Architecture.md, "Sharing a folder").
-    /// A reader may share a writer's engine; a writer cannot use a reader's.
+    /// A reader may share a writer's engine; a writer cannot use a reader's. `mapsSegments` false reads
+    /// segments with `pread` alone (``SegmentLog/mapsSegments``); the first opener decides.
     /// - Throws: ``StorageError/configurationConflict(directory:setting:inForce:requested:)``,
     ///   ``StorageError/readOnly(directory:)``.
     package static func open(_ url: URL, sharing: SharingMode = .soleWriter, maxSize: Int = 0, durable: Bool = false,
-                             client makeClient: () -> any EngineClient) throws -> DiskEngine {
+                             mapsSegments: Bool = true, client makeClient: () -> any EngineClient) throws -> DiskEngine {
         let path = url.standardizedFileURL.path
         let inMemory = MemoryVolume.isMemoryPath(path)
         if inMemory, sharing != .soleWriter {
@@ -113,7 +114,7 @@ package final class DiskEngine: @unchecked Sendable {
         guard let identity = FolderIdentity(path: canonical) else { throw FileIO.error("open", canonical, code: ENOENT) }
         let engine = try registry.engine(for: identity, directory: canonical, writes: sharing.writes) {
             try DiskEngine(directory: canonical, identity: identity, sharing: sharing, maxSize: maxSize, durable: durable,
-                           client: makeClient())
+                           mapsSegments: mapsSegments, client: makeClient())
         }
         guard sharing.writes else { return engine }
         if !engine.sharing.writes { throw StorageError.readOnly(directory: engine.directory) }

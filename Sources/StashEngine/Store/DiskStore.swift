@@ -142,7 +142,8 @@ package final class DiskStore {
     /// The longest key, in UTF-8 bytes.
     static let maxKeyLength = 1 << 20
 
-    package init(directory: String, sharing mode: SharingMode, durable: Bool = false, client: (any EngineClient)? = nil) throws {
+    package init(directory: String, sharing mode: SharingMode, durable: Bool = false, mapsSegments: Bool = true,
+                 client: (any EngineClient)? = nil) throws {
         self.directory = directory
         self.client = client
         self.durable = durable
@@ -151,7 +152,7 @@ package final class DiskStore {
         thresholds = Self.thresholds(for: directory)
         let folder = try StoreFolder(directory: directory, sharing: mode)
         log = SegmentLog(directory: directory, folder: folder, randomFileIDs: mode.numbersValueFilesAtRandom, writes: mode.writes,
-                         durable: durable, segmentLimit: thresholds.segmentLimit)
+                         durable: durable, segmentLimit: thresholds.segmentLimit, mapsSegments: mapsSegments)
         recoveryIssues += folder.issues
         try sharing.open(self)
     }

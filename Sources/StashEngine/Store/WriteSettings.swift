@@ -1,5 +1,5 @@
 /// The settings of a store that every write obeys: the ones of its first opener, which every other
-/// opener in the process must share (``DiskEngine/open(_:sharing:maxSize:durable:client:)``).
+/// opener in the process must share (``DiskEngine/open(_:sharing:maxSize:durable:mapsSegments:client:)``).
 package struct WriteSettings: Sendable {
     /// The most bytes the values may take; the least recently used go past it (0: no limit).
     package var maxSize: Int

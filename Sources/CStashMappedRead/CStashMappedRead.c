@@ -1,0 +1,77 @@
+// The guarded copy of CStashMappedRead.h: a thread-local landing point, set only for the duration of
+// a copy, and a SIGBUS handler that jumps back to it when the fault is inside that copy's source.
+#include "CStashMappedRead.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+/// The copy under way on this thread, if any: where to land, and the source range it reads.
+struct guarded_copy {
+    sigjmp_buf landing;
+    uintptr_t start;
+    uintptr_t end;
+};
+
+static _Thread_local struct guarded_copy *volatile current_copy;
+static struct sigaction previous_action;
+static pthread_once_t install_once = PTHREAD_ONCE_INIT;
+static int install_result = -1;
+
+static void on_bus_error(int signal, siginfo_t *info, void *context) {
+    struct guarded_copy *copy = current_copy;
+    uintptr_t address = (uintptr_t)info->si_addr;
+    if (copy != NULL && address >= copy->start && address < copy->end) {
+        current_copy = NULL;
+        siglongjmp(copy->landing, 1);
+    }
+    // Not a guarded copy's fault: what would have happened without this handler.
+    if (previous_action.sa_flags & SA_SIGINFO) {
+        previous_action.sa_sigaction(signal, info, context);
+    } else if (previous_action.sa_handler != SIG_DFL && previous_action.sa_handler != SIG_IGN) {
+        previous_action.sa_handler(signal);
+    } else {
+        // The default action (a fault cannot be ignored): restored, and the faulting instruction,
+        // run again on return, faults again under it.
+        struct sigaction fallback;
+        memset(&fallback, 0, sizeof fallback);
+        fallback.sa_handler = SIG_DFL;
+        sigemptyset(&fallback.sa_mask);
+        sigaction(signal, &fallback, NULL);
+    }
+}
+
+static void install(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = on_bus_error;
+    sigemptyset(&action.sa_mask);
+    // SA_NODEFER: the handler leaves by siglongjmp without restoring the signal mask, so SIGBUS must
+    // not be blocked while it runs (a blocked synchronous fault would kill the thread's next copy).
+    action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    install_result = sigaction(SIGBUS, &action, &previous_action) == 0 ? 0 : -1;
+}
+
+int stash_mapped_read_prepare(void) {
+    pthread_once(&install_once, install);
+    return install_result;
+}
+
+int stash_mapped_read(void *destination, const void *source, size_t count) {
+    struct guarded_copy copy;
+    copy.start = (uintptr_t)source;
+    copy.end = copy.start + count;
+    if (sigsetjmp(copy.landing, 0) != 0) {
+        return -1;
+    }
+    current_copy = &copy;
+    // Compiler barriers: the copy's loads stay between setting the guard and clearing it.
+    atomic_signal_fence(memory_order_seq_cst);
+    memcpy(destination, source, count);
+    atomic_signal_fence(memory_order_seq_cst);
+    current_copy = NULL;
+    return 0;
+}
