@@ -18,11 +18,7 @@ package final class Locked<State>: @unchecked Sendable {
     /// Behind a pointer rather than a stored `var`: the lock already makes access exclusive, and a
     /// class's `var` passed `inout` would also pay a dynamic exclusivity check on every call.
     private let state: UnsafeMutablePointer<State>
-    #if canImport(Darwin)
-    private let lock: UnsafeMutablePointer<os_unfair_lock>
-    #else
-    private let lock: UnsafeMutablePointer<pthread_mutex_t>
-    #endif
+    private let lock: UnsafeMutablePointer<PlatformMutex>
     #if DEBUG
     private let order: LockOrder?
     #endif
@@ -34,21 +30,12 @@ package final class Locked<State>: @unchecked Sendable {
         #endif
         self.state = Self.allocateLine(State.self)
         self.state.initialize(to: state)
-        #if canImport(Darwin)
-        lock = Self.allocateLine(os_unfair_lock.self)
-        lock.initialize(to: os_unfair_lock())
-        #else
-        lock = Self.allocateLine(pthread_mutex_t.self)
-        lock.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(lock, nil)
-        #endif
+        lock = Self.allocateLine(PlatformMutex.self)
+        lock.initializeMutex()
     }
 
     deinit {
-        #if !canImport(Darwin)
-        pthread_mutex_destroy(lock)
-        #endif
-        lock.deinitialize(count: 1)
+        lock.destroyMutex()
         UnsafeMutableRawPointer(lock).deallocate()
         state.deinitialize(count: 1)
         UnsafeMutableRawPointer(state).deallocate()
@@ -70,13 +57,8 @@ package final class Locked<State>: @unchecked Sendable {
         let held = order.map(HeldLocks.willTake)
         defer { if let held { HeldLocks.didRelease(restoring: held) } }
         #endif
-        #if canImport(Darwin)
-        os_unfair_lock_lock(lock)
-        defer { os_unfair_lock_unlock(lock) }
-        #else
-        pthread_mutex_lock(lock)
-        defer { pthread_mutex_unlock(lock) }
-        #endif
+        lock.lock()
+        defer { lock.unlock() }
         return try body(&state.pointee)
     }
 }

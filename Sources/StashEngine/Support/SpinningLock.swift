@@ -22,11 +22,7 @@ import Musl
 package final class SpinningLock: @unchecked Sendable {
     // @unchecked Sendable: the mutex is the platform's, used only through its lock functions; the
     // holder's word is an atomic one.
-    #if canImport(Darwin)
-    private let mutex: UnsafeMutablePointer<os_unfair_lock>
-    #else
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    #endif
+    private let mutex: UnsafeMutablePointer<PlatformMutex>
     /// The thread that holds the lock (``currentThread``), 0 while nobody does. Written only by the
     /// holder (after taking the mutex, and before letting it go), so a thread that reads its own
     /// number here holds the lock; read by waiters, which spin while it is not 0.
@@ -40,19 +36,11 @@ package final class SpinningLock: @unchecked Sendable {
 
     package init() {
         mutex = .allocate(capacity: 1)
-        #if canImport(Darwin)
-        mutex.initialize(to: os_unfair_lock())
-        #else
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        #endif
+        mutex.initializeMutex()
     }
 
     deinit {
-        #if !canImport(Darwin)
-        pthread_mutex_destroy(mutex)
-        #endif
-        mutex.deinitialize(count: 1)
+        mutex.destroyMutex()
         mutex.deallocate()
     }
 
@@ -84,13 +72,7 @@ package final class SpinningLock: @unchecked Sendable {
                     break
                 }
             }
-            if !taken {
-                #if canImport(Darwin)
-                os_unfair_lock_lock(mutex)
-                #else
-                pthread_mutex_lock(mutex)
-                #endif
-            }
+            if !taken { mutex.lock() }
         }
         holder.store(Self.currentThread)
     }
@@ -98,11 +80,7 @@ package final class SpinningLock: @unchecked Sendable {
     /// Lets the lock go; only its holder may.
     package func unlock() {
         holder.store(0)
-        #if canImport(Darwin)
-        os_unfair_lock_unlock(mutex)
-        #else
-        pthread_mutex_unlock(mutex)
-        #endif
+        mutex.unlock()
     }
 
     /// Runs `body` holding the lock.
@@ -115,10 +93,6 @@ package final class SpinningLock: @unchecked Sendable {
 
     @inline(__always)
     private func tryLock() -> Bool {
-        #if canImport(Darwin)
-        os_unfair_lock_trylock(mutex)
-        #else
-        pthread_mutex_trylock(mutex) == 0
-        #endif
+        mutex.tryLock()
     }
 }

@@ -11,7 +11,7 @@ enum EngineScaleScenarios {
 
     /// The rows' labels at `count` entries (each row adds `vs <peer>`, except the bulk ones' `vs SQLite`).
     struct Labels {
-        var fill, close, disk, open, openAccessed, heap, rss: String
+        var fill, close, disk, open, openAccessed, heap, rssOfOpen, rss, anonymous, closeAfterReading: String
         var bulk: [String]
 
         init(_ count: Int) {
@@ -21,11 +21,14 @@ enum EngineScaleScenarios {
             open = "open + first read, 200 B data, \(count) entries"
             openAccessed = "open + first get, \(count) entries, access records present"
             heap = "heap growth per entry after opening, \(count) entries"
+            rssOfOpen = "RSS growth per entry of open + first get, \(count) entries"
             rss = "RSS growth per entry after reading every key once, \(count) entries"
+            anonymous = "anonymous RSS growth per entry after reading every key once, \(count) entries"
+            closeAfterReading = "close of a process that read every key, \(count) entries"
             bulk = ["trim to half, \(count) entries", "removeAll, \(count) entries"]
         }
 
-        var perPeer: [String] { [fill, close, disk, open, openAccessed, heap, rss] }
+        var perPeer: [String] { [fill, close, disk, open, openAccessed, heap, rssOfOpen, rss, anonymous, closeAfterReading] }
     }
 
     static func run(bench: Bench) throws {
@@ -59,7 +62,7 @@ enum EngineScaleScenarios {
                 let samples = try measureOpen(bench: bench, label: labels.open, folders: folders, fixture: fixture, target: target)
                 openTimes.append((count, samples))
             }
-            if [labels.openAccessed, labels.heap, labels.rss].contains(where: wants) {
+            if [labels.openAccessed, labels.heap, labels.rssOfOpen, labels.rss, labels.anonymous, labels.closeAfterReading].contains(where: wants) {
                 try afterReading(bench: bench, labels: labels, fixture: fixture, folders: folders, largest: largest)
             }
             if wantsPrefix {
