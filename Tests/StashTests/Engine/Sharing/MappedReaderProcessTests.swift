@@ -58,4 +58,35 @@ struct MappedReaderProcessTests {
             #expect(reader.wait(upTo: TestDeadline.long) && reader.status == 0, "\(reader.errors)")
         }
     }
+
+    @Test("a reader whose segment limit is smaller than the writer's maps the writer's segment with less room than it grows to: records past the reader's mapping read with pread, each one right")
+    func writerSegmentOutgrowsReaderMapping() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let size = 100_000 // packed in the segment (below the value-file threshold)
+        try withEngineThresholds(in: directory.path, segmentLimit: 8 << 20) {
+            let writer = try openDataStore(path)
+            try writer.setObject(Data("start".utf8), forKey: "start")
+            // Opened with a segment limit of 1 KiB: the writer's active segment is mapped with room
+            // for about 1.3 MiB, and the writer fills it to 3 MB.
+            let reader = try withEngineThresholds(in: directory.path, segmentLimit: 1024) { try DiskStore(directory: path, readOnly: true) }
+            defer { reader.close() }
+            for number in 0..<30 {
+                let data = Data(repeating: UInt8(number), count: size + number)
+                try writer.setObject(data, forKey: "v\(number)")
+                reader.sharing.beginOperation(reader)
+                let read = try? reader.read("v\(number)", now: now).data
+                reader.sharing.endOperation(reader)
+                #expect(read == data, "v\(number): \(read?.count ?? -1) bytes")
+            }
+            let active = try #require(reader.log.segments.values.max { $0.id < $1.id })
+            #expect(active.length > (active.mapping?.length ?? .max), "the writer's segment did not outgrow the reader's mapping: \(active.length), \(active.mapping?.length ?? -1)")
+            reader.sharing.beginOperation(reader)
+            for number in 0..<30 {
+                #expect(try reader.read("v\(number)", now: now).data == Data(repeating: UInt8(number), count: size + number))
+            }
+            reader.sharing.endOperation(reader)
+        }
+    }
 }
