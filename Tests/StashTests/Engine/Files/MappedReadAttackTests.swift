@@ -108,6 +108,44 @@ struct MappedReadAttackTests {
         }
     }
 
+    @Test("a sealed or the active segment replaced through a rename (by a copy of itself, by another store's segment) while mapped: reads answer their own value or fail, writes go on, a reopen gives no other key's bytes",
+          arguments: [false, true], [false, true])
+    func segmentReplacedByRename(active: Bool, foreign: Bool) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let otherPath = directory.storePath("other")
+        let keys = (0..<300).map { "key \($0)" }
+        try withEngineThresholds(in: directory.path, segmentLimit: 16 << 10) {
+            var replaced = Set<String>()
+            do {
+                let other = try openDataStore(otherPath)
+                for key in keys { try other.setObject(Self.value("other " + key), forKey: key) }
+                let storage = try openDataStore(path)
+                for key in keys {
+                    try storage.setObject(Self.value(key), forKey: key)
+                    #expect(try storage.object(forKey: key) == Self.value(key))
+                }
+                let segments = storage.engine.store.log.segments
+                let id = try #require(active ? segments.keys.max() : segments.keys.min())
+                storage.engine.store.withIndex { index in
+                    for key in keys where index.peek(key)?.segment == id { replaced.insert(key) }
+                }
+                let name = SegmentFile.name(of: id)
+                let source = foreign ? otherPath + "/" + name : path + "/" + name
+                try FileManager.default.copyItem(atPath: source, toPath: path + "/replacement")
+                #expect(rename(path + "/replacement", path + "/" + name) == 0)
+                let whileReplaced = Self.readAll(storage, keys: keys, damaged: replaced, threads: 4)
+                #expect(whileReplaced.isEmpty, "while replaced: \(whileReplaced.prefix(5))")
+                for number in 0..<40 { try storage.setObject(Self.value("after \(number)"), forKey: "after \(number)") }
+                for number in 0..<40 { #expect(try storage.object(forKey: "after \(number)") == Self.value("after \(number)")) }
+            }
+            let reopened = try openDataStore(path)
+            let afterReopen = Self.readAll(reopened, keys: keys, damaged: replaced, threads: 4)
+            #expect(afterReopen.isEmpty, "after a reopen: \(afterReopen.prefix(5))")
+            for number in 0..<40 { #expect(try reopened.object(forKey: "after \(number)") == Self.value("after \(number)")) }
+        }
+    }
+
     @Test("a batch larger than the room its segment was mapped with: records inside, across and past the mapping's end read right, also after a reopen")
     func batchPastTheMapping() throws {
         let directory = TemporaryDirectory()
