@@ -170,6 +170,29 @@ struct MappedReadAttackTests {
         }
     }
 
+    @Test("a store opened anew maps its sealed segments as long as they are: only the highest, appended to, with room to grow")
+    func reopenedStoreMapsSealedSegmentsAtTheirLength() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: directory.path, segmentLimit: 4096) {
+            do {
+                let storage = try openDataStore(path)
+                for number in 0..<100 { try storage.setObject(Self.value("k\(number)"), forKey: "k\(number)") }
+            }
+            let reopened = try openDataStore(path)
+            let segments = reopened.engine.store.log.segments
+            let highest = try #require(segments.keys.max())
+            #expect(segments.count > 3, "the test meant several segments: \(segments.count)")
+            for (id, file) in segments where id != highest {
+                // Each with room to grow would reserve the seal size plus the longest record (1.3 MiB here,
+                // 65 MiB by default) of address space for a file that never grows.
+                #expect(file.mapping?.length == file.length, "sealed segment \(id): \(file.length) bytes mapped as \(file.mapping?.length ?? -1)")
+            }
+            #expect(try #require(segments[highest]?.mapping).length > 4096, "the segment appended to has no room to grow")
+            for number in 0..<100 { #expect(try reopened.object(forKey: "k\(number)") == Self.value("k\(number)")) }
+        }
+    }
+
     /// The mappings of files under `folder` in this process; nil without `/proc` (not Linux). The most
     /// of several reads: a read of `/proc/self/maps` while other threads map and unmap (tests running
     /// beside this one) can miss entries, never list one twice.
