@@ -24,11 +24,14 @@ struct MappedSegmentLifetimeTests {
         return version
     }
 
-    /// Per key, the last version begun and the last one written; and how many `removeAll`s began.
+    /// Per key, the last version begun and the last one written with no `removeAll` under way from
+    /// its start to its end (one that overlapped a `removeAll` may be gone, or not); how many
+    /// `removeAll`s began and ended.
     struct History {
         var started: [String: Int] = [:]
         var committed: [String: Int] = [:]
         var removals = 0
+        var removalsEnded = 0
     }
 
     @Test("readers on 6 threads while segments roll every few records, compactions and removeAll retire them: every answer is a value of the key, not older than the last written before the read, or missing after a removeAll",
@@ -51,10 +54,15 @@ struct MappedSegmentLifetimeTests {
                     defer { writesDone.store(1) }
                     for step in 0..<1_500 {
                         let key = keys[step % keys.count]
-                        history.withLock { $0.started[key] = step }
+                        let removals = history.withLock { history in
+                            history.started[key] = step
+                            return history.removals == history.removalsEnded ? history.removals : -1
+                        }
                         do {
                             try store.setObject(Self.value(key, step), forKey: key)
-                            history.withLock { $0.committed[key] = step }
+                            history.withLock { history in
+                                history.committed[key] = removals == history.removals && removals == history.removalsEnded ? step : nil
+                            }
                         } catch {
                             problems.withLock { $0.append("write \(step): \(error)") }
                         }
@@ -66,6 +74,7 @@ struct MappedSegmentLifetimeTests {
                         do {
                             if round % 10 == 0 {
                                 history.withLock { $0.removals += 1; $0.committed = [:] }
+                                defer { history.withLock { $0.removalsEnded += 1 } }
                                 try store.removeAll()
                             } else {
                                 try disk.compactNow()
