@@ -65,6 +65,15 @@ int stash_mapped_read(void *destination, const void *source, size_t count) {
     copy.start = (uintptr_t)source;
     copy.end = copy.start + count;
     if (sigsetjmp(copy.landing, 0) != 0) {
+        // Landed from the handler. The signal mask is not restored (that would cost every copy a
+        // system call), and SIGBUS may be blocked now: SA_NODEFER keeps it unblocked in this
+        // handler, but a handler installed after this one (a crash reporter, a sanitizer's) that
+        // hands the fault on to it may run with SIGBUS blocked, and a fault while it is blocked
+        // ends the process. Unblocked again here, on this rare path only.
+        sigset_t bus;
+        sigemptyset(&bus);
+        sigaddset(&bus, SIGBUS);
+        pthread_sigmask(SIG_UNBLOCK, &bus, NULL);
         return -1;
     }
     current_copy = &copy;

@@ -59,10 +59,13 @@ struct StoreOpening {
     func replay(_ own: [SegmentFile], from snapshot: DirectoryPosition?) throws -> Bool {
         store.log.segments = [:]
         if let snapshot, !own.contains(where: { $0.id == snapshot.segment }) { return false }
+        // Every segment joins the table at once: added one by one, each was the highest as it joined
+        // and was mapped with room to grow (``SegmentLog/segments``), address space for files that
+        // never grow (65 MiB each by default). Nothing below looks a segment up while it replays.
+        store.log.segments = Dictionary(own.map { ($0.id, $0) }, uniquingKeysWith: { _, later in later })
         var replayer = Replayer()
         for (number, file) in own.enumerated() {
             let id = file.id
-            store.log.segments[id] = file
             let covered = snapshot.map { id < $0.segment } ?? false
             if covered { continue } // its records are in the directory
             // The directory's segment is read from its position on only (the records before it are in
