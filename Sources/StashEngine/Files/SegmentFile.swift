@@ -177,18 +177,18 @@ package final class SegmentFile: @unchecked Sendable {
         if mapping == nil { mapping = SegmentMapping(fd: fd, length: length) }
     }
 
-    /// Reads the `bytes.count` bytes at `offset` into `bytes`, from the mapping where it has them,
-    /// else with `pread`; returns how many were read (fewer at the end of the file).
-    func read(at offset: Int, into bytes: UnsafeMutableRawBufferPointer) throws -> Int {
-        if let mapping, mapping.copy(at: offset, into: bytes) { return bytes.count }
-        return try FileIO.read(fd, at: offset, into: bytes, path: path)
-    }
-
     /// Reads the set record of `bytes.count` bytes at `offset` into `bytes` (the store's reused read
     /// buffer) and verifies it, without decoding its key: the key's bytes (within `bytes`) and what it says.
     /// - Throws: ``StorageError/corrupted(_:)`` unless a set record that verifies is exactly there.
     func setRecord(at offset: Int, into bytes: UnsafeMutableRawBufferPointer) throws -> (key: UnsafeRawBufferPointer, info: SetInfo) {
-        let read = try read(at: offset, into: bytes)
+        if let mapping, mapping.copy(at: offset, into: bytes),
+           let (key, info) = SegmentFormat.setRecord(UnsafeRawBufferPointer(bytes), salt: salt) {
+            return (UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[key]), info)
+        }
+        // Not mapped, or not verified from the mapping: read with `pread` before calling it damaged,
+        // so that a file system whose mappings lag its writes (a network one, say) never makes a good
+        // record `corrupted`, which would drop its entry.
+        let read = try FileIO.read(fd, at: offset, into: bytes, path: path)
         guard read == bytes.count, let (key, info) = SegmentFormat.setRecord(UnsafeRawBufferPointer(bytes), salt: salt) else {
             throw StorageError.corrupted("the record at byte \(offset) of \(path) is damaged")
         }

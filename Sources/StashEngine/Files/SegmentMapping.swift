@@ -30,10 +30,12 @@ final class SegmentMapping: @unchecked Sendable {
     /// Whether mapped reads can be used in this process (the fault handler is installed); asked once.
     private static let isAvailable = stash_mapped_read_prepare() == 0
 
-    /// Maps `length` bytes of the file `fd`; nil where mapping is not possible (a store in memory, an
-    /// empty length, the fault handler or `mmap` refused): reads then use `pread`.
+    /// Maps `length` bytes of the file `fd`; nil where mapping is not possible or wise (a store in
+    /// memory, an empty length, 32-bit pointers, the fault handler or `mmap` refused): reads then use `pread`.
     init?(fd: Int32, length: Int) {
-        guard Self.isAvailable, length > 0, !MemoryVolume.isVirtual(fd) else { return nil }
+        // Not where pointers are 32 bits (watchOS on arm64_32): the segments, and the room the one
+        // appended to reserves, would take address space the app's own allocations need.
+        guard MemoryLayout<Int>.size == 8, Self.isAvailable, length > 0, !MemoryVolume.isVirtual(fd) else { return nil }
         let address = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0)
         guard let address, address != MAP_FAILED else { return nil }
         (base, self.length) = (UnsafeRawPointer(address), length)
