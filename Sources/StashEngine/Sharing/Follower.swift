@@ -4,6 +4,10 @@
 /// (Contract item 11).
 final class Follower: CatchingUp, ProcessSharing {
     var mode: SharingMode { .follower }
+    /// A reader reads without the queue while the shared file says it holds every change the writer
+    /// published (``FollowWatch/isCurrent``, checked by the engine before each such read), as its
+    /// memory hits and index reads already do; otherwise the queue catches up first.
+    override var readsOffQueue: Bool { true }
     /// How many reads of the operation under way failed and were read again (``readFailed(_:in:)``).
     private var readsAgain = 0
     /// A catch-up inside the operation under way (a failed read's, `check`'s) changed the store: what

@@ -12,8 +12,9 @@ protocol ProcessSharing: AnyObject {
     /// hits and index reads check it); nil for a sole writer, which nobody else changes.
     var watch: FollowWatch? { get }
 
-    /// Whether the engine reads without the queue (``DiskStore/readOffQueue(_:now:)``): only where no
-    /// other process changes the store, so that a read needs no catching up first.
+    /// Whether the engine reads without the queue (``DiskStore/readOffQueue(_:now:)``): where no other
+    /// process changes the store, and for a reader while it is caught up (``FollowWatch/isCurrent``);
+    /// not for a writer among several, whose reads may need the folder's lock.
     var readsOffQueue: Bool { get }
 
     /// Builds the store's index from its files, as its mode opens a store (a follower notes what the

@@ -40,13 +40,17 @@ extension DiskEngine {
     /// The bytes stored for `key` and the record that holds them, read on the calling thread, in
     /// parallel with other readers, never waiting behind the queue (``DiskStore/readOffQueue(_:now:)``);
     /// nil when this read must be made on the queue: the store is one that other processes change
-    /// (``ProcessSharing/readsOffQueue``), a mutation submitted before it still waits for the queue
+    /// (``ProcessSharing/readsOffQueue``), or a reader's that has not caught up with the writer's last
+    /// change (``FollowWatch/isCurrent``), a mutation submitted before it still waits for the queue
     /// (``EngineClient/hasPendingMutations``), or the read found something to look into there.
     /// `generation` is the index's it was found in, for ``ifCurrent(_:_:generation:_:)``.
     /// - Throws: ``StorageError/notFound(key:)`` when the index has no such key.
     package func readOffQueue(_ key: String, now: Date) throws
         -> (data: Data, record: DiskRecord, path: String?, generation: UInt64)? {
         guard readsOffQueue, !client.hasPendingMutations else { return nil }
+        // A reader of a store another process writes: only while it holds every change published
+        // (two loads and one `fstat`); the index is noted caught up only once it holds them.
+        if let followWatch, !followWatch.isCurrent { return nil }
         switch store.readOffQueue(key, now: now) {
         case .found(let data, let record, let generation, let flushDue):
             // Not holding the engine: a storage released before the queue came to it closes at once.

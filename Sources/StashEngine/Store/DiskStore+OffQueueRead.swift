@@ -24,7 +24,7 @@ extension DiskStore {
     /// changed once written; a segment that a compaction or a `removeAll` retires is unlinked but
     /// its descriptor stays open as long as a ``SegmentFile`` holds it (the reads' table of segments
     /// does while a read holds its stripe: ``SegmentTable``), so the bytes read are the ones the index named. Every read is verified (checksum and key).
-    /// Only for stores nobody else changes (``ProcessSharing/readsOffQueue``).
+    /// Only for stores nobody else changes, and readers caught up with the writer (``ProcessSharing/readsOffQueue``).
     func readOffQueue(_ key: String, now: Date) -> OffQueueRead {
         let time = StoredTime.seconds(now)
         // While the store opens its folder anew the index is rebuilt record by record: neither a key

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Stash
+import StashEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -69,6 +70,67 @@ struct ReaderProcessTests {
             #expect(Set(disk.allKeys) == Set(expected.keys), "step \(step): the keys")
         }
         #expect(disk.recoveryIssues.isEmpty, "a reader reported a write in progress as damage: \(disk.recoveryIssues)")
+        writer.closeInput()
+        #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
+    }
+
+    @Test("readers on 4 threads of a read-only storage beside a writer process: each read is no older than the last write acknowledged before it began, and no newer than the last begun before it ended")
+    func parallelReadersBesideWriterProcess() throws {
+        let folder = TemporaryDirectory()
+        do { _ = try DiskStorage(config: folder.diskConfig(), transformer: TransformerFactory.forData()) } // creates the store
+        var config = folder.diskConfig()
+        config.readOnly = true
+        let disk = try DiskStorage(config: config, transformer: TransformerFactory.forData())
+        let writer = try ChildProcess(try executable("StashTorture"), ["step", folder.storePath()], input: .held)
+        let watchdog = Watchdog(writer, seconds: TestDeadline.long)
+        defer { watchdog.cancel() }
+        #expect(writer.readLine() == "ready", "the writer did not open beside a reader: \(writer.errors)")
+        let keys = (0..<4).map { "k\($0)" }
+        // Per key: the sequence of the last write acknowledged, and of the last one begun.
+        let history = Locked<(acknowledged: [String: UInt64], begun: [String: UInt64])>(([:], [:]))
+        let done = Locked(false)
+        let problems = Locked<[String]>([])
+        let finished = DispatchSemaphore(value: 0)
+        let readers = (0..<4).map { number in
+            Thread {
+                defer { finished.signal() }
+                var random = SeededGenerator(seed: UInt64(40 + number))
+                var reads = 0
+                while !done.withLock({ $0 }) || reads < 50 {
+                    let key = keys[random.below(keys.count)]
+                    let low = history.withLock { $0.acknowledged[key] }
+                    let read = try? disk.object(forKey: key)
+                    let high = history.withLock { $0.begun[key] }
+                    let sequence = read.flatMap { WrittenValue(parsing: $0, key: key) }?.sequence
+                    if let low, sequence.map({ $0 < low }) ?? true {
+                        problems.withLock { $0.append("\(key): read #\(sequence ?? 0) after #\(low) was acknowledged") }
+                    }
+                    if let sequence, sequence > (high ?? 0) {
+                        problems.withLock { $0.append("\(key): read #\(sequence), never begun by the read's end") }
+                    }
+                    reads += 1
+                }
+            }
+        }
+        readers.forEach { $0.start() }
+        var random = SeededGenerator(seed: 41)
+        var sequence: UInt64 = 0
+        for _ in 1...150 {
+            let key = keys[random.below(keys.count)]
+            sequence += 1
+            history.withLock { $0.begun[key] = sequence }
+            // Small packed values, and some in files of their own.
+            let answer = writer.ask("set \(key) \(random.below(10) == 0 ? 300_000 : random.below(200))")
+            guard answer == "wrote \(key) \(sequence)" else {
+                Issue.record("the writer answered \(answer.debugDescription): \(writer.errors)")
+                break
+            }
+            history.withLock { $0.acknowledged[key] = sequence }
+        }
+        done.withLock { $0 = true }
+        for _ in readers { finished.wait() }
+        let found = problems.withLock { $0 }
+        #expect(found.isEmpty, "\(found.count) reads out of order; the first: \(Array(found.prefix(5)))")
         writer.closeInput()
         #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
     }
