@@ -43,7 +43,12 @@ extension StoreOpening {
         guard let loaded, loaded.header.store == store.log.folder.storeID,
               loaded.header.segments.allSatisfy({ salts[$0.id] == $0.salt || (salts[$0.id] == nil && $0.id < store.log.floor) }),
               salts[loaded.header.position.segment] == loaded.header.position.salt else {
-            if !DirectoryFormat.isFormerLayout(fd) { // an older layout is no damage: replaced once
+            // Beside a live writer, an intact directory that names segments this reader did not list is
+            // a change in progress (a compaction between its steps: the segments listed, then the
+            // writer's new directory renamed in), not damage: the segments are replayed whole, and the
+            // changed structure makes the next call open the store anew.
+            let changeInProgress = loaded != nil && !store.writes && store.log.folder.writerIsActive
+            if !DirectoryFormat.isFormerLayout(fd), !changeInProgress { // an older layout is no damage: replaced once
                 store.recoveryIssues.append(.corrupted("the key directory was damaged or stale; the segments were replayed whole"))
             }
             if let info = FileIO.fileStatus(fd), info.st_mode & S_IFMT == S_IFREG { discardStaleDirectory() } // a folder or FIFO is left alone
