@@ -23,10 +23,13 @@ package final class FollowWatch: Sendable {
 
     /// Whether the shared file says nothing changed since the last catch-up, and is still the file at
     /// its name, unchanged in place (its ``SharedState/Seal``: one `fstat`); false without one (the
-    /// queue then looks for one).
+    /// queue then looks for one), and false when the catch-up noted a file that had already lost its
+    /// name (deleted between the catch-up's look for it and its `fstat`): such a file never changes
+    /// again, so comparing it with itself would call the store current for good while a writer
+    /// publishes to the new file at that name.
     var isCurrent: Bool {
         let noted = noted.withLock { $0 }
-        guard let shared = noted.shared else { return false }
-        return shared.counter == noted.counter && shared.publishedLength == noted.length && shared.seal == noted.seal
+        guard let shared = noted.shared, let seal = noted.seal else { return false }
+        return shared.counter == noted.counter && shared.publishedLength == noted.length && shared.seal == seal
     }
 }

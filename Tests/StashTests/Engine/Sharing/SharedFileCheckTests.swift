@@ -41,6 +41,23 @@ struct SharedFileCheckTests: DiskStoreScenario {
         #expect(FileManager.default.fileExists(atPath: sharedPath))
     }
 
+    @Test("a reader's watch that noted a shared file already deleted never calls the store current: a writer publishes to a new file at that name")
+    func watchOfDeletedSharedFile() throws {
+        let directory = TemporaryDirectory()
+        let (writer, _, sharedPath) = try Self.soleWriter(in: directory)
+        defer { writer.close() }
+        try Self.set(writer, "a", Data("1".utf8)) // makes the shared file
+        let shared = try #require(SharedState.openForReading(in: writer.log.folder.handle))
+        let watch = FollowWatch()
+        watch.note(counter: shared.counter, length: shared.publishedLength, shared: shared, seal: shared.seal)
+        #expect(watch.isCurrent)
+        try FileManager.default.removeItem(atPath: sharedPath)
+        #expect(!watch.isCurrent, "a watch noted before the deletion")
+        // A catch-up that found the file just before it was deleted notes it after: its seal is gone.
+        watch.note(counter: shared.counter, length: shared.publishedLength, shared: shared, seal: shared.seal)
+        #expect(!watch.isCurrent, "a watch noted after the deletion compares the deleted file with itself")
+    }
+
     /// A sole writer of a new store in `directory` whose folder-loss check reads `clock`, and the path
     /// of its shared file.
     private static func soleWriter(in directory: TemporaryDirectory) throws -> (DiskStore, ManualNanoseconds, String) {
