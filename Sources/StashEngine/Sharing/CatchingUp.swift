@@ -41,6 +41,21 @@ class CatchingUp {
         try store.open(publishing: publishing)
     }
 
+    /// The keys whose values `records` change, which memory must drop: nil (every key) if one clears
+    /// the store; none for access records, which another process's reads append and which change no
+    /// value (dropping all of memory for them would empty a reader's memory whenever a writer reads).
+    static func keysChanged(by records: some Sequence<SegmentRecord>) -> [String]? {
+        var keys: [String] = []
+        for record in records {
+            switch record {
+            case .set(let key, _), .remove(let key): keys.append(key)
+            case .clear: return nil
+            case .access, .batch: break
+            }
+        }
+        return keys
+    }
+
     /// Replays the records another process appended to the followed segment since this store's last
     /// catch-up, up to `length` (the shared file's published length); false if it cannot, and the
     /// caller then opens the store anew: the segment is not the one the store followed, or its bytes
@@ -57,7 +72,7 @@ class CatchingUp {
             SegmentFormat.scan(raw, salt: file.salt, from: 0) { record, offset, length in appended.append((record, start + offset, length)) }
         }
         guard scan.validEnd == bytes.count, scan.damaged.isEmpty else { return false }
-        store.invalidateMemory(nil) // before the index: see `DiskStore.sharedIndex`
+        let dropped = Self.keysChanged(by: appended.lazy.map(\.record))
         let changes = store.isObserved ? bytes.withUnsafeBytes { raw in
             Self.foreignChanges(in: raw, appended.map { ($0.record, $0.offset - start, $0.length) })
         } : []
@@ -65,6 +80,9 @@ class CatchingUp {
         var replayer = followed.replayer
         followed.replayer = Replayer() // `replayer` the only reference: its map is changed in place
         store.withIndex { index in
+            // Memory first, in the index's hold (see `DiskStore.sharedIndex`): a value read off the
+            // queue before this catch-up is then never put back into memory after it.
+            if dropped?.isEmpty != true { store.invalidateMemory(dropped) }
             for (record, offset, length) in appended {
                 store.log.countDead(of: record, length: length, in: file, index: index)
                 if case .set(_, let info) = record { store.earliestExpiry = min(store.earliestExpiry, info.expiry) }

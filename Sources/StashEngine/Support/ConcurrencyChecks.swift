@@ -65,5 +65,10 @@ package enum HeldLocks {
     static func didRelease(restoring held: Int) {
         pthread_setspecific(key, UnsafeRawPointer(bitPattern: held))
     }
+
+    /// Whether the calling thread's highest lock is one of `order` (for tests of what runs in which hold).
+    package static func highestIs(_ order: LockOrder) -> Bool {
+        Int(bitPattern: pthread_getspecific(key)) == order.rawValue
+    }
 }
 #endif
