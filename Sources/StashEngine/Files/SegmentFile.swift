@@ -25,7 +25,8 @@ package final class SegmentFile: @unchecked Sendable {
     let recordsStart: Int
     /// The folder it is in: renames go through it, never through a path.
     package let folder: FolderHandle
-    package private(set) var path: String
+    /// Read by every append (for its errors): unchecked, as ``length``.
+    @exclusivity(unchecked) package private(set) var path: String
     package let fd: Int32
     /// Where the next record goes (the valid length of the file).
     @exclusivity(unchecked) var length: Int

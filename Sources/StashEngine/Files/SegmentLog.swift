@@ -28,8 +28,9 @@ package final class SegmentLog {
     /// Segments numbered below this are superseded (the header's `floor`); new segments carry it.
     var floor: UInt32 = 0
     /// Every segment of the store by id; the active one is the highest. Reads off the queue see
-    /// the table as it was last set (``offQueue``).
-    var segments: [UInt32: SegmentFile] = [:] {
+    /// the table as it was last set (``offQueue``). Read by every write (``byteCounts``): unchecked,
+    /// as ``SegmentFile/length``.
+    @exclusivity(unchecked) var segments: [UInt32: SegmentFile] = [:] {
         didSet {
             mapSegments()
             let table = SegmentTable(segments)

@@ -47,7 +47,9 @@ package final class StoreFolder {
     /// The open folder: files are created, renamed and removed through it, and it holds the lock.
     package let handle: FolderHandle
     /// The store's identity (0 for a format-2 store opened read-only, whose segments carry none).
-    package private(set) var storeID: UInt64 = 0
+    /// Read by every write (the key hash's seed): unchecked, as the engine's other per-write fields
+    /// (``DiskStore/totalSize``), since a dynamic exclusivity check costs more than the read.
+    @exclusivity(unchecked) package private(set) var storeID: UInt64 = 0
     /// Segments below this number may have version-2 headers (a store upgraded from format 2).
     package private(set) var legacyBelow: UInt32 = 0
     /// The marker says format 2: the store's version-2 segments are counted when they are opened, and

@@ -66,21 +66,25 @@ extension DiskEngine {
             store.sharing.enterNestedCall(store)
             return body(store)
         }
-        var before: UInt64 = 0
-        var after: UInt64 = 0
-        func operate() {
+        // The marks are returned, not written into variables `operate` captures: every access to a
+        // captured variable that is written pays a dynamic exclusivity check (four per operation).
+        func operate() -> (before: UInt64, after: UInt64) {
             turn.lock()
-            before = client.lastPublished
+            let before = client.lastPublished
             store.sharing.runOperation(store, readsWithoutLock: readsWithoutLock, body)
-            after = client.lastPublished
+            let after = client.lastPublished
             turn.unlock()
+            return (before, after)
         }
+        let marks: (before: UInt64, after: UInt64)
         if queuedBlocks.value == 0 {
-            operate()
+            marks = operate()
         } else {
-            queue.sync(execute: operate) // the non-generic overload: `() -> Void`
+            var queued = (before: UInt64(0), after: UInt64(0))
+            queue.sync { queued = operate() } // the non-generic overload: `() -> Void`
+            marks = queued
         }
-        if after > before { client.deliver(through: after) }
+        if marks.after > marks.before { client.deliver(through: marks.after) }
     }
 
     /// Runs `body` as an operation of the store later, after every operation submitted before it.
