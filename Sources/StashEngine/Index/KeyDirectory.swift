@@ -132,9 +132,12 @@ package struct KeyDirectory {
 
     /// Removes `key`; returns its record.
     @discardableResult
-    package mutating func remove(_ key: String) -> DiskRecord? {
+    /// `knownHash`: the key's hash where the caller has it (the record it is removing carries it),
+    /// so that a removal hashes the key once, not twice.
+    package mutating func remove(_ key: String, knownHash: UInt64? = nil) -> DiskRecord? {
         order?.note(key) // a key that was not there is found so when the order merges
-        guard let hash = lookupHash(key) else { return nil }
+        assert(knownHash == nil || knownHash == hash(key), "a known hash of another seed than the index's")
+        guard let hash = knownHash ?? lookupHash(key) else { return nil }
         if let position = overlay.position(of: key, hash: hash) {
             count -= 1
             return overlay.remove(at: position).record

@@ -223,8 +223,8 @@ extension WritePath {
         let isEmpty = store.withIndex { index in
             // In the index's hold: see `sharedIndex`. One key (the common case) without an array.
             if records.count == 1 { store.invalidateMemory(key: records[0].0) } else { store.invalidateMemory(records.map(\.0)) }
-            for (key, _) in records {
-                if let old = index.remove(key) { store.forget(old) }
+            for (key, record) in records {
+                if let old = index.remove(key, knownHash: record.keyHash) { store.forget(old) }
             }
             return index.count == 0
         }
