@@ -7,13 +7,15 @@ import Stash
 /// to build the million-entry store it runs the CLI on.
 ///
 /// `StashBenchmarks --fill DIR COUNT --read`: reads those COUNT keys once each instead (what
-/// callgrind measures of a read: `--toggle-collect` on `DiskStorage.object(forKey:)`).
+/// callgrind measures of a read: `--toggle-collect` on `DiskStorage.object(forKey:)`); `--remove`
+/// removes them (`DiskStorage.removeObject(forKey:)`).
 enum CLIFill {
     static func main(_ arguments: [String]) -> Int32 {
         let reads = arguments.count == 3 && arguments[2] == "--read"
+        let removes = arguments.count == 3 && arguments[2] == "--remove"
         guard arguments.count >= 2, let count = Int(arguments[1]), count >= 0,
-              let share = arguments.count > 2 && !reads ? Double(arguments[2]) : 0.25, (0...1).contains(share) else {
-            FileHandle.standardError.write(Data("usage: StashBenchmarks --fill DIR COUNT [EXPIRED_SHARE | --read]\n".utf8))
+              let share = arguments.count > 2 && !reads && !removes ? Double(arguments[2]) : 0.25, (0...1).contains(share) else {
+            FileHandle.standardError.write(Data("usage: StashBenchmarks --fill DIR COUNT [EXPIRED_SHARE | --read | --remove]\n".utf8))
             return 2
         }
         let folder = URL(fileURLWithPath: arguments[0]).standardizedFileURL
@@ -23,6 +25,7 @@ enum CLIFill {
                                                              directory: folder.deletingLastPathComponent()),
                                           transformer: TransformerFactory.forData())
             if reads { return try read(storage, count: count) }
+            if removes { return try remove(storage, count: count) }
             let past = Date(timeIntervalSinceNow: -3_600)
             let every = share > 0 ? max(1, Int((1 / share).rounded())) : 0
             let started = ContinuousClock.now
@@ -40,6 +43,14 @@ enum CLIFill {
             FileHandle.standardError.write(Data("fill failed: \(error)\n".utf8))
             return 1
         }
+    }
+
+    /// Removes every key `--fill` wrote, in order; prints the seconds it took.
+    private static func remove(_ storage: DiskStorage<Data>, count: Int) throws -> Int32 {
+        let started = ContinuousClock.now
+        for index in 0..<count { try storage.removeObject(forKey: Fixtures.key(index)) }
+        print(String(format: "%.3f", (ContinuousClock.now - started).nanoseconds / 1e9))
+        return 0
     }
 
     /// Reads every key `--fill` wrote once, in order; prints the seconds it took.
