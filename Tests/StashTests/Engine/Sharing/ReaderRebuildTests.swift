@@ -67,4 +67,56 @@ struct ReaderRebuildTests: DiskStoreScenario {
         }
         #expect(after == Data("new".utf8))
     }
+
+    @Test("existsObject in a reader, asked by a thread that found the reader current just before a writer's change, does not answer from the index the catch-up is rebuilding")
+    func existsObjectDuringRebuild() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let writer = try DiskStore(directory: path, readOnly: false)
+        defer { writer.close() }
+        for index in 0..<2_000 { try Self.set(writer, "filler\(index)", Data(repeating: 1, count: 40)) } // replayed before k
+        try Self.set(writer, "k", Data("1".utf8))
+        let storage = try DiskStorage(config: DiskConfig(name: "store", directory: directory.url, readOnly: true),
+                                      transformer: TransformerFactory.forData())
+        let engine = storage.engine
+        #expect(storage.existsObject(forKey: "k"))
+        writer.log.publishStructure() // the reader opens anew at its next operation
+
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Thread {
+            engine.store.log.offQueue[0].withLock { _ in
+                held.signal()
+                release.wait()
+            }
+        }
+        holder.start()
+        #expect(held.wait(timeout: TestDeadline.fromNow) == .success)
+        let caughtUp = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            engine.sync { _ in } // catches up: opens the store anew, and waits for the stripe held above
+            caughtUp.signal()
+        }
+        let asked = DispatchSemaphore(value: 0)
+        let answered = DispatchSemaphore(value: 0)
+        let exists = Locked<Bool?>(nil)
+        do {
+            defer { release.signal() }
+            try waitUntil { engine.store.withIndex { $0.count } == 0 }
+            // What a thread that checked the shared file just before the writer's change found: current.
+            let file = try #require(SharedState.openForReading(in: writer.log.folder.handle))
+            let watch = try #require(engine.followWatch)
+            watch.note(counter: file.counter, length: file.publishedLength, shared: file, seal: file.seal)
+            DispatchQueue.global().async {
+                asked.signal()
+                exists.withLock { $0 = storage.existsObject(forKey: "k") }
+                answered.signal()
+            }
+            #expect(asked.wait(timeout: TestDeadline.fromNow) == .success)
+        }
+        #expect(answered.wait(timeout: TestDeadline.fromNow) == .success)
+        #expect(caughtUp.wait(timeout: TestDeadline.fromNow) == .success)
+        #expect(exists.withLock { $0 } == true, "existsObject answered from the index being rebuilt")
+        #expect(storage.existsObject(forKey: "k"))
+    }
 }
