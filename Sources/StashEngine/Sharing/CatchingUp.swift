@@ -60,7 +60,6 @@ class CatchingUp {
             SegmentFormat.scan(raw, salt: file.salt, from: 0) { record, offset, length in appended.append((record, start + offset, length)) }
         }
         guard scan.validEnd == bytes.count, scan.damaged.isEmpty else { return false }
-        store.invalidateMemory(nil) // before the index: see `DiskStore.sharedIndex`
         let changes = store.isObserved ? bytes.withUnsafeBytes { raw in
             Self.foreignChanges(in: raw, appended.map { ($0.record, $0.offset - start, $0.length) })
         } : []
@@ -68,6 +67,10 @@ class CatchingUp {
         var replayer = followed.replayer
         followed.replayer = Replayer() // `replayer` the only reference: its map is changed in place
         store.withIndex { index in
+            // In the hold that changes the index, not before it: a reader thread that read a key off the
+            // queue before puts its value into memory only while the index still has its record
+            // (`DiskEngine.ifCurrent`), and a value put in between the two would outlive the replay.
+            store.invalidateMemory(nil) // in the index's hold: see `DiskStore.sharedIndex`
             for (record, offset, length) in appended {
                 store.log.countDead(of: record, length: length, in: file, index: index)
                 if case .set(_, let info) = record { store.earliestExpiry = min(store.earliestExpiry, info.expiry) }
