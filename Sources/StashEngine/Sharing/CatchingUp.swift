@@ -36,9 +36,12 @@ class CatchingUp {
     /// copies, a compaction under way) is dropped first. `publishing`: whether the other processes are
     /// told to open it anew too (this open may have changed the files).
     func openAgain(_ store: DiskStore, publishing: Bool) throws {
-        store.forgetIndex(seed: store.log.folder.storeID)
-        followed = FollowedState()
-        try store.open(publishing: publishing)
+        // Reads off the queue go on meanwhile (a reader's): none answers from the index half rebuilt.
+        try store.rebuildingIndex {
+            store.forgetIndex(seed: store.log.folder.storeID)
+            followed = FollowedState()
+            try store.open(publishing: publishing)
+        }
     }
 
     /// The keys whose values `records` change, which memory must drop: nil (every key) if one clears

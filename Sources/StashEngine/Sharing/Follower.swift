@@ -69,9 +69,10 @@ final class Follower: CatchingUp, ProcessSharing {
         store.assertOnQueue()
         let folder = store.log.folder
         guard let shared = folder.shared else {
-            if let found = SharedState.openForReading(in: folder.handle) {
+            let found = SharedState.openForReading(in: folder.handle)
+            if let found, isFollowable(found, in: folder) {
                 folder.shared = found
-            } else if !folder.writerIsActive {
+            } else if found == nil, !folder.writerIsActive {
                 return false
             }
             // Found; or none while a writer is at work (someone deleted it, and the writer makes a new
@@ -87,7 +88,7 @@ final class Follower: CatchingUp, ProcessSharing {
         let seal = shared.seal
         if seal == nil {
             // No longer at its name: the writers publish to the file there now (if any yet).
-            folder.shared = SharedState.openForReading(in: folder.handle)
+            folder.shared = SharedState.openForReading(in: folder.handle).flatMap { isFollowable($0, in: folder) ? $0 : nil }
         } else if seal == followed.seal, shared.counter == followed.counter {
             let length = shared.publishedLength
             guard length != followed.length else { return false }
@@ -104,6 +105,20 @@ final class Follower: CatchingUp, ProcessSharing {
         let before = foreignBefore(store, changes)
         openAgainForReading(store)
         publishForeign(store, changes, before: before)
+        return true
+    }
+
+    /// Whether the writers publish to `found`, the shared file at the folder's name now: the writer that
+    /// keeps the store to itself holds its lock, or a writer among several is inside an operation, or
+    /// no writer holds the folder's lock (writers among several move to the file at the name before they
+    /// write). Not a file another program put there (a copy renamed over it, as a backup restore does)
+    /// while a writer publishes to its own, nameless since: it would say nothing changed until that
+    /// writer's next check of it (``FolderLossCheck/sharedFileInterval``); the reader reads the files at
+    /// every call meanwhile, as when there is none.
+    private func isFollowable(_ found: SharedState, in folder: StoreFolder) -> Bool {
+        if found.isHeldByWriter || found.operationInProgress { return true }
+        guard (try? folder.handle.tryLock(exclusive: false)) == true else { return false }
+        folder.handle.unlock()
         return true
     }
 

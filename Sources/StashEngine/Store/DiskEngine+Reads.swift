@@ -7,10 +7,14 @@ extension DiskEngine {
     ///
     /// Linearizable with the operations on the queue: each applies its change to the index in one
     /// hold of the index's lock (its linearization point for this reader), and drops the keys from
-    /// memory in that hold, and a reader consults memory before the index.
+    /// memory in that hold, and a reader consults memory before the index. An index being rebuilt
+    /// record by record (``DiskStore/indexGeneration`` odd: a reader opening anew after a change a check
+    /// made just before it did not see yet) is no answer: the queue's, once it is whole, is.
     package func record(forKey key: String) -> DiskRecord? {
         prepareReadWithoutQueue()
-        return index.withLock { $0.peek(key) }
+        let found = index.withLock { index in store.indexGeneration.value & 1 == 0 ? Optional(index.peek(key)) : nil }
+        if let found { return found }
+        return sync { $0.record(forKey: key) }
     }
 
     /// What a read that answers without the queue (the index, memory hits) does first, so that it

@@ -19,13 +19,22 @@ extension DiskStore {
         sharing.adoptReopened(fresh, replacing: log.folder)
         log.folder = fresh
         log.values.handle = fresh.handle
-        // Odd until the index is rebuilt (`indexGeneration`), also if opening fails.
+        try rebuildingIndex {
+            forgetIndex(seed: 0)
+            recoveryIssues += fresh.issues
+            try open()
+        }
+        didReopen(fresh.handle)
+    }
+
+    /// Runs `rebuild`, which empties the index and builds it anew from the files record by record
+    /// (``forgetIndex(seed:)`` then ``open(publishing:)``), with ``indexGeneration`` odd throughout,
+    /// also if it fails: reads off the queue take no answer from the index meanwhile (a key not
+    /// replayed yet is not missing), and a memory layer puts in nothing read before it.
+    func rebuildingIndex(_ rebuild: () throws -> Void) rethrows {
         withIndex { _ in indexGeneration.store(indexGeneration.value &+ 1) }
         defer { withIndex { _ in indexGeneration.store(indexGeneration.value &+ 1) } }
-        forgetIndex(seed: 0)
-        recoveryIssues += fresh.issues
-        try open()
-        didReopen(fresh.handle)
+        try rebuild()
     }
 
     /// Drops what the store knows of its files before it opens them anew (``open(publishing:)``): the
