@@ -141,7 +141,13 @@ final class Follower: CatchingUp, ProcessSharing {
 
     /// Opens the store anew, as when it was first opened: the writer changed its files. Tried again
     /// while the writer changes them during the attempt (its counter moved), a few times.
+    /// The index counts as being rebuilt across every attempt (``DiskStore/rebuildingIndex(_:)``): an
+    /// attempt the writer's change overtook may have built it from files half changed.
     private func openAgainForReading(_ store: DiskStore) {
+        store.rebuildingIndex { openAgainWhileChanging(store) }
+    }
+
+    private func openAgainWhileChanging(_ store: DiskStore) {
         let folder = store.log.folder
         for attempt in 0..<8 {
             let counter = folder.shared?.counter

@@ -30,8 +30,10 @@ extension DiskStore {
     /// Runs `rebuild`, which empties the index and builds it anew from the files record by record
     /// (``forgetIndex(seed:)`` then ``open(publishing:)``), with ``indexGeneration`` odd throughout,
     /// also if it fails: reads off the queue take no answer from the index meanwhile (a key not
-    /// replayed yet is not missing), and a memory layer puts in nothing read before it.
+    /// replayed yet is not missing), and a memory layer puts in nothing read before it. Inside a
+    /// rebuild already (odd), it only runs `rebuild`: the outer one ends it.
     func rebuildingIndex(_ rebuild: () throws -> Void) rethrows {
+        guard indexGeneration.value & 1 == 0 else { return try rebuild() }
         withIndex { _ in indexGeneration.store(indexGeneration.value &+ 1) }
         defer { withIndex { _ in indexGeneration.store(indexGeneration.value &+ 1) } }
         try rebuild()
