@@ -20,8 +20,10 @@ import Darwin
 //       each read as `R KEY START END FOUND` (FOUND: the sequence read, `missing`, `torn` or
 //       `error:…`). Exits at the end of stdin.
 //   soak-reader DIR --seed S --log FILE
-//       A read-only process reading random keys, logging `R` lines as above, until killed. Logs
-//       `O TIME` once the store is open.
+//       A read-only process reading random keys, logging `R` lines as above, until killed: one thread
+//       through a `DiskStorage`, two more through a `Storage` with memory in front (reads off the
+//       queue, memory hits, and memory dropped as the writers change keys). Logs `O TIME` once the
+//       store is open.
 
 /// The system-wide monotonic clock, in nanoseconds: comparable between processes of one machine.
 func monotonicNanoseconds() -> UInt64 {
@@ -56,10 +58,15 @@ enum SoakKeys {
 
 /// Reads `key` and logs it as an `R` line.
 func soakRead(_ storage: DiskStorage<Data>, _ key: String, log: SoakLog) {
+    soakRead({ try storage.object(forKey: $0) }, key, log: log)
+}
+
+/// Reads `key` with `read` and logs it as an `R` line.
+func soakRead(_ read: (String) throws -> Data, _ key: String, log: SoakLog) {
     let start = monotonicNanoseconds()
     var found: String
     do {
-        let data = try storage.object(forKey: key)
+        let data = try read(key)
         found = TortureValue.sequence(of: data, key: key).map(String.init) ?? "torn"
     } catch StorageError.notFound {
         found = "missing"
@@ -127,14 +134,23 @@ func runSoakReader(_ path: String, seed: UInt64, log: SoakLog) -> Never {
     var random = SeededGenerator(seed: seed)
     while true {
         let storage: DiskStorage<Data>
+        let hybrid: Storage<Data>
         do {
             storage = try DiskStorage(config: config, transformer: TransformerFactory.forData())
+            hybrid = try Storage(diskConfig: config, transformer: TransformerFactory.forData())
         } catch {
             log.line("X \(monotonicNanoseconds()) \(soakErrorName(error))")
             usleep(50_000) // a writer is setting the store up, or holds it: try again
             continue
         }
         log.line("O \(monotonicNanoseconds())")
+        for _ in 0..<2 {
+            let threadSeed = random.next()
+            Thread.detachNewThread {
+                var random = SeededGenerator(seed: threadSeed)
+                while true { soakRead({ try hybrid.object(forKey: $0) }, SoakKeys.random(&random), log: log) }
+            }
+        }
         while true { soakRead(storage, SoakKeys.random(&random), log: log) }
     }
 }
