@@ -130,10 +130,9 @@ package struct KeyDirectory {
         return nil
     }
 
-    /// Removes `key`; returns its record.
+    /// Removes `key`; returns its record. `knownHash`: the key's hash where the caller has it (the
+    /// record it is removing carries it), so that a removal hashes the key once, not twice.
     @discardableResult
-    /// `knownHash`: the key's hash where the caller has it (the record it is removing carries it),
-    /// so that a removal hashes the key once, not twice.
     package mutating func remove(_ key: String, knownHash: UInt64? = nil) -> DiskRecord? {
         order?.note(key) // a key that was not there is found so when the order merges
         assert(knownHash == nil || knownHash == hash(key), "a known hash of another seed than the index's")

@@ -147,6 +147,7 @@ final class Follower: CatchingUp, ProcessSharing {
         store.rebuildingIndex { openAgainWhileChanging(store) }
     }
 
+    /// The attempts of ``openAgainForReading(_:)``: until the writer's counter stays put across one.
     private func openAgainWhileChanging(_ store: DiskStore) {
         let folder = store.log.folder
         for attempt in 0..<8 {

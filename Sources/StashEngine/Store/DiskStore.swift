@@ -66,8 +66,9 @@ package final class DiskStore {
     /// Which index ``sharedIndex`` holds, written and read under its lock: bumped when the store
     /// starts opening its files anew and again once it has (``rebuildingIndex(_:)``: a folder made
     /// anew, ``reopen()``, and a catch-up with another process's change to the files,
-    /// ``CatchingUp/openAgain(_:publishing:)``), so odd while the index is rebuilt record by record. A read off the queue takes no answer from an index being rebuilt, and
-    /// a memory layer puts in what it read only from the index it read it in: a folder made anew
+    /// ``CatchingUp/openAgain(_:publishing:)``), so odd while the index is rebuilt record by record.
+    /// A read off the queue takes no answer from an index being rebuilt, and a memory layer puts in
+    /// what it read only from the index it read it in: a folder made anew
     /// numbers its segments and places its records as the old one did.
     let indexGeneration = AtomicWord()
     /// The store's files: folder, segments, value files, and the access records of the next append.
