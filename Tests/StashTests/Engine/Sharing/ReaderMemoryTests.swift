@@ -45,22 +45,14 @@ struct ReaderMemoryTests: DiskStoreScenario {
 
 /// An engine client that records what the store drops from memory, and whether it did so while
 /// holding the index's lock (``HeldLocks``, kept in debug builds).
-private final class MemoryDrops: EngineClient, @unchecked Sendable {
+private final class MemoryDrops: QuietEngineClient, @unchecked Sendable {
+    // @unchecked Sendable: its state is behind a lock.
     struct Drop { var keys: [String]?; var inIndexHold: Bool }
     private let recorded = Locked<[Drop]>([])
     var drops: [Drop] { recorded.withLock { $0 } }
 
-    var hasObservers: Bool { false }
-    func hasKeyObservers(_ key: String) -> Bool { false }
-    var hasPendingMutations: Bool { false }
-    func publish(_ event: StoreEvent) {}
-    func publish(_ events: [StoreEvent]) {}
-    var lastPublished: UInt64 { 0 }
-    func deliver(through mark: UInt64) {}
     func dropFromMemory(_ keys: [String]?) { record(keys) }
     func dropFromMemory(key: String) { record([key]) }
-    func takeMemoryHits() -> [String] { [] }
-    func isPinned(_ key: String) -> Bool { false }
 
     private func record(_ keys: [String]?) {
         #if DEBUG

@@ -22,9 +22,16 @@ struct ReaderReplayMemoryTests: DiskStoreScenario {
         try Self.set(writer, "k", Data("2".utf8)) // appended: the reader's next catch-up replays it
         // A reader thread that read "1" puts it into memory while the catch-up is under way (at the moment
         // it asks whether anything observes the store, between the two steps it had).
-        memory.racing.withLock { $0 = { engine.ifCurrent("k", read.record, generation: read.generation) { memory.keep("k", read.data) } } }
+        let raced = Locked(false)
+        memory.racing.withLock {
+            $0 = {
+                raced.withLock { $0 = true }
+                engine.ifCurrent("k", read.record, generation: read.generation) { memory.keep("k", read.data) }
+            }
+        }
         engine.sync { _ in } // catches up
         memory.racing.withLock { $0 = nil }
+        #expect(raced.withLock { $0 }, "the catch-up never asked whether anything observes the store: nothing raced it")
         #expect(memory.kept("k") != Data("1".utf8), "memory keeps the value the writer's record replaced")
         #expect(try engine.read("k", now: Self.now).data == Data("2".utf8))
     }
@@ -32,7 +39,7 @@ struct ReaderReplayMemoryTests: DiskStoreScenario {
 
 /// A memory layer of one map, whose `hasObservers` runs ``racing`` first: what another thread does
 /// at that moment of the engine's work.
-private final class RacingMemory: EngineClient, @unchecked Sendable {
+private final class RacingMemory: QuietEngineClient, @unchecked Sendable {
     // @unchecked Sendable: its state is behind locks.
     let racing = Locked<(() -> Void)?>(nil)
     private let values = Locked<[String: Data]>([:])
@@ -44,18 +51,10 @@ private final class RacingMemory: EngineClient, @unchecked Sendable {
         racing.withLock { $0 }?()
         return false
     }
-    func hasKeyObservers(_ key: String) -> Bool { false }
-    var hasPendingMutations: Bool { false }
-    func publish(_ event: StoreEvent) {}
-    func publish(_ events: [StoreEvent]) {}
-    var lastPublished: UInt64 { 0 }
-    func deliver(through mark: UInt64) {}
     func dropFromMemory(_ keys: [String]?) {
         values.withLock { values in
             if let keys { for key in keys { values[key] = nil } } else { values = [:] }
         }
     }
     func dropFromMemory(key: String) { values.withLock { $0[key] = nil } }
-    func takeMemoryHits() -> [String] { [] }
-    func isPinned(_ key: String) -> Bool { false }
 }
