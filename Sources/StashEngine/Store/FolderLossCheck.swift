@@ -12,7 +12,8 @@ import Musl
 ///
 /// Nothing short of a system call can tell that a file was unlinked, and an `fstat` per write cost
 /// ~0.4 µs, a tenth of a small write. So a write skips it when both hold:
-/// - it follows the previous append within ``quietGap`` (1 µs), too short for anything to have
+/// - it follows the end of the previous write (a set's or a removal's, else the previous append's)
+///   within ``quietGap`` (1 µs), too short for anything to have
 ///   removed the folder *between* the two writes: a removal is system calls, and the fastest, one
 ///   `unlink`, takes several microseconds (3.6 µs on ext4 here). A caller that removes the folder
 ///   (or another thread it waits for) and then writes always leaves a longer gap, and its write
@@ -28,7 +29,7 @@ import Musl
 /// The clock is `CLOCK_MONOTONIC` (a vDSO or commpage read, ~25 ns), not the store's injectable
 /// clock: this is about how much time really passed, not about expiry.
 package struct FolderLossCheck {
-    /// A write this soon after the previous append skips the check (nanoseconds).
+    /// A write this soon after the previous write ended skips the check (nanoseconds).
     static let quietGap: UInt64 = 1_000
     /// The longest a store writes without checking (nanoseconds).
     static let longestInterval: UInt64 = 1_000_000
@@ -63,7 +64,10 @@ package struct FolderLossCheck {
         sharedFileCheckedAt = checkedAt
     }
 
-    /// Notes that an append just ended (the start of the next quiet gap).
+    /// Notes that an append just ended (the start of the next quiet gap); a set or a removal notes it
+    /// again as it ends, so that the gap is the caller's time between two calls, not the rest of the
+    /// first call too: still before the call returns, so a removal the caller makes after it falls
+    /// inside the gap.
     mutating func didAppend() {
         appendedAt = clock()
     }

@@ -235,6 +235,7 @@ extension WritePath {
         } else {
             store.compaction.startIfNeeded()
         }
+        store.log.folderLoss.didAppend() // the quiet gap runs from the end of the removal, not of its append
         guard !durable else { return (end, files) }
         for file in files { file.remove() } // an orphan if this fails: the next open removes it
         return (end, [])

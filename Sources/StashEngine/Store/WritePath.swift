@@ -86,6 +86,7 @@ package struct WritePath {
             do { try trim(toSize: maxSize, now: now) } catch { outcome.trimError = error }
         }
         store.compaction.startIfNeeded()
+        store.log.folderLoss.didAppend() // the quiet gap runs from the end of the write, not of its append
         return outcome
     }
 }

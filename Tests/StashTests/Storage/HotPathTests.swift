@@ -226,6 +226,22 @@ struct HotPathTests {
         #expect(FileManager.default.fileExists(atPath: directory.storePath() + "/" + StoreFolder.markerName))
     }
 
+    // The quiet gap runs from the end of the previous write, not from the end of its append: what
+    // the write does after its append (here its client, told of the change, takes a quiet gap's time)
+    // is not the caller's time between two calls, in which a removal the caller orders would fall.
+    @Test("the folder-loss check's quiet gap runs from the end of the previous write, not of its append")
+    func quietGapFromEndOfWrite() throws {
+        let directory = TemporaryDirectory()
+        let clock = ManualNanoseconds()
+        let store = try DiskStore(directory: directory.storePath(), sharing: .soleWriter, client: SlowListener(clock))
+        defer { store.close() }
+        store.log.folderLoss = FolderLossCheck(clock: clock.read)
+        try DiskStoreWrites.set(store, "a", Data("a".utf8)) // checks: the first write
+        try FileManager.default.removeItem(atPath: directory.storePath())
+        try DiskStoreWrites.set(store, "b", Data("b".utf8)) // no time since the previous write ended: no check
+        #expect(Set(store.keys) == ["a", "b"], "the quiet gap was measured from the previous write's append")
+    }
+
     @Test("the folder-loss check's policy: first write, quiet gap, longest interval, expiry")
     func folderLossPolicy() {
         let clock = ManualNanoseconds()
@@ -288,3 +304,16 @@ private final class ReentryBox: @unchecked Sendable {
         _ = disk?.entryInfos
     }
 }
+
+/// An engine client that takes a quiet gap's time (on the folder-loss check's clock) to hear of each change.
+private final class SlowListener: QuietEngineClient, @unchecked Sendable {
+    // @unchecked Sendable: the clock is behind its own lock.
+    private let clock: ManualNanoseconds
+    init(_ clock: ManualNanoseconds) { self.clock = clock }
+    func publish(_ event: StoreEvent) { clock.advance(by: FolderLossCheck.quietGap) }
+    func dropFromMemory(_ keys: [String]?) {}
+    func dropFromMemory(key: String) {}
+}
+
+/// The writes of ``DiskStoreScenario``, for a suite that is not one.
+private enum DiskStoreWrites: DiskStoreScenario {}
