@@ -8,10 +8,12 @@ public import Foundation
 /// A small HTTP/1.1 server on 127.0.0.1 for the tests: POSIX sockets, a kernel-chosen port, one
 /// thread per connection, `Connection: close`. Each path answers with a handler the test sets; the
 /// server counts requests per path, keeps the last request's headers, can delay an answer, and
-/// ``stop()`` closes the port so that later connections are refused, as when a server is offline.
+/// ``stop()`` closes the listening socket so that later connections are refused, as when a server is
+/// offline. The port stays the server's until the object goes, so no other server answers on it
+/// (`LoopbackHTTPServer+Port.swift`).
 public final class LoopbackHTTPServer: @unchecked Sendable {
-    // @unchecked Sendable: mutable state lives in `state`, behind `lock`; `listener` and `port` are
-    // set once in init; the accept thread owns the listening socket until `stop()` joins it.
+    // @unchecked Sendable: mutable state lives in `state`, behind `lock`; `listener`, `reservation` and
+    // `port` are set once in init; the accept thread owns the listening socket until `stop()` joins it.
     public struct Request: Sendable {
         public var method: String
         /// The request target: path and query.
@@ -63,45 +65,25 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     public let port: UInt16
     private let listener: Int32
+    /// On Linux, a socket bound to `port` that never listens, which keeps the port this server's until
+    /// deinit; nil on Darwin.
+    private let reservation: Int32?
     private let lock = NSLock()
     private var state = State()
     private let acceptLoopEnded = DispatchSemaphore(value: 0)
 
     public init() throws {
-        #if canImport(Glibc)
-        let socketType = Int32(SOCK_STREAM.rawValue)
-        #else
-        let socketType = SOCK_STREAM
-        #endif
-        let listener = socket(AF_INET, socketType, 0)
-        guard listener >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        var address = sockaddr_in()
-        #if canImport(Darwin)
-        address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
-        #endif
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0 // the kernel picks a free port
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(listener, 64) == 0 else {
-            let code = errno
-            close(listener)
-            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        port = UInt16(bigEndian: address.sin_port)
-        self.listener = listener
+        let sockets = try Self.openSockets()
+        port = sockets.port
+        listener = sockets.listener
+        reservation = sockets.reservation
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
     }
 
     deinit {
         stop()
+        Self.releasePort(port, reservation: reservation)
     }
 
     /// The URL of `path` on this server.
@@ -125,7 +107,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public func lastRequest(_ path: String) -> Request? { withState { $0.lastRequests[path] } }
 
     /// Closes the listening socket and waits for the accept loop to end: from then on connections
-    /// to the port are refused. Calling it again does nothing.
+    /// to the port are refused, for as long as this object lives. Calling it again does nothing.
     public func stop() {
         let first = withState { state -> Bool in
             defer { state.stopping = true }
