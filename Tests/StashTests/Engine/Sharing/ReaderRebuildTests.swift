@@ -31,25 +31,14 @@ struct ReaderRebuildTests: DiskStoreScenario {
         #expect(before == Data("new".utf8))
         writer.log.publishStructure() // as a segment started or a compaction does: the reader opens anew
 
-        let held = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let holder = Thread {
-            reader.log.offQueue[0].withLock { _ in
-                held.signal()
-                release.wait()
-            }
-        }
-        holder.start()
-        #expect(held.wait(timeout: TestDeadline.fromNow) == .success)
         let caughtUp = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            reader.sharing.beginOperation(reader) // the reader's queue catches up: it opens the store anew
-            reader.sharing.endOperation(reader)
-            caughtUp.signal()
-        }
-        // The catch-up has emptied the index and waits for the stripe held above.
-        do {
-            defer { release.signal() }
+        try holdingOffQueueStripe(of: reader.log) {
+            DispatchQueue.global().async {
+                reader.sharing.beginOperation(reader) // the reader's queue catches up: it opens the store anew
+                reader.sharing.endOperation(reader)
+                caughtUp.signal()
+            }
+            // The catch-up has emptied the index and waits for the stripe held above.
             try waitUntil { reader.withIndex { $0.count } == 0 }
             switch reader.readOffQueue("k", now: Self.now) {
             case .found(let data, _, _, _):
@@ -82,26 +71,15 @@ struct ReaderRebuildTests: DiskStoreScenario {
         #expect(storage.existsObject(forKey: "k"))
         writer.log.publishStructure() // the reader opens anew at its next operation
 
-        let held = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let holder = Thread {
-            engine.store.log.offQueue[0].withLock { _ in
-                held.signal()
-                release.wait()
-            }
-        }
-        holder.start()
-        #expect(held.wait(timeout: TestDeadline.fromNow) == .success)
         let caughtUp = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            engine.sync { _ in } // catches up: opens the store anew, and waits for the stripe held above
-            caughtUp.signal()
-        }
         let asked = DispatchSemaphore(value: 0)
         let answered = DispatchSemaphore(value: 0)
         let exists = Locked<Bool?>(nil)
-        do {
-            defer { release.signal() }
+        try holdingOffQueueStripe(of: engine.store.log) {
+            DispatchQueue.global().async {
+                engine.sync { _ in } // catches up: opens the store anew, and waits for the stripe held above
+                caughtUp.signal()
+            }
             try waitUntil { engine.store.withIndex { $0.count } == 0 }
             // What a thread that checked the shared file just before the writer's change found: current.
             let file = try #require(SharedState.openForReading(in: writer.log.folder.handle))
@@ -118,5 +96,25 @@ struct ReaderRebuildTests: DiskStoreScenario {
         #expect(caughtUp.wait(timeout: TestDeadline.fromNow) == .success)
         #expect(exists.withLock { $0 } == true, "existsObject answered from the index being rebuilt")
         #expect(storage.existsObject(forKey: "k"))
+    }
+
+    /// Runs `body` while a thread holds the first stripe of `log`'s reads off the queue
+    /// (``SegmentLog/offQueue``), which a rebuild takes right after it emptied the index: a catch-up
+    /// started in `body` waits there until `body` returns or throws.
+    private func holdingOffQueueStripe(of log: SegmentLog, sourceLocation: SourceLocation = #_sourceLocation,
+                                       _ body: () throws -> Void) rethrows {
+        let stripe = log.offQueue[0]
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Thread {
+            stripe.withLock { _ in
+                held.signal()
+                release.wait()
+            }
+        }
+        holder.start()
+        #expect(held.wait(timeout: TestDeadline.fromNow) == .success, sourceLocation: sourceLocation)
+        defer { release.signal() }
+        try body()
     }
 }
