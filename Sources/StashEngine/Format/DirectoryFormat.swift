@@ -75,28 +75,71 @@ package enum DirectoryFormat {
     /// One entry to write: its key's UTF-8, hash and record.
     typealias Visit = (_ key: UnsafeRawBufferPointer, _ record: DiskRecord) -> Void
 
-    /// The directory of `count` entries, which `forEach` hands over least recently used first (twice:
-    /// once to size the arena, once to write), at `position`.
-    static func encode(count: Int, position: DirectoryPosition, store: UInt64, segmentSalts: [UInt32: UInt64],
-                       forEach: (Visit) -> Void) -> UnsafeMutableRawBufferPointer {
+    /// What the header says of a directory's entries, summed before they are written, in any order.
+    struct Summary {
+        var count = 0
         var arenaLength = 0
         var live: [UInt32: Int] = [:]
         var totalSize = 0
         var earliest = Double.infinity
         var maxFile: UInt64 = 0
-        forEach { key, record in
-            arenaLength += key.count + (record.fileID == nil ? 0 : 16)
-            live[record.segment, default: 0] += FileNumber.saturating(record.length)
+        /// Entries often come in runs of one segment (records are written in order of use): summed
+        /// per run, not looked up in `live` (a hash) per entry.
+        private var run: (segment: UInt32, bytes: Int)?
+
+        /// Counts an entry whose key has `keyLength` bytes.
+        mutating func add(keyLength: Int, _ record: DiskRecord) {
+            count += 1
+            arenaLength += keyLength + (record.fileID == nil ? 0 : 16)
+            if run?.segment != record.segment {
+                endRun()
+                run = (record.segment, 0)
+            }
+            run?.bytes += FileNumber.saturating(record.length)
             totalSize += record.size
             earliest = min(earliest, record.expiry)
             maxFile = max(maxFile, record.fileID ?? 0)
         }
+
+        /// The live record bytes per segment, once every entry was added.
+        mutating func liveBySegment() -> [UInt32: Int] {
+            endRun()
+            return live
+        }
+
+        private mutating func endRun() {
+            if let run { live[run.segment, default: 0] += run.bytes }
+            run = nil
+        }
+    }
+
+    /// The directory of the entries `forEach` hands over least recently used first (twice: once to
+    /// count them and size the arena, once to write), at `position`.
+    static func encode(position: DirectoryPosition, store: UInt64, segmentSalts: [UInt32: UInt64],
+                       forEach: (Visit) -> Void) -> UnsafeMutableRawBufferPointer {
+        var summary = Summary()
+        forEach { summary.add(keyLength: $0.count, $1) }
+        guard let bytes = encode(summary, position: position, store: store, segmentSalts: segmentSalts, forEach: forEach) else {
+            preconditionFailure("forEach handed over other entries the second time")
+        }
+        return bytes
+    }
+
+    /// The directory of the entries `forEach` hands over least recently used first, which `summary`
+    /// counted (in any order: the index sums its entries in the order they lie in memory, and only
+    /// this pass jumps about), at `position`; nil if `forEach` hands over other entries than it counted.
+    static func encode(_ summary: Summary, position: DirectoryPosition, store: UInt64, segmentSalts: [UInt32: UInt64],
+                       forEach: (Visit) -> Void) -> UnsafeMutableRawBufferPointer? {
+        var summary = summary
+        let live = summary.liveBySegment()
+        let (count, arenaLength) = (summary.count, summary.arenaLength)
         let segments = live.keys.sorted()
         let slotCount = slotCount(for: count)
         let slotsStart = headerLength + segments.count * segmentEntryLength
         let arenaStart = slotsStart + slotCount * slotLength
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: arenaStart + arenaLength, alignment: 8)
-        bytes.initializeMemory(as: UInt8.self, repeating: 0)
+        // Zeros where nothing else is written (empty slots, reserved bytes); the arena is written whole.
+        UnsafeMutableRawBufferPointer(rebasing: bytes[..<arenaStart]).initializeMemory(as: UInt8.self, repeating: 0)
         func put<I: FixedWidthInteger>(_ value: I, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: I.self) }
         for (number, id) in segments.enumerated() {
             put(id, headerLength + number * segmentEntryLength)
@@ -105,7 +148,13 @@ package enum DirectoryFormat {
         }
         var arena = arenaStart
         var recency: UInt64 = 0
+        var matches = true
         forEach { key, record in
+            // Never past the table or the arena, whatever `forEach` hands over.
+            guard matches, recency < count, arena + key.count + (record.fileID == nil ? 0 : 16) <= bytes.count else {
+                matches = false
+                return
+            }
             var slot = home(record.keyHash, slotCount: slotCount)
             while (bytes.load(fromByteOffset: slotsStart + slot * slotLength, as: UInt64.self)) != 0 {
                 slot = slot + 1 == slotCount ? 0 : slot + 1
@@ -130,6 +179,10 @@ package enum DirectoryFormat {
                 arena += 16
             }
         }
+        guard matches, recency == count, arena == bytes.count else {
+            bytes.deallocate()
+            return nil
+        }
         magic.withUnsafeBytes { bytes.copyMemory(from: $0) }
         put(store, 8)
         put(position.segment, 16)
@@ -139,9 +192,9 @@ package enum DirectoryFormat {
         put(UInt64(count), 40)
         put(UInt64(slotCount), 48)
         put(UInt64(arenaLength), 56)
-        put(UInt64(totalSize), 64)
-        put(earliest.bitPattern, 72)
-        put(maxFile, 88)
+        put(UInt64(summary.totalSize), 64)
+        put(summary.earliest.bitPattern, 72)
+        put(summary.maxFile, 88)
         put(position.tailHash, 96)
         put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength...])), 80)
         put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])), 120)

@@ -23,11 +23,13 @@ extension DiskStore {
         let tailHash = tail.withUnsafeBytes { DirectoryFormat.tailHash($0, at: $0.count) }
         let position = DirectoryPosition(segment: active.id, salt: active.salt, offset: active.length, tailHash: tailHash)
         let salts = log.segments.mapValues(\.salt)
-        let (bytes, count) = withIndex { index in
+        let encoded = withIndex { index in
             let order = index.writingOrder()
-            return (DirectoryFormat.encode(count: order.count, position: position, store: log.folder.storeID, segmentSalts: salts,
-                                           forEach: { index.forEach(order, writing: $0) }), order.count)
+            return DirectoryFormat.encode(index.directorySummary(), position: position, store: log.folder.storeID, segmentSalts: salts,
+                                          forEach: { index.forEach(order, writing: $0) }).map { ($0, index.count) }
         }
+        // Nil only if the index handed over other entries than it counted: no directory rather than a wrong one.
+        guard let (bytes, count) = encoded else { throw StorageError.corrupted("the key directory was not written: the index's entries did not add up") }
         do {
             try log.folder.handle.replaceFile(StoreFolder.directoryName, UnsafeRawBufferPointer(bytes), durable: true)
         } catch {

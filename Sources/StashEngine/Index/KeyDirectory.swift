@@ -35,6 +35,19 @@ package struct KeyDirectory {
         case key(String)
     }
 
+    /// Where ``locate(_:)`` found an entry, so that removing it does not look it up again: valid
+    /// while ``changes`` is what it was (no entry added, removed or moved since).
+    package struct Location {
+        fileprivate enum Place { case overlay(Int), base(Int) }
+        fileprivate let place: Place
+        fileprivate let changes: UInt64
+    }
+
+    /// Counts the changes that move entries (``Location``), from a start of its own (each index
+    /// made counts in its own range of 2³² changes): a location of an index since replaced is stale.
+    private var changes = KeyDirectory.instances.incremented() << 32
+    private static let instances = AtomicWord()
+
     package init(seed: UInt64, base: LoadedDirectory? = nil) {
         self.seed = seed
         self.base = base
@@ -79,6 +92,16 @@ package struct KeyDirectory {
         return baseSlot(key, hash: hash).flatMap { base?.record(at: $0) }
     }
 
+    /// The record of `key` and where it is, without counting it as use.
+    func locate(_ key: String) -> (record: DiskRecord, location: Location)? {
+        guard let hash = lookupHash(key) else { return nil }
+        if let position = overlay.position(of: key, hash: hash) {
+            return (overlay[position].record, Location(place: .overlay(position), changes: changes))
+        }
+        guard let slot = baseSlot(key, hash: hash), let record = base?.record(at: slot) else { return nil }
+        return (record, Location(place: .base(slot), changes: changes))
+    }
+
     /// Marks `key` used at `time`; returns its record as it is now, nil if absent.
     package mutating func touch(_ key: String, time: Double) -> DiskRecord? {
         guard let hash = lookupHash(key) else { return nil }
@@ -110,6 +133,7 @@ package struct KeyDirectory {
     @discardableResult
     package mutating func set(_ key: String, _ record: DiskRecord) -> DiskRecord? {
         var record = record
+        changes &+= 1
         if record.keyHash == 0 { record.keyHash = hash(key) } // the directory, access records and the overlay need it
         assert(record.keyHash == hash(key), "a record's keyHash is of another seed than the index's")
         let recency = nextRecency
@@ -134,6 +158,7 @@ package struct KeyDirectory {
     /// record it is removing carries it), so that a removal hashes the key once, not twice.
     @discardableResult
     package mutating func remove(_ key: String, knownHash: UInt64? = nil) -> DiskRecord? {
+        changes &+= 1
         order?.note(key) // a key that was not there is found so when the order merges
         assert(knownHash == nil || knownHash == hash(key), "a known hash of another seed than the index's")
         guard let hash = knownHash ?? lookupHash(key) else { return nil }
@@ -147,10 +172,27 @@ package struct KeyDirectory {
         return base?.record(at: slot)
     }
 
+    /// Removes `key`, which ``locate(_:)`` found at `location`; where entries moved since, it is
+    /// looked up again. Returns its record.
+    package mutating func remove(_ key: String, at location: Location, hash: UInt64) -> DiskRecord? {
+        guard location.changes == changes else { return remove(key, knownHash: hash) }
+        changes &+= 1
+        order?.note(key)
+        count -= 1
+        switch location.place {
+        case .overlay(let position):
+            return overlay.remove(at: position).record
+        case .base(let slot):
+            shadow(slot)
+            return base?.record(at: slot)
+        }
+    }
+
     /// Changes the record of `key` in place, keeping its recency; false if absent.
     @discardableResult
     package mutating func update(_ key: String, _ change: (inout DiskRecord) -> Void) -> Bool {
         guard let hash = lookupHash(key) else { return false }
+        changes &+= 1
         if let position = overlay.position(of: key, hash: hash) {
             change(&overlay[position].record)
             overlay[position].record.keyHash = hash // what the entry is found by
@@ -174,6 +216,7 @@ package struct KeyDirectory {
     }
 
     package mutating func removeAll() {
+        changes &+= 1
         base = nil
         basePositionsMoved = false
         shadowed = []
@@ -310,28 +353,44 @@ package struct KeyDirectory {
         return live.filter { $0.value > 0 }
     }
 
-    /// Every entry with its record, least recently used first: what a new directory file is written
-    /// from (``forEach(_:writing:)``), sorted once.
-    func writingOrder() -> [(reference: Reference, record: DiskRecord)] {
-        var all: [(recency: UInt64, reference: Reference, record: DiskRecord)] = []
+    /// Every live entry, least recently used first, as its recency and where it is (a base slot, or
+    /// `~position` in the overlay): what a new directory file is written from (``forEach(_:writing:)``),
+    /// sorted once. Two integers an entry, so that sorting a million of them moves no key or record.
+    func writingOrder() -> [(recency: UInt64, place: Int)] {
+        var all: [(recency: UInt64, place: Int)] = []
         all.reserveCapacity(count)
         if let base {
             for slot in 0..<base.slotCount where base.isOccupied(slot) && !isShadowed(slot) {
-                if let record = base.record(at: slot) { all.append((base.recency(at: slot), .slot(slot), record)) }
+                all.append((base.recency(at: slot), slot))
             }
         }
-        for entry in overlay.entries { all.append((entry.recency, .key(entry.key), entry.record)) }
+        for (position, entry) in overlay.entries.enumerated() { all.append((entry.recency, ~position)) }
         all.sort { $0.recency < $1.recency }
-        return all.map { ($0.reference, $0.record) }
+        return all
     }
 
-    /// Hands each entry of `order` to `visit` with its key's UTF-8.
-    func forEach(_ order: [(reference: Reference, record: DiskRecord)], writing visit: DirectoryFormat.Visit) {
-        for (reference, record) in order {
-            switch reference {
-            case .slot(let slot):
-                if let key = base?.keyBytes(at: slot) { visit(key, record) }
-            case .key(var key):
+    /// What a new directory's header says of the live entries, summed in the order they lie in memory
+    /// (the base's slots one after the other), not in ``writingOrder()``'s, which jumps about the base.
+    func directorySummary() -> DirectoryFormat.Summary {
+        var summary = DirectoryFormat.Summary()
+        if let base {
+            for slot in 0..<base.slotCount where base.isOccupied(slot) && !isShadowed(slot) {
+                if let key = base.keyBytes(at: slot), let record = base.record(at: slot) { summary.add(keyLength: key.count, record) }
+            }
+        }
+        for entry in overlay.entries { summary.add(keyLength: entry.key.utf8.count, entry.record) }
+        return summary
+    }
+
+    /// Hands each entry of `order` (``writingOrder()``, the index unchanged since) to `visit` with its
+    /// key's UTF-8; a base slot that is not well formed (a crafted file) is left out.
+    func forEach(_ order: [(recency: UInt64, place: Int)], writing visit: DirectoryFormat.Visit) {
+        for (_, place) in order {
+            if place >= 0 {
+                if let key = base?.keyBytes(at: place), let record = base?.record(at: place) { visit(key, record) }
+            } else {
+                var key = overlay.entries[~place].key
+                let record = overlay.entries[~place].record
                 key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) }
             }
         }

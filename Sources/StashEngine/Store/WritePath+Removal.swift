@@ -7,15 +7,18 @@ extension WritePath {
     package func remove(_ key: String, durable: Bool = false) throws -> (position: UInt64?, files: [ValueFileRef]) {
         store.assertOnQueue()
         try store.checkWritable()
-        guard var record = store.record(forKey: key) else { return (nil, []) }
+        guard var found = store.withIndex({ $0.locate(key) }) else { return (nil, []) }
         let generation = store.indexGeneration.value
         try store.ensureActive()
         if store.indexGeneration.value != generation {
             // The folder was lost and the store opened its path anew: the key may be gone or elsewhere.
-            guard let current = store.record(forKey: key) else { return (nil, []) }
-            record = current
+            guard let current = store.withIndex({ $0.locate(key) }) else { return (nil, []) }
+            found = current
         }
-        let removed = try removeRecords([(key, record)], durable: durable)
+        // One key, found once: no array, and the index removes it where it was found.
+        let removed = try withUnsafePointer(to: Removal(key: key, record: found.record, location: found.location)) {
+            try removeRecords(UnsafeBufferPointer(start: $0, count: 1), durable: durable)
+        }
         store.client?.publish(.remove(keys: [key], reason: .removed))
         return removed
     }
@@ -188,22 +191,32 @@ extension WritePath {
     package func removeKeys(_ keys: [String], durable: Bool = false) throws -> (position: UInt64?, files: [ValueFileRef]) {
         store.assertOnQueue()
         try store.ensureActive()
-        let records = store.withIndex { index in keys.compactMap { key in index.peek(key).map { (key, $0) } } }
-        return try removeRecords(records, durable: durable)
+        let removals = store.withIndex { index in
+            keys.compactMap { key in index.peek(key).map { Removal(key: key, record: $0, location: nil) } }
+        }
+        return try removals.withUnsafeBufferPointer { try removeRecords($0, durable: durable) }
+    }
+
+    /// A key to remove, with its record as the index has it, and where, if the caller just found it
+    /// there (``KeyDirectory/locate(_:)``).
+    private struct Removal {
+        var key: String
+        var record: DiskRecord
+        var location: KeyDirectory.Location?
     }
 
     /// ``removeKeys(_:durable:)`` of keys whose records the caller found in the index, on the queue
     /// since (a removal of one key looks it up once here, not again).
-    private func removeRecords(_ records: [(String, DiskRecord)], durable: Bool) throws -> (position: UInt64?, files: [ValueFileRef]) {
-        guard !records.isEmpty else { return (nil, []) }
+    private func removeRecords(_ removals: UnsafeBufferPointer<Removal>, durable: Bool) throws -> (position: UInt64?, files: [ValueFileRef]) {
+        guard !removals.isEmpty else { return (nil, []) }
         var tombstoneBytes = 0
         let end: UInt64
         do {
-            let length = records.reduce(0) { $0 + SegmentFormat.removeLength(keyCount: $1.0.utf8.count) }
+            let length = removals.reduce(0) { $0 + SegmentFormat.removeLength(keyCount: $1.key.utf8.count) }
             end = try store.log.append(durable: durable, length: length) { out, salt in
                 var last = 0
-                for (key, _) in records {
-                    var key = key
+                for removal in removals {
+                    var key = removal.key
                     last = key.withUTF8 { utf8 in
                         let length = SegmentFormat.removeLength(keyCount: utf8.count)
                         SegmentFormat.encodeRemove(key: UnsafeRawBufferPointer(utf8), salt: salt,
@@ -214,7 +227,7 @@ extension WritePath {
                 }
                 return last
             }.end
-        } catch where Self.isDiskFull(error) && records.count == store.withIndex({ $0.count }) {
+        } catch where Self.isDiskFull(error) && removals.count == store.withIndex({ $0.count }) {
             // No room for the tombstones of the last entries (a full disk): delete the files instead.
             try deleteEverything()
             return (nil, [])
@@ -222,14 +235,19 @@ extension WritePath {
         store.log.active?.deadBytes += tombstoneBytes
         let isEmpty = store.withIndex { index in
             // In the index's hold: see `sharedIndex`. One key (the common case) without an array.
-            if records.count == 1 { store.invalidateMemory(key: records[0].0) } else { store.invalidateMemory(records.map(\.0)) }
-            for (key, record) in records {
-                if let old = index.remove(key, knownHash: record.keyHash) { store.forget(old) }
+            if removals.count == 1 { store.invalidateMemory(key: removals[0].key) } else { store.invalidateMemory(removals.map(\.key)) }
+            for removal in removals {
+                let old = if let location = removal.location {
+                    index.remove(removal.key, at: location, hash: removal.record.keyHash)
+                } else {
+                    index.remove(removal.key, knownHash: removal.record.keyHash)
+                }
+                if let old { store.forget(old) }
             }
             return index.count == 0
         }
         store.changesSinceDirectory += 1
-        let files = records.compactMap { $0.1.fileID.map(store.log.values.ref) }
+        let files = removals.compactMap { $0.record.fileID.map(store.log.values.ref) }
         if isEmpty, store.log.byteCounts.total >= DiskStore.emptyStoreResetMinimum {
             try? deleteEverything()
         } else {

@@ -31,6 +31,11 @@ package final class AtomicWord: @unchecked Sendable {
         _ = stash_fetch_add_u64(word, 1)
     }
 
+    /// Adds 1 to the word, atomically; returns the sum.
+    package func incremented() -> UInt64 {
+        stash_fetch_add_u64(word, 1) &+ 1
+    }
+
     /// Takes 1 from the word, atomically (acquire and release).
     package func decrement() {
         _ = stash_fetch_sub_u64(word, 1)

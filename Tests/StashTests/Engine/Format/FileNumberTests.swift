@@ -52,7 +52,7 @@ struct FileNumberTests {
     private func craftedDirectory(offset: Int = 80, _ patch: (inout [UInt8]) -> Void = { _ in }) -> [UInt8] {
         let record = DiskRecord(segment: 4, offset: 0, length: 40, value: .inline(size: 8), expiry: .infinity, lastAccess: 0,
                                 keyHash: KeyHash.of("k", seed: 9))
-        let buffer = DirectoryFormat.encode(count: 1, position: DirectoryPosition(segment: 4, salt: 44, offset: offset), store: 9,
+        let buffer = DirectoryFormat.encode(position: DirectoryPosition(segment: 4, salt: 44, offset: offset), store: 9,
                                             segmentSalts: [4: 44]) { visit in
             var key = "k"
             key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) }

@@ -93,7 +93,7 @@ struct KeyDirectoryOrderTests: KeyDirectoryScenario {
             return (key, DiskRecord(segment: 1, offset: UInt32(index * 100), length: 100, value: .inline(size: 10), expiry: 0,
                                     lastAccess: 0, keyHash: KeyHash.of(key, seed: seed)))
         }
-        let bytes = DirectoryFormat.encode(count: count, position: DirectoryPosition(segment: 1, salt: 1, offset: 0), store: seed,
+        let bytes = DirectoryFormat.encode(position: DirectoryPosition(segment: 1, salt: 1, offset: 0), store: seed,
                                            segmentSalts: [1: 1]) { visit in
             for (key, record) in entries {
                 var key = key
@@ -193,7 +193,7 @@ struct KeyDirectoryOrderTests: KeyDirectoryScenario {
     func equalHashesStayApart() throws {
         let hash: UInt64 = 0xC0FFEE
         let keys = ["first", "second", "caf\u{E9}"]
-        let bytes = DirectoryFormat.encode(count: keys.count, position: DirectoryPosition(segment: 1, salt: 1, offset: 0), store: 9,
+        let bytes = DirectoryFormat.encode(position: DirectoryPosition(segment: 1, salt: 1, offset: 0), store: 9,
                                            segmentSalts: [1: 1]) { visit in
             for (number, key) in keys.enumerated() {
                 var key = key

@@ -27,7 +27,7 @@ struct KeyDirectoryTests {
     private static func encode(_ entries: [(key: String, value: DiskRecord)],
                                position: DirectoryPosition = DirectoryPosition(segment: 4, salt: 44, offset: 80)) -> [UInt8] {
         let salts: [UInt32: UInt64] = [1: 11, 2: 22, 3: 33, 4: 44]
-        let bytes = DirectoryFormat.encode(count: entries.count, position: position, store: seed, segmentSalts: salts) { visit in
+        let bytes = DirectoryFormat.encode(position: position, store: seed, segmentSalts: salts) { visit in
             for (key, record) in entries {
                 var key = key
                 key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) }

@@ -29,7 +29,7 @@ struct KeyOrderTests {
     /// An index whose base is a directory file holding `keys` (each once), as a store opens it.
     private static func index(base keys: [String]) throws -> KeyDirectory {
         let salts: [UInt32: UInt64] = [1: 11]
-        let bytes = DirectoryFormat.encode(count: keys.count, position: DirectoryPosition(segment: 1, salt: 11, offset: 80),
+        let bytes = DirectoryFormat.encode(position: DirectoryPosition(segment: 1, salt: 11, offset: 80),
                                            store: seed, segmentSalts: salts) { visit in
             for (number, key) in keys.enumerated() {
                 let entry = record(key, number)
