@@ -7,13 +7,19 @@ import Glibc
 import Darwin
 #endif
 
-/// A real `redis-server` on a free loopback port, in a fresh temporary folder, without persistence
+/// A real `redis-server` on a loopback port of its own, in a fresh temporary folder, without persistence
 /// (`--save '' --appendonly no`); killed and its folder removed when the test drops it.
+///
+/// The port is this object's from init to deinit (``LoopbackPort``), the server running or killed: after
+/// ``kill()`` a connection to it is refused, never answered by another test's server that was given the
+/// freed port (suites run in parallel), and ``start()`` brings the server back on the port the test's
+/// clients know. On Linux `redis-server` binds it beside the socket that holds it, both with `SO_REUSEADDR`.
 ///
 /// `.ci/run` installs Debian's `redis-server`; on a machine without it the suites skip, unless
 /// `STASH_REQUIRE_REDIS` is set, which makes its absence a failure.
 final class RedisServer: @unchecked Sendable {
-    // @unchecked Sendable: `child` is replaced only by start() and kill(), which the test calls from one task.
+    // @unchecked Sendable: `child` is replaced only by start() and kill(), which the test calls from one
+    // task; `reservedPort` only by init.
     static let executable: URL? = ["/usr/bin/redis-server", "/usr/local/bin/redis-server", "/opt/homebrew/bin/redis-server"]
         .map(URL.init(fileURLWithPath:)).first { FileManager.default.isExecutableFile(atPath: $0.path) }
     static let isRequired = ProcessInfo.processInfo.environment["STASH_REQUIRE_REDIS"] != nil
@@ -21,7 +27,8 @@ final class RedisServer: @unchecked Sendable {
     static let skipReason: Comment = "redis-server is not installed (apt-get install redis-server); set STASH_REQUIRE_REDIS=1 to make this a failure"
 
     let folder: URL
-    private(set) var port: Int
+    var port: Int { Int(reservedPort.number) }
+    private var reservedPort: LoopbackPort
     private let extraArguments: [String]
     private var child: ChildProcess?
 
@@ -31,10 +38,20 @@ final class RedisServer: @unchecked Sendable {
             .appendingPathComponent("StashRedisTests-\(name.filter(\.isLetter))-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         extraArguments = arguments
-        port = 0
-        try start()
+        reservedPort = try LoopbackPort()
+        // On Darwin nothing holds the port before redis-server binds it, so another process may take it
+        // meanwhile; until init returns no client knows the port, so the first start may move to another.
+        for attempt in 1...5 {
+            do {
+                try start()
+                return
+            } catch ServerError.didNotStart where attempt < 5 {
+                reservedPort = try LoopbackPort()
+            }
+        }
     }
 
+    /// Kills the server; the port is given up after this, once the server is gone.
     deinit {
         kill()
         try? FileManager.default.removeItem(at: folder)
@@ -52,24 +69,21 @@ final class RedisServer: @unchecked Sendable {
     /// A client of its own, for looking at the server's state from the side.
     func client() -> RedisClient { RedisClient(configuration: configuration) }
 
-    /// Starts the server (again, on the same port after ``kill()``; a new free port the first time)
-    /// and returns once it logs that it accepts connections.
+    /// Starts the server (again after ``kill()``, on the same port) and returns once it logs that it
+    /// accepts connections.
+    /// - Throws: `ServerError.didNotStart` when it does not, `ServerError.notInstalled` without redis-server.
     func start() throws {
         guard let executable = Self.executable else { throw ServerError.notInstalled }
-        for _ in 0..<5 {
-            if port == 0 || child != nil { port = Self.freePort() }
-            let arguments = ["--port", String(port), "--bind", "127.0.0.1", "--dir", folder.path,
-                             "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""] + extraArguments
-            // The runner keeps draining its log, so a chatty server never blocks on a full pipe.
-            let child = try ChildProcess(executable, arguments, currentDirectory: folder)
-            if child.waitForOutput(containing: "Ready to accept connections", upTo: TestDeadline.long) {
-                self.child = child
-                return
-            }
+        precondition(child == nil, "start() while the server runs: kill() it first")
+        let arguments = ["--port", String(port), "--bind", "127.0.0.1", "--dir", folder.path,
+                         "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""] + extraArguments
+        // The runner keeps draining its log, so a chatty server never blocks on a full pipe.
+        let child = try ChildProcess(executable, arguments, currentDirectory: folder)
+        guard child.waitForOutput(containing: "Ready to accept connections", upTo: TestDeadline.long) else {
             child.kill()
-            port = 0 // the port was taken meanwhile: try another
+            throw ServerError.didNotStart
         }
-        throw ServerError.didNotStart
+        self.child = child
     }
 
     /// Kills the server with SIGKILL (as a crash would) and waits until it is gone.
@@ -96,24 +110,6 @@ final class RedisServer: @unchecked Sendable {
         return line.flatMap { Int($0.dropFirst(name.count + 1)) } ?? -1
     }
 
-    /// A port nobody listens on now: bound to port 0, the kernel picks one.
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, streamSocketType, 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        _ = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     enum ServerError: Error { case notInstalled, didNotStart }
 }
 
@@ -127,10 +123,3 @@ func eventually<T>(_ body: () throws -> T) throws -> T {
     }
     return try result!.get()
 }
-
-/// `SOCK_STREAM` as `socket(2)` takes it: an enum on Glibc, an `Int32` on Darwin.
-#if canImport(Darwin)
-let streamSocketType = SOCK_STREAM
-#else
-let streamSocketType = Int32(SOCK_STREAM.rawValue)
-#endif

@@ -10,9 +10,9 @@ public import Foundation
 /// server counts requests per path, keeps the last request's headers, can delay an answer, and
 /// ``stop()`` closes the listening socket so that later connections are refused, as when a server is
 /// offline. The port stays the server's until the object goes, so no other server answers on it
-/// (`LoopbackHTTPServer+Port.swift`).
+/// (``LoopbackPort``).
 public final class LoopbackHTTPServer: @unchecked Sendable {
-    // @unchecked Sendable: mutable state lives in `state`, behind `lock`; `listener`, `reservation` and
+    // @unchecked Sendable: mutable state lives in `state`, behind `lock`; `listener`, `reservedPort` and
     // `port` are set once in init; the accept thread owns the listening socket until `stop()` joins it.
     public struct Request: Sendable {
         public var method: String
@@ -65,25 +65,22 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     public let port: UInt16
     private let listener: Int32
-    /// On Linux, a socket bound to `port` that never listens, which keeps the port this server's until
-    /// deinit; nil on Darwin.
-    private let reservation: Int32?
+    /// Keeps `port` this server's until deinit, after `stop()` too.
+    private let reservedPort: LoopbackPort
     private let lock = NSLock()
     private var state = State()
     private let acceptLoopEnded = DispatchSemaphore(value: 0)
 
     public init() throws {
-        let sockets = try Self.openSockets()
-        port = sockets.port
-        listener = sockets.listener
-        reservation = sockets.reservation
+        (reservedPort, listener) = try LoopbackPort.withListeningSocket()
+        port = reservedPort.number
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
     }
 
+    /// Stops the server; `reservedPort` goes after this, once the listener is closed, and gives the port up.
     deinit {
         stop()
-        Self.releasePort(port, reservation: reservation)
     }
 
     /// The URL of `path` on this server.
