@@ -342,9 +342,13 @@ public enum Strace {
 
     /// The arguments that make strace run `command` and kill it with SIGKILL when it enters
     /// the `occurrence`-th call of a system call matching `syscalls` (a comma-separated strace set; `?` ignores calls this architecture lacks).
-    public static func arguments(killAt syscalls: String, occurrence: Int, command: [String]) -> [String] {
-        ["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(syscalls)",
+    /// - Parameter path: Only calls on this file count (strace `-P`: by name or by a descriptor open on it).
+    public static func arguments(killAt syscalls: String, occurrence: Int, onlyOn path: String? = nil, command: [String]) -> [String] {
+        ["-f", "-qq", "-o", "/dev/null"] + (path.map { ["-P", $0] } ?? []) + ["-e", "trace=\(syscalls)",
          "-e", "inject=\(syscalls):signal=KILL:when=\(occurrence)", "--"] + command
     }
+
+    /// The system calls that write into a file, for ``arguments(killAt:occurrence:onlyOn:command:)``.
+    public static let writes = "?write,?pwrite64,?writev,?pwritev"
 }
 #endif

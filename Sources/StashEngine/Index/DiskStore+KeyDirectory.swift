@@ -11,10 +11,15 @@ import Musl
 
 extension DiskStore {
     /// Writes the key directory as of now, so that the next open reads it instead of replaying every
-    /// record, and takes it as the index's new base (the overlay of changes is folded in). Durable
-    /// (file and folder flushed): compaction removes the segments an older directory names.
-    /// - Parameter thenLoad: Whether the store goes on with the new file as its base (not when it is closing).
-    func writeDirectory(thenLoad: Bool = true) throws {
+    /// record, and takes it as the index's new base (the overlay of changes is folded in).
+    /// - Parameters:
+    ///   - thenLoad: Whether the store goes on with the new file as its base (not when it is closing).
+    ///   - durable: Whether file and folder are flushed. A compaction's directory is: the compaction
+    ///     removes the segments an older directory names right after, and a power cut that took the new
+    ///     one would leave the next open a whole replay. A closing store's need not be: nothing is
+    ///     removed after it, and one a power cut took or tore (it is derived data, verified at open)
+    ///     only leaves the next open the records after the directory before it to replay.
+    func writeDirectory(thenLoad: Bool = true, durable: Bool = true) throws {
         try log.flushAccesses()
         guard let active = log.active else { return }
         let start = max(0, active.length - DirectoryFormat.tailWindow)
@@ -31,7 +36,7 @@ extension DiskStore {
         // Nil only if the index handed over other entries than it counted: no directory rather than a wrong one.
         guard let (bytes, count) = encoded else { throw StorageError.corrupted("the key directory was not written: the index's entries did not add up") }
         do {
-            try log.folder.handle.replaceFile(StoreFolder.directoryName, UnsafeRawBufferPointer(bytes), durable: true)
+            try log.folder.handle.replaceFile(StoreFolder.directoryName, UnsafeRawBufferPointer(bytes), durable: durable)
         } catch {
             bytes.deallocate()
             throw error

@@ -171,7 +171,7 @@ package final class DiskStore {
         housekeeping.wait()
         try? log.flushAccesses()
         let count = withIndex { $0.count }
-        if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, keepsDirectory { try? writeDirectory(thenLoad: false) }
+        if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, keepsDirectory { try? writeDirectory(thenLoad: false, durable: false) }
         try? log.groupCommit.switchFile(to: nil)
     }
 

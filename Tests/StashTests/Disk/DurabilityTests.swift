@@ -93,6 +93,26 @@ struct DurabilityTests {
         #expect(!run.calls.contains { $0.isSync }, "\(run.calls)")
     }
 
+    @Test("a store that closes after a change writes its key directory without a flush: derived data, which a power cut only makes a replay",
+          .enabled(if: Strace.isAvailable))
+    func directoryAtCloseIsNotFlushed() throws {
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        do {
+            // 1.2 MiB of records: the store keeps a key directory (from 1 MiB).
+            let storage = try openDataStore(store)
+            for index in 0..<300 { try storage.setObject(Data(repeating: UInt8(index & 0xFF), count: 4_096), forKey: "key \(index)") }
+        }
+        let run = try traceStash(["set", "key 1", "newer value"], store: store, in: folder)
+        #expect(run.status == 0)
+        let directory = Self.resolved(store) + "/" + StoreFolder.directoryName
+        #expect(run.calls.contains { $0.isWrite && $0.path == directory + ".tmp" }, "the close wrote no directory: \(run.calls)")
+        #expect(!run.calls.contains { $0.isSync }, "\(run.calls)")
+        let reopened = try openDataStore(store)
+        #expect(try reopened.object(forKey: "key 1") == Data("newer value".utf8))
+        #expect(reopened.allKeys.count == 300)
+    }
+
     // MARK: Tracing `stash`
 
     private struct Call: CustomStringConvertible {

@@ -88,15 +88,17 @@ struct CrashTests {
         print("crash: killed inside compaction at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), after \(lines.count) operations")
     }
 
-    @Test("a kill inside a key directory write (before its fsync, before its rename) loses nothing",
-          .enabled(if: Strace.isAvailable), arguments: [("fsync", 3), ("?rename,renameat,renameat2", 2), ("?rename,renameat,renameat2", 3)])
+    @Test("a kill inside a key directory write (while its file is written, before its rename) loses nothing",
+          .enabled(if: Strace.isAvailable), arguments: [(Strace.writes, 1), ("?rename,renameat,renameat2", 2), ("?rename,renameat,renameat2", 3)])
     func killInsideSnapshotWrite(syscall: String, occurrence: Int) throws {
-        // On the main thread (strace counts per thread) the marker of a new store takes two fsyncs and
-        // the first rename; each close of a store this large then writes `key-directory.tmp` (its
-        // fsync) and renames it, before the child prints `closed`.
+        // On the main thread (strace counts per thread) the marker of a new store takes the first
+        // rename; each close of a store this large then writes `key-directory.tmp` (no fsync at close:
+        // a kill while it is written counts only the writes into that file) and renames it, before
+        // the child prints `closed`.
         let folder = TemporaryDirectory()
         let store = folder.storePath()
-        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
+        let path = syscall == Strace.writes ? URL(fileURLWithPath: store).resolvingSymlinksInPath().path + "/key-directory.tmp" : nil
+        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, onlyOn: path, command:
             [try torture().path, "snapshot", store, "--seed", "\(occurrence)"]))
         try #require(child.wait(upTo: TestDeadline.long), "the child never wrote a key directory")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
@@ -108,8 +110,8 @@ struct CrashTests {
         print("crash: killed inside a key directory write at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), \(checked) values checked")
     }
 
-    @Test("a kill inside the rebuild of a damaged key directory (before its fsync, before its rename) loses nothing",
-          .enabled(if: Strace.isAvailable), arguments: [("fsync", 2), ("?rename,renameat,renameat2", 1)])
+    @Test("a kill inside the rebuild of a damaged key directory (while its file is written, before its rename) loses nothing",
+          .enabled(if: Strace.isAvailable), arguments: [(Strace.writes, 1), ("?rename,renameat,renameat2", 1)])
     func killInsideDirectoryRebuild(syscall: String, occurrence: Int) throws {
         let folder = TemporaryDirectory()
         let store = folder.storePath()
@@ -122,9 +124,11 @@ struct CrashTests {
         try handle.seek(toOffset: 4_000)
         try handle.write(contentsOf: Data([0xA5]))
         try handle.close()
-        // The next child opens it, finds the directory damaged (removed, flushed: the first fsync), replays
-        // the segments whole, and writes a new directory when it closes: the kill lands in that write.
-        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
+        // The next child opens it, finds the directory damaged (removed, flushed), replays the segments
+        // whole, and writes a new directory when it closes: the kill lands in that write (a kill while
+        // the file is written counts only the writes into `key-directory.tmp`).
+        let path = syscall == Strace.writes ? URL(fileURLWithPath: store).resolvingSymlinksInPath().path + "/key-directory.tmp" : nil
+        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, onlyOn: path, command:
             [try torture().path, "snapshot", store, "--seed", "2"]))
         try #require(child.wait(upTo: TestDeadline.long), "the child never rebuilt the key directory")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
