@@ -15,15 +15,15 @@ package struct KeyDirectory {
     /// The key hash's seed: the store's identity.
     package let seed: UInt64
     package private(set) var base: LoadedDirectory?
-    private var shadowed: [UInt64] = []
-    private var overlay = KeyTable()
+    private(set) var shadowed: [UInt64] = []
+    private(set) var overlay = KeyTable()
     /// Live entries.
     package private(set) var count = 0
     /// The oldest entries, for eviction (``forEachOldestFirst(_:)``).
     var queue: [(recency: UInt64, reference: Reference)] = []
     var queueStart = 0
     /// Whether base entries were pointed at other records in place: the header's live bytes per segment are stale.
-    private var basePositionsMoved = false
+    private(set) var basePositionsMoved = false
     /// The keys in order (``KeyOrder``): nil until the first prefix query asks for it, then kept as keys come and go.
     var order: KeyOrder?
     /// Last, away from what every look-up reads: a read off the queue on one thread counts it up
@@ -61,7 +61,7 @@ package struct KeyDirectory {
 
     // MARK: Lookups
 
-    private func isShadowed(_ slot: Int) -> Bool {
+    func isShadowed(_ slot: Int) -> Bool {
         slot >> 6 < shadowed.count && shadowed[slot >> 6] & (1 << UInt64(slot & 63)) != 0
     }
 
@@ -332,67 +332,5 @@ package struct KeyDirectory {
     /// The entries written or changed since the base, in no particular order (replay maps their positions).
     var overlayEntries: [(key: String, value: DiskRecord)] {
         overlay.entries.map { ($0.key, $0.record) }
-    }
-
-    /// Live record bytes per segment.
-    func liveBytesBySegment() -> [UInt32: Int] {
-        var live: [UInt32: Int] = [:]
-        if basePositionsMoved {
-            forEachValue { live[$0.segment, default: 0] += FileNumber.saturating($0.length) }
-            return live
-        }
-        if let base {
-            for segment in base.header.segments { live[segment.id] = segment.liveBytes }
-            for (word, bits) in shadowed.enumerated() where bits != 0 {
-                for bit in 0..<64 where bits & (1 << UInt64(bit)) != 0 {
-                    if let record = base.record(at: word << 6 | bit) { live[record.segment, default: 0] -= FileNumber.saturating(record.length) }
-                }
-            }
-        }
-        for entry in overlay.entries { live[entry.record.segment, default: 0] += FileNumber.saturating(entry.record.length) }
-        return live.filter { $0.value > 0 }
-    }
-
-    /// Every live entry, least recently used first, as its recency and where it is (a base slot, or
-    /// `~position` in the overlay): what a new directory file is written from (``forEach(_:writing:)``),
-    /// sorted once. Two integers an entry, so that sorting a million of them moves no key or record.
-    func writingOrder() -> [(recency: UInt64, place: Int)] {
-        var all: [(recency: UInt64, place: Int)] = []
-        all.reserveCapacity(count)
-        if let base {
-            for slot in 0..<base.slotCount where base.isOccupied(slot) && !isShadowed(slot) {
-                all.append((base.recency(at: slot), slot))
-            }
-        }
-        for (position, entry) in overlay.entries.enumerated() { all.append((entry.recency, ~position)) }
-        all.sort { $0.recency < $1.recency }
-        return all
-    }
-
-    /// What a new directory's header says of the live entries, summed in the order they lie in memory
-    /// (the base's slots one after the other), not in ``writingOrder()``'s, which jumps about the base.
-    func directorySummary() -> DirectoryFormat.Summary {
-        var summary = DirectoryFormat.Summary()
-        if let base {
-            for slot in 0..<base.slotCount where base.isOccupied(slot) && !isShadowed(slot) {
-                if let key = base.keyBytes(at: slot), let record = base.record(at: slot) { summary.add(keyLength: key.count, record) }
-            }
-        }
-        for entry in overlay.entries { summary.add(keyLength: entry.key.utf8.count, entry.record) }
-        return summary
-    }
-
-    /// Hands each entry of `order` (``writingOrder()``, the index unchanged since) to `visit` with its
-    /// key's UTF-8; a base slot that is not well formed (a crafted file) is left out.
-    func forEach(_ order: [(recency: UInt64, place: Int)], writing visit: DirectoryFormat.Visit) {
-        for (_, place) in order {
-            if place >= 0 {
-                if let key = base?.keyBytes(at: place), let record = base?.record(at: place) { visit(key, record) }
-            } else {
-                var key = overlay.entries[~place].key
-                let record = overlay.entries[~place].record
-                key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) }
-            }
-        }
     }
 }
