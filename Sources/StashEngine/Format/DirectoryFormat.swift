@@ -83,38 +83,21 @@ package enum DirectoryFormat {
         var totalSize = 0
         var earliest = Double.infinity
         var maxFile: UInt64 = 0
-        /// Entries often come in runs of one segment (records are written in order of use): summed
-        /// per run, not looked up in `live` (a hash) per entry.
-        private var run: (segment: UInt32, bytes: Int)?
 
         /// Counts an entry whose key has `keyLength` bytes.
         mutating func add(keyLength: Int, _ record: DiskRecord) {
             count += 1
             arenaLength += keyLength + (record.fileID == nil ? 0 : 16)
-            if run?.segment != record.segment {
-                endRun()
-                run = (record.segment, 0)
-            }
-            run?.bytes += FileNumber.saturating(record.length)
+            live[record.segment, default: 0] += FileNumber.saturating(record.length)
             totalSize += record.size
             earliest = min(earliest, record.expiry)
             maxFile = max(maxFile, record.fileID ?? 0)
         }
-
-        /// The live record bytes per segment, once every entry was added.
-        mutating func liveBySegment() -> [UInt32: Int] {
-            endRun()
-            return live
-        }
-
-        private mutating func endRun() {
-            if let run { live[run.segment, default: 0] += run.bytes }
-            run = nil
-        }
     }
 
     /// The directory of the entries `forEach` hands over least recently used first (twice: once to
-    /// count them and size the arena, once to write), at `position`.
+    /// count them and size the arena, once to write), at `position`: for tests and fuzzing, which have
+    /// no index to sum them.
     static func encode(position: DirectoryPosition, store: UInt64, segmentSalts: [UInt32: UInt64],
                        forEach: (Visit) -> Void) -> UnsafeMutableRawBufferPointer {
         var summary = Summary()
@@ -130,9 +113,7 @@ package enum DirectoryFormat {
     /// this pass jumps about), at `position`; nil if `forEach` hands over other entries than it counted.
     static func encode(_ summary: Summary, position: DirectoryPosition, store: UInt64, segmentSalts: [UInt32: UInt64],
                        forEach: (Visit) -> Void) -> UnsafeMutableRawBufferPointer? {
-        var summary = summary
-        let live = summary.liveBySegment()
-        let (count, arenaLength) = (summary.count, summary.arenaLength)
+        let (count, arenaLength, live) = (summary.count, summary.arenaLength, summary.live)
         let segments = live.keys.sorted()
         let slotCount = slotCount(for: count)
         let slotsStart = headerLength + segments.count * segmentEntryLength

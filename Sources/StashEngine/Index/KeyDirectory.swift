@@ -158,28 +158,27 @@ package struct KeyDirectory {
     /// record it is removing carries it), so that a removal hashes the key once, not twice.
     @discardableResult
     package mutating func remove(_ key: String, knownHash: UInt64? = nil) -> DiskRecord? {
-        changes &+= 1
         order?.note(key) // a key that was not there is found so when the order merges
         assert(knownHash == nil || knownHash == hash(key), "a known hash of another seed than the index's")
         guard let hash = knownHash ?? lookupHash(key) else { return nil }
-        if let position = overlay.position(of: key, hash: hash) {
-            count -= 1
-            return overlay.remove(at: position).record
-        }
+        if let position = overlay.position(of: key, hash: hash) { return removeEntry(at: .overlay(position)) }
         guard let slot = baseSlot(key, hash: hash) else { return nil }
-        shadow(slot)
-        count -= 1
-        return base?.record(at: slot)
+        return removeEntry(at: .base(slot))
     }
 
     /// Removes `key`, which ``locate(_:)`` found at `location`; where entries moved since, it is
     /// looked up again. Returns its record.
     package mutating func remove(_ key: String, at location: Location, hash: UInt64) -> DiskRecord? {
         guard location.changes == changes else { return remove(key, knownHash: hash) }
-        changes &+= 1
         order?.note(key)
+        return removeEntry(at: location.place)
+    }
+
+    /// Removes the live entry at `place`; returns its record.
+    private mutating func removeEntry(at place: Location.Place) -> DiskRecord? {
+        changes &+= 1
         count -= 1
-        switch location.place {
+        switch place {
         case .overlay(let position):
             return overlay.remove(at: position).record
         case .base(let slot):

@@ -149,3 +149,10 @@ func writeFormatTwoStore(_ path: String) throws {
     try Damage.write(segment, to: path + "/" + SegmentFile.name(of: 1))
     try Damage.write(Array("Stash store, format 2\n".utf8), to: path + "/" + StoreFolder.markerName)
 }
+
+/// The file whose calls a kill at `syscall` counts (``Strace/arguments(killAt:occurrence:onlyOn:command:)``):
+/// for a kill while the key directory is written (``Strace/writes``), its temporary file in `store`
+/// (the close writes it without an `fsync` to kill at); for any other call, none.
+func killTarget(_ syscall: String, store: String) -> String? {
+    syscall == Strace.writes ? URL(fileURLWithPath: store).resolvingSymlinksInPath().path + "/\(StoreFolder.directoryName).tmp" : nil
+}

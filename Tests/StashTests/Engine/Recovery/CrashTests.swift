@@ -97,8 +97,7 @@ struct CrashTests {
         // the child prints `closed`.
         let folder = TemporaryDirectory()
         let store = folder.storePath()
-        let path = syscall == Strace.writes ? URL(fileURLWithPath: store).resolvingSymlinksInPath().path + "/key-directory.tmp" : nil
-        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, onlyOn: path, command:
+        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, onlyOn: killTarget(syscall, store: store), command:
             [try torture().path, "snapshot", store, "--seed", "\(occurrence)"]))
         try #require(child.wait(upTo: TestDeadline.long), "the child never wrote a key directory")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
@@ -127,8 +126,7 @@ struct CrashTests {
         // The next child opens it, finds the directory damaged (removed, flushed), replays the segments
         // whole, and writes a new directory when it closes: the kill lands in that write (a kill while
         // the file is written counts only the writes into `key-directory.tmp`).
-        let path = syscall == Strace.writes ? URL(fileURLWithPath: store).resolvingSymlinksInPath().path + "/key-directory.tmp" : nil
-        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, onlyOn: path, command:
+        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, onlyOn: killTarget(syscall, store: store), command:
             [try torture().path, "snapshot", store, "--seed", "2"]))
         try #require(child.wait(upTo: TestDeadline.long), "the child never rebuilt the key directory")
         #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")

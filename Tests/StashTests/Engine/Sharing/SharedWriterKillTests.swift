@@ -44,9 +44,8 @@ struct SharedWriterKillTests: OtherWriterScenario {
         let folder = TemporaryDirectory()
         let storage = try DiskStorage(config: folder.diskConfig(sharedWriters: true), transformer: TransformerFactory.forData())
         try storage.setObject(value("mine", 1), forKey: "mine")
-        // A kill while the file is written counts only the writes into `key-directory.tmp`.
-        let path = syscall == Strace.writes ? URL(fileURLWithPath: folder.storePath()).resolvingSymlinksInPath().path + "/key-directory.tmp" : nil
-        let command = occurrence == 0 ? [] : Array(Strace.arguments(killAt: syscall, occurrence: occurrence, onlyOn: path, command: []).dropLast())
+        let command = occurrence == 0 ? [] : Array(Strace.arguments(killAt: syscall, occurrence: occurrence, onlyOn: killTarget(syscall, store: folder.storePath()),
+                                                                    command: []).dropLast())
         let child = try attacker(folder, tag: 1, strace: command.isEmpty ? nil : command)
         defer { child.watchdog.cancel() }
         let count = 20_500 // enough entries for a key directory at close
