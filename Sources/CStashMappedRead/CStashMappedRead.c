@@ -1,5 +1,6 @@
-// The guarded copy of CStashMappedRead.h: a thread-local landing point, set only for the duration of
-// a copy, and a SIGBUS handler that jumps back to it when the fault is inside that copy's source.
+// The guarded copies of CStashMappedRead.h: a thread-local landing point, set only for the duration of
+// a copy, and a SIGBUS handler that jumps back to it when the fault is inside that copy's mapped range
+// (its source for a read, its destination for a write).
 #include "CStashMappedRead.h"
 
 #include <pthread.h>
@@ -9,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/// The copy under way on this thread, if any: where to land, and the source range it reads.
+/// The copy under way on this thread, if any: where to land, and the mapped range it touches.
 struct guarded_copy {
     sigjmp_buf landing;
     uintptr_t start;
@@ -60,9 +61,11 @@ int stash_mapped_read_prepare(void) {
     return install_result;
 }
 
-int stash_mapped_read(void *destination, const void *source, size_t count) {
+/// Copies `count` bytes from `source` to `destination`, landing back here if a fault hits `guarded`
+/// (`count` bytes: the side of the copy that is a mapping).
+static int guarded_copy(void *destination, const void *source, size_t count, const void *guarded) {
     struct guarded_copy copy;
-    copy.start = (uintptr_t)source;
+    copy.start = (uintptr_t)guarded;
     copy.end = copy.start + count;
     if (sigsetjmp(copy.landing, 0) != 0) {
         // Landed from the handler. The signal mask is not restored (that would cost every copy a
@@ -77,10 +80,18 @@ int stash_mapped_read(void *destination, const void *source, size_t count) {
         return -1;
     }
     current_copy = &copy;
-    // Compiler barriers: the copy's loads stay between setting the guard and clearing it.
+    // Compiler barriers: the copy's loads and stores stay between setting the guard and clearing it.
     atomic_signal_fence(memory_order_seq_cst);
     memcpy(destination, source, count);
     atomic_signal_fence(memory_order_seq_cst);
     current_copy = NULL;
     return 0;
+}
+
+int stash_mapped_read(void *destination, const void *source, size_t count) {
+    return guarded_copy(destination, source, count, source);
+}
+
+int stash_mapped_write(void *destination, const void *source, size_t count) {
+    return guarded_copy(destination, source, count, destination);
 }

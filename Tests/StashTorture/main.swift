@@ -45,6 +45,8 @@ import Darwin
 //       (`removeAll`: `cleared`). Exits 0 at the end of stdin. For the tests of readers in other
 //       processes, which read each write through their own open storage once it is printed.
 //
+// Every command takes `--pwrite-appends`: its store appends with `pwrite`, not through a mapping.
+//
 // Exit status: 75 the store is in use by another process, 1 another error, 2 wrong usage,
 // 3 a read found a value that is not the one this process last wrote for the key.
 
@@ -289,6 +291,9 @@ func main(_ arguments: [String]) -> Never {
         + " | StashTorture increment DIR --count N | StashTorture move DIR --count N --seed S | StashTorture sum DIR --total T"
         + " | StashTorture transact DIR --keys K --rounds R | StashTorture migrate DIR"
     guard arguments.count >= 2 else { fail(usage, status: 2) }
+    // Any command, with `--pwrite-appends`: the store appends with `pwrite`, not through a mapping of
+    // its active segment, for the kill tests that stop a write at its `pwrite`.
+    if arguments.contains("--pwrite-appends") { appendWithPwrite(in: arguments[1]) }
     do {
         switch arguments[0] {
         case "write":

@@ -34,6 +34,9 @@ package final class SegmentFile: @unchecked Sendable {
     @exclusivity(unchecked) var deadBytes = 0
     /// The file mapped for reads (``map(length:)``); nil until then, or where it cannot be mapped.
     private(set) var mapping: SegmentMapping?
+    /// The file mapped for appends while it is the active segment of a writer that keeps the folder to
+    /// itself (``mapForAppends(length:)``); nil otherwise: appends are then `pwrite`s.
+    private var window: SegmentWriteWindow?
 
     private init(header: SegmentFormat.Header, folder: FolderHandle, name: String, fd: Int32, length: Int) {
         (id, salt, flags, store, floor, recordsStart) = (header.id, header.salt, header.flags, header.store, header.floor, header.length)
@@ -120,12 +123,22 @@ package final class SegmentFile: @unchecked Sendable {
         }
     }
 
-    /// Appends `bytes` in one `pwrite`; on failure cuts a partly written record off again.
+    /// Appends `bytes`: copied into the mapping for appends where there is one, else in one `pwrite`;
+    /// on failure cuts a partly written record off again.
     package func append(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { try append($0) }
     }
 
     package func append(_ bytes: UnsafeRawBufferPointer) throws {
+        if let window {
+            if window.write(bytes, at: length, fd: fd) {
+                length += bytes.count
+                return
+            }
+            // `pwrite`s from now on (a window that failed once would fail again), and no room left
+            // past the records without one: the segment would be sealed with it.
+            endAppends()
+        }
         do {
             try FileIO.writeAll(fd, bytes, at: length, path: path)
         } catch {
@@ -133,6 +146,20 @@ package final class SegmentFile: @unchecked Sendable {
             throw error
         }
         length += bytes.count
+    }
+
+    /// Maps the file for appends (``SegmentWriteWindow``), `length` bytes: as many as it can ever hold.
+    func mapForAppends(length mappedLength: Int) {
+        if window == nil { window = SegmentWriteWindow(fd: fd, fileLength: length, length: mappedLength) }
+    }
+
+    /// Ends appends through the mapping and cuts off the room it reserved, so that the file ends where
+    /// its records do: when the segment is sealed, and when the store closes.
+    func endAppends() {
+        guard window != nil else { return }
+        window = nil
+        // Whatever the window reserved, also by a reservation that failed partway.
+        _ = FileIO.truncate(fd, to: length)
     }
 
     /// Gives an unpublished compaction output its segment name (the caller then flushes the folder).

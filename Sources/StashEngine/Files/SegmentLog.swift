@@ -41,6 +41,10 @@ package final class SegmentLog {
     /// files the system may make unreadable while the device is locked (Apple's stricter data
     /// protection classes), where a read must fail with an error a `pread` gives.
     let mapsSegments: Bool
+    /// Whether the active segment is appended to through a mapping (``SegmentWriteWindow``): only by a
+    /// writer that keeps the folder to itself. Writers in several processes each learn where the
+    /// segment ends from its length, which the room a mapping reserves would make wrong.
+    let mapsAppends: Bool
     /// What reads made off the queue share with it: the segments, the access records they leave;
     /// in stripes, one per group of threads (``OffQueueReads``).
     let offQueue = (0..<OffQueueReads.stripeCount).map { _ in Locked(OffQueueReads(), order: .offQueueReads) }
@@ -55,6 +59,11 @@ package final class SegmentLog {
     @exclusivity(unchecked) var accessesSinceDirectory = 0
     /// How many appends (`pwrite`s of records) the store has made; for tests.
     @exclusivity(unchecked) var appendCount = 0
+    /// Whether the last write found the disk full (a record's append or a value file's write failed
+    /// with `ENOSPC` or `EDQUOT`): a `removeAll` then deletes the old files before it returns, so that
+    /// the space is free at once (``WritePath/removeAll()``). Sealing a segment frees the room
+    /// reserved past its records, so the new segment a `removeAll` starts may fit on a full disk.
+    @exclusivity(unchecked) var foundDiskFull = false
     /// When a write checks that the folder is still there (``DiskStore/ensureActive(checkingNow:)``).
     @exclusivity(unchecked) var folderLoss = FolderLossCheck()
     /// Reused for every append, so a write allocates no buffer of its own: its `count` is the room it
@@ -64,9 +73,10 @@ package final class SegmentLog {
     @exclusivity(unchecked) private var readScratch: [UInt8] = []
 
     init(directory: String, folder: StoreFolder, randomFileIDs: Bool, writes: Bool, durable: Bool, segmentLimit: Int,
-         mapsSegments: Bool = true) {
+         mapsSegments: Bool = true, mapsAppends: Bool = false) {
         self.directory = directory
         self.mapsSegments = mapsSegments
+        self.mapsAppends = mapsAppends && writes
         self.folder = folder
         values = ValueFiles(folder: folder.handle, randomIDs: randomFileIDs)
         self.writes = writes
@@ -90,8 +100,23 @@ package final class SegmentLog {
     private func mapSegments() {
         guard mapsSegments, let highest = segments.keys.max() else { return }
         for (id, file) in segments where file.mapping == nil {
-            file.map(length: id == highest ? max(file.length, segmentLimit + SegmentFormat.recordHeaderLength + SegmentFormat.maxBodyLength) : file.length)
+            file.map(length: id == highest ? max(file.length, longestSegment) : file.length)
         }
+    }
+
+    /// The most a segment holds: it is sealed once it reaches the limit, after a record of at most the
+    /// longest length.
+    private var longestSegment: Int { segmentLimit + SegmentFormat.recordHeaderLength + SegmentFormat.maxBodyLength }
+
+    /// Makes `file` the segment appended to, through a mapping where this log maps appends.
+    func activate(_ file: SegmentFile) {
+        active = file
+        if mapsAppends { file.mapForAppends(length: max(file.length, longestSegment)) }
+    }
+
+    /// Ends appends to the active segment for good: its reserved room is cut off (the store closes).
+    func endAppends() {
+        active?.endAppends()
     }
 
     /// The path of the file that holds `record`'s value, if it has one of its own.
@@ -164,7 +189,7 @@ package final class SegmentLog {
                                            into: UnsafeMutableRawBufferPointer(rebasing: bytes[start..<(start + SegmentFormat.accessLength)]))
             }
             let last = encode(UnsafeMutableRawBufferPointer(rebasing: bytes[accessBytes..<total]), segment.salt)
-            try segment.append(UnsafeRawBufferPointer(rebasing: bytes[0..<total]))
+            try noteDiskFull { try segment.append(UnsafeRawBufferPointer(rebasing: bytes[0..<total])) }
             return last
         }
         folder.shared?.publish(length: segment.length) // readers in other processes: written (`pwrite` returned)
@@ -193,6 +218,23 @@ package final class SegmentLog {
         }
     }
 
+    /// Writes `data` to a value file of its own (``ValueFiles/write(_:durable:)``), noting a full disk.
+    func writeValue(_ data: Data, durable: Bool) throws -> (id: UInt64, hash: UInt64) {
+        try noteDiskFull { try values.write(data, durable: durable) }
+    }
+
+    /// Runs `write`, noting in ``foundDiskFull`` whether it failed for want of space.
+    private func noteDiskFull<Result>(_ write: () throws -> Result) rethrows -> Result {
+        do {
+            let result = try write()
+            foundDiskFull = false
+            return result
+        } catch {
+            foundDiskFull = WritePath.isDiskFull(error)
+            throw error
+        }
+    }
+
     /// Writes the buffered access records.
     func flushAccesses() throws {
         takeOffQueueAccesses()
@@ -203,6 +245,9 @@ package final class SegmentLog {
     /// Seals the active segment and starts a new one (carrying `newFloor`, which then becomes the
     /// log's floor). A number a file that is not the store's already has is passed over.
     func roll(floor newFloor: UInt32? = nil) throws {
+        // Sealed at the end of its records before the next exists: a crash then never leaves zeros
+        // of room reserved for appends in a segment that is not the last (where they would be damage).
+        active?.endAppends()
         var next: SegmentFile?
         while next == nil {
             do {
@@ -217,7 +262,7 @@ package final class SegmentLog {
         try groupCommit.switchFile(to: next)
         nextSegmentID = next.id == .max ? .max : next.id + 1 // the one after .max fails as taken, then runs out
         segments[next.id] = next
-        active = next
+        activate(next)
         publishStructure()
     }
 

@@ -220,6 +220,10 @@ package enum SegmentFormat {
                      visit: (SegmentRecord, _ offset: Int, _ length: Int) -> Void) -> Scan {
         var offset = start
         var scan = Scan(validEnd: start)
+        // No record starts in trailing zeros (its length would be 0): the search for the next valid
+        // record stops there, so that the room a writer reserves at the end of its segment (a
+        // mebibyte of zeros) is not tried byte by byte.
+        let zerosStart = trailingZerosStart(bytes, from: start)
         while offset < bytes.count {
             if let (record, length) = record(in: bytes, at: offset, salt: salt) {
                 visit(record, offset, length)
@@ -228,7 +232,8 @@ package enum SegmentFormat {
                 continue
             }
             var next = offset + 1
-            while next < bytes.count, record(in: bytes, at: next, salt: salt) == nil { next += 1 }
+            while next < zerosStart, record(in: bytes, at: next, salt: salt) == nil { next += 1 }
+            if next >= zerosStart { next = bytes.count }
             scan.damaged.append(offset..<next)
             offset = next
         }
@@ -236,6 +241,14 @@ package enum SegmentFormat {
     }
 
     // MARK: Helpers
+
+    /// Where the zeros that end `bytes` begin (`bytes.count` if its last byte is not 0), not before `start`.
+    static func trailingZerosStart(_ bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
+        var end = bytes.count
+        while end - start >= 8, bytes.loadUnaligned(fromByteOffset: end - 8, as: UInt64.self) == 0 { end -= 8 }
+        while end > start, bytes[end - 1] == 0 { end -= 1 }
+        return end
+    }
 
     /// A key's UTF-8, or nil unless it is valid UTF-8.
     package static func key(_ utf8: UnsafeRawBufferPointer) -> String? {

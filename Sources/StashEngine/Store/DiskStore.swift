@@ -119,6 +119,10 @@ package final class DiskStore {
         var directoryMinimumBytes = 1 << 20
         /// The size at which the version-1 upgrade starts a new segment.
         var upgradeSegmentLimit = 64 << 20
+        /// Whether a writer that keeps the folder to itself appends through a mapping of its active
+        /// segment (``SegmentWriteWindow``) where the platform allows; off only for the tests that stop
+        /// a write at its `pwrite`.
+        var appendsThroughMapping = true
 
         package static let standard = Thresholds()
     }
@@ -154,7 +158,8 @@ package final class DiskStore {
         thresholds = Self.thresholds(for: directory)
         let folder = try StoreFolder(directory: directory, sharing: mode)
         log = SegmentLog(directory: directory, folder: folder, randomFileIDs: mode.numbersValueFilesAtRandom, writes: mode.writes,
-                         durable: durable, segmentLimit: thresholds.segmentLimit, mapsSegments: mapsSegments)
+                         durable: durable, segmentLimit: thresholds.segmentLimit, mapsSegments: mapsSegments,
+                         mapsAppends: mapsSegments && mode == .soleWriter && thresholds.appendsThroughMapping)
         recoveryIssues += folder.issues
         try sharing.open(self)
     }
@@ -173,6 +178,7 @@ package final class DiskStore {
         let count = withIndex { $0.count }
         if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, keepsDirectory { try? writeDirectory(thenLoad: false, durable: false) }
         try? log.groupCommit.switchFile(to: nil)
+        log.endAppends()
     }
 
     /// Whether the store is large enough to keep a key directory (``Thresholds/directoryMinimum``,

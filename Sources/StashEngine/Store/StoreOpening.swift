@@ -97,7 +97,12 @@ struct StoreOpening {
             // A reader beside a live writer: a partial record at the end of the last segment is a
             // write in progress, not damage (the reader replays it once it is published).
             let isWriteInProgress = isLast && store.log.folder.writerIsActive
-            for damaged in scan.damaged where !(isWriteInProgress && base + damaged.upperBound == total) {
+            // Zeros from the last record to the end of the last segment: room a writer reserved for
+            // appends (``SegmentWriteWindow``), left by a crash or still in use. Not damage.
+            let isReservedRoom = { (damaged: Range<Int>) in
+                isLast && base + damaged.upperBound == total && bytes[damaged].allSatisfy { $0 == 0 }
+            }
+            for damaged in scan.damaged where !(isWriteInProgress && base + damaged.upperBound == total) && !isReservedRoom(damaged) {
                 let range = (base + damaged.lowerBound)..<(base + damaged.upperBound)
                 let torn = range.upperBound == total
                 store.recoveryIssues.append(.corrupted(torn
@@ -166,7 +171,7 @@ struct StoreOpening {
             for id in valueFiles where !referencedFiles.contains(id) { store.log.values.remove(id) }
         }
         if let last = store.log.segments.keys.max(), let file = store.log.segments[last], file.length < store.thresholds.segmentLimit {
-            store.log.active = file
+            store.log.activate(file)
             try store.log.groupCommit.switchFile(to: file)
         } else {
             try store.log.roll()

@@ -147,7 +147,7 @@ extension WritePath {
                     continue
                 }
                 if DiskStore.needsFile(size: data.count, storesValuesAsFiles: storesValuesAsFiles) {
-                    let file = try store.log.values.write(data, durable: durable)
+                    let file = try store.log.writeValue(data, durable: durable)
                     stored.append(.file(id: file.id, size: data.count, hash: file.hash))
                 } else {
                     stored.append(.inline(size: data.count))

@@ -26,12 +26,14 @@ extension WritePath {
     /// Empties the store at once: a new segment whose header supersedes every older one (its
     /// `floor`), with a `clear` record; the index is swapped for an empty one, and the old segments
     /// and value files are deleted off the queue (space is reclaimed after the call returns; a crash
-    /// meanwhile leaves files that the next open removes). When no new segment can be written (a
-    /// full disk), the old files are deleted first instead (``deleteEverything()``).
+    /// meanwhile leaves files that the next open removes), or before it returns after a write found
+    /// the disk full (``SegmentLog/foundDiskFull``). When no new segment can be written (a full
+    /// disk), the old files are deleted first instead (``deleteEverything()``).
     package func removeAll() throws {
         store.assertOnQueue()
         try store.checkWritable()
         try store.ensureActive()
+        let diskWasFull = store.log.foundDiskFull // before the clear record's append says otherwise
         let retired = store.log.segments.values.sorted { $0.id < $1.id }
         do {
             try store.log.roll(floor: store.log.nextSegmentID)
@@ -66,8 +68,9 @@ extension WritePath {
             for id in discarded.fileIDs() { try? folder.remove(ValueFiles.name(of: id)) }
             discarded.release()
         }
-        if !store.sharing.mode.worksOutsideOperations {
+        if !store.sharing.mode.worksOutsideOperations || diskWasFull {
             // Inside the operation, holding the lock: a reader that holds it finds no work in progress.
+            // And on a full disk: the space must be free when the call returns (the next write needs it).
             deleteOldFiles()
         } else {
             // A million entries take a while to list and free: not on the caller's path.

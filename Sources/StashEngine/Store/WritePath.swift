@@ -42,7 +42,7 @@ package struct WritePath {
         let previousData = store.client?.hasKeyObservers(key) == true ? store.record(forKey: key).flatMap { try? log.load(key, $0) } : nil
         let value: StoredValue
         if DiskStore.needsFile(size: data.count, storesValuesAsFiles: storesValuesAsFiles) {
-            let file = try staged ?? StagedValue(log.values.write(data, durable: durable), folder: log.values.handle, size: data.count)
+            let file = try staged ?? StagedValue(log.writeValue(data, durable: durable), folder: log.values.handle, size: data.count)
             staged = nil
             value = .file(id: file.file.id, size: data.count, hash: file.hash)
         } else {

@@ -80,7 +80,9 @@ struct MigrationCrashTests {
         }
         let torture = try #require(builtExecutable(named: "StashTorture"), "StashTorture was not built next to the tests")
         let strace = try #require(Strace.executable, "strace is needed (STASH_REQUIRE_STRACE is set): apt-get install strace")
-        let child = try ChildProcess(strace, Strace.arguments(killAt: syscall, occurrence: occurrence, command: [torture.path, "migrate", store]))
+        // A kill at a `pwrite` needs `pwrite` appends (through a mapping, an append makes no system call).
+        let appends = syscall.hasPrefix("pwrite") ? ["--pwrite-appends"] : []
+        let child = try ChildProcess(strace, Strace.arguments(killAt: syscall, occurrence: occurrence, command: [torture.path, "migrate", store] + appends))
         let watchdog = Watchdog(child, seconds: TestDeadline.long)
         defer { watchdog.cancel() }
         try #require(child.wait(upTo: TestDeadline.long), "the child never ended")

@@ -86,6 +86,16 @@ enum Damage {
     static func size(_ path: String) throws -> Int {
         try (FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
     }
+
+    /// Where the records of the segment at `path` end: its length, but for the room a writer that has
+    /// it open reserves for appends after them (zeros, Docs/Format.md "Room reserved for appends").
+    static func recordsEnd(_ path: String) throws -> Int {
+        let bytes = try bytes(path)
+        return try bytes.withUnsafeBytes { raw in
+            let header = try #require(SegmentFormat.parseHeader(raw), "\(path) has no segment header")
+            return SegmentFormat.scan(raw, salt: header.salt, from: header.length) { _, _, _ in }.validEnd
+        }
+    }
 }
 
 /// Every file's name and bytes under `path` (recursively), to prove a folder was left untouched.

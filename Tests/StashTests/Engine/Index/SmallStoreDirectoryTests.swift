@@ -101,7 +101,7 @@ struct SmallStoreDirectoryTests: KeyDirectoryScenario {
         var kept = 0
         for index in 0..<Self.entries {
             try Self.set(store, "key \(index)", Self.payload(index))
-            if index == Self.entries - 101 { kept = try Damage.size(segment) }
+            if index == Self.entries - 101 { kept = try Damage.recordsEnd(segment) }
         }
         store.close()
         let stale = try Damage.bytes(Self.directoryPath(path))
