@@ -104,15 +104,11 @@ extension DiskEngine {
         }
     }
 
-    /// Runs `body` in turn later, as ``async(_:)``, holding the engine only weakly: nothing runs if
-    /// its last storage is released first (which closes it at once, doing that work itself). For
-    /// housekeeping that a read leaves behind (its access records), no operation of the app.
+    /// Runs `body` in turn later, as ``async(_:)``, without holding the engine (``StoreTurn``): nothing
+    /// runs if its last storage is released first, which closes the store at once, doing that work
+    /// itself; a release while it runs closes the store right after it. For housekeeping that a read
+    /// leaves behind (its access records), no operation of the app.
     func asyncUnlessClosed(_ body: @escaping @Sendable (DiskStore) -> Void) {
-        queuedBlocks.increment()
-        queue.async { [weak self] in
-            guard let self else { return }
-            self.turn.withLock { body(self.store) }
-            self.queuedBlocks.decrement()
-        }
+        storeTurn.async(on: queue, body)
     }
 }

@@ -31,6 +31,9 @@ package final class DiskEngine: @unchecked Sendable {
     /// How the store is shared with other processes (the first opener's choice, or a reader's).
     package let sharing: SharingMode
     let store: DiskStore
+    /// The store and ``turn`` without the engine: what housekeeping queued for later holds, so that it
+    /// never keeps a released store open (``asyncUnlessClosed(_:)``).
+    let storeTurn: StoreTurn
     /// The store's index (``DiskStore/sharedIndex``), which has a lock of its own.
     let index: Locked<KeyDirectory>
     /// The store's value files (thread-safe): written off the queue for large values.
@@ -58,6 +61,7 @@ package final class DiskEngine: @unchecked Sendable {
         self.maxSize = maxSize
         self.durable = durable
         store = try DiskStore(directory: directory, sharing: sharing, durable: durable, mapsSegments: mapsSegments, client: client)
+        storeTurn = StoreTurn(turn: turn, queuedBlocks: queuedBlocks, store: store)
         index = store.sharedIndex
         folder = Locked(store.log.folder.handle, order: .engineFolder)
         values = store.log.values
@@ -66,7 +70,11 @@ package final class DiskEngine: @unchecked Sendable {
         readsOffQueue = store.sharing.readsOffQueue
         queue = DispatchQueue(label: "Stash.DiskEngine(\((directory as NSString).lastPathComponent))")
         store.isOnOwningQueue = { [turn] in turn.isHeldByCurrentThread }
-        store.schedule = { [weak self] work in self?.async(work) }
+        // A background compaction hands its result back through this: not holding the engine, so a
+        // storage released while the result waits for the queue closes when its release returns (the
+        // finish then does nothing; the next open removes its unpublished outputs, as after a close
+        // during the copy). Weakly: the store holds this closure, and `storeTurn` holds the store.
+        store.schedule = { [weak storeTurn, queue] work in storeTurn?.async(on: queue, work) }
         // A folder made anew at the path has another identity: openers of the path find this engine.
         store.didReopen = { [weak self] handle in
             guard let self, let identity = handle.identity else { return }
@@ -80,10 +88,11 @@ package final class DiskEngine: @unchecked Sendable {
     }
 
     deinit {
-        // No other reference exists, so touching `store` off the queue is safe here. The lock goes
-        // with the store (closed here), before an opener of this folder waiting in the registry goes on.
-        store.close()
-        Self.registry.closed(registeredIdentity.withLock { $0 })
+        // Closed in turn: a housekeeping block may be running (it holds the store, not the engine,
+        // ``StoreTurn``); it finishes first, and one that comes later does nothing. The lock goes with
+        // the store (closed here), before an opener of this folder waiting in the registry goes on.
+        let identity = registeredIdentity.withLock { $0 }
+        storeTurn.closeStore { Self.registry.closed(identity) }
     }
 
     /// The engine for `url`, shared with every other open storage of that folder; creates the folder

@@ -78,7 +78,8 @@ package final class DiskStore {
     var recoveryIssues: [StorageError] = []
     /// Told the new folder when the store opened its path anew (``reopen()``).
     var didReopen: (FolderHandle) -> Void = { _ in }
-    /// Runs work on the engine's queue later (compaction hands its results back through it).
+    /// Runs work on the engine's queue later, unless the store is closed first (compaction hands its
+    /// results back through it); it never keeps the engine open (``StoreTurn``).
     var schedule: @Sendable (@escaping @Sendable (DiskStore) -> Void) -> Void = { _ in }
     /// No entry expires before this (a lower bound), so most calls of ``WritePath/removeExpired(now:)`` scan nothing.
     @exclusivity(unchecked) var earliestExpiry = Double.infinity

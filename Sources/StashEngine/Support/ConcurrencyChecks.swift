@@ -31,7 +31,7 @@ extension DiskStore {
 /// Docs/Architecture.md, "Locks", lists every lock and queue, these ranks among them.
 package enum LockOrder: Int, Sendable {
     /// The engine an in-memory store's folder holds (`OwnedFolder`): the engine is let go, and so
-    /// closed, while it is held, which takes the registry and the store's index.
+    /// closed, while it is held, which takes the engine's turn, the registry and the store's index.
     case inMemoryFolder = 1
     /// ``DiskEngine``'s registry of open folders (never held while a store opens or closes).
     case engineRegistry = 2
