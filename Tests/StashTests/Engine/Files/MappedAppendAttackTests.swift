@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+import StashTestSupport
+@testable import Stash
+@testable import StashEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Attacks on appends through a mapping of the active segment (`SegmentWriteWindow`, Linux): the
+/// active segment cut short by another program where a page of the mapping stays partly inside the
+/// file (a copy past the file's end then faults on no page, and its bytes are not the file's); every
+/// write acknowledged after such a cut must still be read, before and after a reopen.
+@Suite("Appends through a mapped segment, attacked", .serialized)
+struct MappedAppendAttackTests: KeyDirectoryScenario {
+    static var pageSize: Int { Int(sysconf(Int32(_SC_PAGESIZE))) }
+
+    /// Writes fillers until the active segment's records end far enough from a page boundary that
+    /// a few small records fit in the rest of its page (so the cut below lands inside a page).
+    static func endInsidePage(_ store: DiskStore) throws {
+        var number = 0
+        while let length = store.log.active?.length, length % pageSize == 0 || length % pageSize > pageSize - 1024 {
+            try set(store, "filler \(number)", Data(repeating: 7, count: 100))
+            number += 1
+        }
+    }
+
+    /// Flushes the file's cached pages as the kernel's writeback does by itself within half a
+    /// minute (or any `fsync` of it): the part of a page past the file's end is written as zeros.
+    static func writeBack(_ path: String) {
+        let fd = open(path, O_RDWR)
+        if fd >= 0 { fsync(fd); close(fd) }
+    }
+
+    @Test("the active segment cut to the end of its records (its room taken away by another program): the writes after it are read back, also after the page is written back and after a reopen",
+          arguments: [false, true])
+    func activeSegmentCutToItsRecords(writtenBack: Bool) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let keys = (0..<6).map { "after \($0)" }
+        do {
+            let store = try DiskStore(directory: path, readOnly: false)
+            defer { store.close() }
+            for index in 0..<10 { try Self.set(store, "key \(index)", Self.payload(index)) }
+            try Self.endInsidePage(store)
+            let active = try #require(store.log.active)
+            let segment = Self.segmentPath(path, active.id)
+            #expect(truncate(segment, off_t(active.length)) == 0)
+            for (index, key) in keys.enumerated() { try Self.set(store, key, Data("small \(index)".utf8)) }
+            if writtenBack { Self.writeBack(segment) }
+            for (index, key) in keys.enumerated() { #expect(Self.value(store, key) == Data("small \(index)".utf8), "\(key) while open") }
+        }
+        let reopened = try DiskStore(directory: path, readOnly: false)
+        defer { reopened.close() }
+        for index in 0..<10 { #expect(Self.value(reopened, "key \(index)") == Self.payload(index)) }
+        for (index, key) in keys.enumerated() { #expect(Self.value(reopened, key) == Data("small \(index)".utf8), "\(key) after a reopen") }
+    }
+
+    @Test("a reader beside a mapped writer of small segments: opened while room is reserved and again after many seals, it reports no damage, its check is clean, and it reads every write, never zeros or a miss")
+    func readerBesideMappedWriter() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: directory.path, compactionMinimum: Int.max / 4, segmentLimit: 4096) {
+            let writer = try openDataStore(path)
+            for number in 0..<10 { try writer.setObject(MappedReadAttackTests.value("k\(number)"), forKey: "k\(number)") }
+            let active = try #require(writer.engine.store.log.active)
+            let segment = Self.segmentPath(path, active.id)
+            if MappedAppendTests.mapsAppends { #expect(try Damage.size(segment) > active.length, "no room reserved") }
+            let reader = try openDataStore(path, readOnly: true)
+            #expect(reader.recoveryIssues.isEmpty, "a reader opened beside room: \(reader.recoveryIssues)")
+            for round in 0..<10 {
+                for number in 0..<20 {
+                    let key = "k\(round * 20 + number)"
+                    try writer.setObject(MappedReadAttackTests.value(key + " \(round)"), forKey: key)
+                }
+                for number in 0..<((round + 1) * 20) {
+                    let key = "k\(number)"
+                    #expect(try reader.object(forKey: key) == MappedReadAttackTests.value(key + " \(number / 20)"), "round \(round): \(key)")
+                }
+            }
+            #expect(writer.engine.store.log.segments.count > 5, "the test meant several seals")
+            let check = try reader.check()
+            #expect(check.isClean, "the reader's check: \(check.problems)")
+            let late = try openDataStore(path, readOnly: true)
+            #expect(late.recoveryIssues.isEmpty, "a reader opened after many seals: \(late.recoveryIssues)")
+            let lateCheck = try late.check()
+            #expect(lateCheck.isClean, "a late reader's check: \(lateCheck.problems)")
+            for number in 0..<200 { #expect(try late.object(forKey: "k\(number)") == MappedReadAttackTests.value("k\(number) \(number / 20)")) }
+        }
+    }
+
+    @Test("a writer released without a close, 60 times over: each open takes the room left for the end of the records, loses nothing, reports nothing, and no mapping of the folder's files is left")
+    func releasedWithoutCloseAgainAndAgain() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        for round in 0..<60 {
+            var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
+            #expect(store!.recoveryIssues.isEmpty, "round \(round): \(store!.recoveryIssues)")
+            if round > 0 { #expect(Self.value(store!, "key \(round - 1)") == Self.payload(round - 1), "round \(round)") }
+            try Self.set(store!, "key \(round)", Self.payload(round))
+            store = nil // a crash: no close
+        }
+        if let left = MappedReadAttackTests.mappings(under: directory.path) { #expect(left == 0, "mappings left: \(left)") }
+        let reopened = try DiskStore(directory: path, readOnly: false)
+        defer { reopened.close() }
+        for round in 0..<60 { #expect(Self.value(reopened, "key \(round)") == Self.payload(round)) }
+    }
+}
