@@ -223,8 +223,13 @@ package final class SegmentFile: @unchecked Sendable {
         return (UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[key]), info)
     }
 
-    /// Whether the file was unlinked underneath (its folder removed, maybe made anew).
-    var isDetached: Bool { FileIO.isUnlinked(fd) }
+    /// Whether the file was unlinked underneath (its folder removed, maybe made anew). The same `fstat`
+    /// tells the mapping for appends how long the file is (``SegmentWriteWindow/noteFileLength(_:)``).
+    var isDetached: Bool {
+        guard let info = FileIO.fileStatus(fd) else { return false }
+        if let window, let size = FileNumber.int(info.st_size) { window.noteFileLength(size) }
+        return info.st_nlink == 0
+    }
 
     /// Removes the file from its folder (through the folder, never by path).
     package func remove() {

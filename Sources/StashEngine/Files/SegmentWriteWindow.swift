@@ -54,9 +54,9 @@ final class SegmentWriteWindow {
 
     /// Copies `bytes` into the file at `offset` (the end of its records), growing the file first where
     /// they reach past it; false if it did not (no room could be reserved, they reach past the
-    /// mapping, or the file was cut short underneath: shorter than they reach, or the copy faulted):
-    /// the caller then writes them with `pwrite`, whose error says why. Bytes a faulting copy wrote
-    /// before it faulted lie past the records' end, where the `pwrite` writes over them.
+    /// mapping, or the copy faulted: the file was cut short underneath): the caller then writes them
+    /// with `pwrite`, whose error says why. Bytes a faulting copy wrote before it faulted lie past the
+    /// records' end, where the `pwrite` writes over them.
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int, fd: Int32) -> Bool {
         guard let source = bytes.baseAddress, offset >= 0, bytes.count <= length - offset else { return false }
         let end = offset + bytes.count
@@ -70,10 +70,16 @@ final class SegmentWriteWindow {
             return false
             #endif
         }
-        // A file another program cut short inside a page of the copy: its bytes past the file's end
-        // land on that page without a fault, yet are not the file's (the page's next writeback or the
-        // file's growth zeroes them), so a cut is looked for before every copy (one `fstat`).
-        guard let info = FileIO.fileStatus(fd), info.st_size >= end else { return false }
         return stash_mapped_write(base + offset, source, bytes.count) == 0
+    }
+
+    /// Notes the file's length as the folder-loss check's `fstat` found it (``SegmentFile/isDetached``).
+    /// Shorter than the room reserved, another program cut the file, and the next copy past its new end
+    /// grows it first. That matters even inside a page: a copy past a file's end on its last page does
+    /// not fault, yet its bytes are not the file's (the page's writeback or the file's growth zeroes
+    /// them). So the room is believed only as long as the folder-loss check believes the folder
+    /// (``FolderLossCheck``: a write after a quiet gap, and at least every millisecond, checks).
+    func noteFileLength(_ fileLength: Int) {
+        reservedEnd = min(reservedEnd, fileLength)
     }
 }

@@ -25,6 +25,8 @@ import Musl
 /// the last check, not by the very next one; the writes in between land in the unlinked segment and
 /// go with the folder, as writes racing the removal could already with a check per write. Every
 /// write that begins after a quiet gap, and every write a caller orders after its removal, checks.
+/// The same `fstat` tells appends through a mapping how long the active segment is (another program
+/// may have cut it: ``SegmentWriteWindow/noteFileLength(_:)``), with the same window.
 ///
 /// The clock is `CLOCK_MONOTONIC` (a vDSO or commpage read, ~25 ns), not the store's injectable
 /// clock: this is about how much time really passed, not about expiry.
