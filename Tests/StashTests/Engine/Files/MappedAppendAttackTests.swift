@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import StashTestSupport
+import CStashMappedRead
 @testable import Stash
 @testable import StashEngine
 #if canImport(Glibc)
@@ -107,4 +108,33 @@ struct MappedAppendAttackTests: KeyDirectoryScenario {
         defer { reopened.close() }
         for round in 0..<60 { #expect(Self.value(reopened, "key \(round)") == Self.payload(round)) }
     }
+
+    #if os(Linux)
+    /// A copy into the mapping that stops partway (a fault here; a kill of the process alike) must
+    /// leave a prefix of its bytes written. glibc's `memcpy` stores its first 32 to 64 bytes last, so
+    /// a kill partway through a batch's copy left its first record (the batch's header) zeros behind
+    /// whole records of the batch: the next open replayed those as plain writes, half the batch (8 of
+    /// 20 keys in a 4 KB batch, with the header's first 32 bytes and the second half still zeros).
+    @Test("a copy into the mapping stopped partway leaves a prefix of its bytes written, never a later part without the first bytes",
+          arguments: [100, 3000, 4000])
+    func stoppedCopyLeavesAPrefix(start: Int) throws {
+        let page = Self.pageSize
+        let directory = TemporaryDirectory()
+        let path = directory.path + "/file"
+        let fd = open(path, O_RDWR | O_CREAT, 0o600)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        #expect(ftruncate(fd, off_t(page)) == 0) // one page: the second faults
+        try #require(stash_mapped_read_prepare() == 0)
+        let base = try #require(mmap(nil, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0))
+        try #require(base != MAP_FAILED)
+        defer { munmap(base, 2 * page) }
+        let source = (0..<6000).map { UInt8(truncatingIfNeeded: $0 % 251 + 1) }
+        let result = source.withUnsafeBytes { stash_mapped_write(base + start, $0.baseAddress!, $0.count) }
+        #expect(result == -1, "the copy past the file's end did not fault")
+        let written = Array(UnsafeRawBufferPointer(start: base + start, count: page - start))
+        #expect(written.elementsEqual(source[0..<(page - start)]),
+                "not a prefix: the first written byte is \(written.firstIndex { $0 != 0 } ?? -1), the first unwritten \(written.firstIndex(of: 0) ?? -1)")
+    }
+    #endif
 }
