@@ -109,6 +109,34 @@ struct MappedAppendAttackTests: KeyDirectoryScenario {
         for round in 0..<60 { #expect(Self.value(reopened, "key \(round)") == Self.payload(round)) }
     }
 
+    @Test("values around the room's growth steps and the largest packed value, in segments sealed at 4 KiB and at 64 MiB: each reads back while open, after a crash and after a close, with nothing reported",
+          arguments: [4096, 64 << 20])
+    func valuesAroundTheRoomsEdges(segmentLimit: Int) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let sizes = [0, 1, 4095, 4096, 4097, 16 << 10, (16 << 10) + 1, (1 << 20) / 4, ValueFiles.threshold - 1] + (0..<20).map { 1000 + $0 * 97 }
+        func value(_ number: Int) -> Data { Data((0..<sizes[number]).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ number) }) }
+        try withEngineThresholds(in: path, compactionMinimum: Int.max / 4, segmentLimit: segmentLimit) {
+            var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
+            for number in sizes.indices {
+                try Self.set(store!, "v\(number)", value(number))
+                #expect(Self.value(store!, "v\(number)") == value(number), "\(sizes[number]) bytes while open")
+            }
+            store = nil // a crash: no close
+            let reopened = try DiskStore(directory: path, readOnly: false)
+            #expect(reopened.recoveryIssues.isEmpty, "\(reopened.recoveryIssues)")
+            for number in sizes.indices { #expect(Self.value(reopened, "v\(number)") == value(number), "\(sizes[number]) bytes after a crash") }
+            for number in sizes.indices { try Self.set(reopened, "w\(number)", value(number)) }
+            reopened.close()
+            let again = try DiskStore(directory: path, readOnly: false)
+            defer { again.close() }
+            #expect(again.recoveryIssues.isEmpty, "\(again.recoveryIssues)")
+            for number in sizes.indices {
+                #expect(Self.value(again, "v\(number)") == value(number) && Self.value(again, "w\(number)") == value(number), "\(sizes[number]) bytes after a close")
+            }
+        }
+    }
+
     #if os(Linux)
     /// A copy into the mapping that stops partway (a fault here; a kill of the process alike) must
     /// leave a prefix of its bytes written. glibc's `memcpy` stores its first 32 to 64 bytes last, so
