@@ -137,6 +137,32 @@ struct MappedAppendAttackTests: KeyDirectoryScenario {
         }
     }
 
+    @Test("overwrites that compact again and again (4 KiB segments, compactions on the queue and in the background) beside mapped appends: every value is the last written, no sealed segment keeps room, and a crash's reopen reports nothing")
+    func compactionsBesideMappedAppends() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: path, compactionMinimum: 8 << 10, segmentLimit: 4096) {
+            var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
+            for round in 0..<30 {
+                for index in 0..<40 { try Self.set(store!, "key \(index)", Self.payload(index, round)) }
+                if round % 10 == 9 { try store!.compactNow() }
+            }
+            for index in 0..<40 { #expect(Self.value(store!, "key \(index)") == Self.payload(index, 29)) }
+            let highest = try #require(store!.log.segments.keys.max())
+            for id in store!.log.segments.keys where id != highest {
+                let segment = Self.segmentPath(path, id)
+                if FileManager.default.fileExists(atPath: segment) {
+                    #expect(try Damage.size(segment) == Damage.recordsEnd(segment), "segment \(id) kept room")
+                }
+            }
+            store = nil // a crash: no close
+            let reopened = try DiskStore(directory: path, readOnly: false)
+            defer { reopened.close() }
+            #expect(reopened.recoveryIssues.isEmpty, "\(reopened.recoveryIssues)")
+            for index in 0..<40 { #expect(Self.value(reopened, "key \(index)") == Self.payload(index, 29)) }
+        }
+    }
+
     #if os(Linux)
     /// A copy into the mapping that stops partway (a fault here; a kill of the process alike) must
     /// leave a prefix of its bytes written. glibc's `memcpy` stores its first 32 to 64 bytes last, so
