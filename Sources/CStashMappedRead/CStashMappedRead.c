@@ -61,9 +61,27 @@ int stash_mapped_read_prepare(void) {
     return install_result;
 }
 
-/// Copies `count` bytes from `source` to `destination`, landing back here if a fault hits `guarded`
-/// (`count` bytes: the side of the copy that is a mapping).
-static int guarded_copy(void *destination, const void *source, size_t count, const void *guarded) {
+/// Copies forward, every byte stored after the bytes before it (8 at a time once aligned; volatile,
+/// so the compiler neither reorders the stores nor makes them a memcpy): whatever stops the copy (a
+/// fault, a kill of the process) leaves a prefix of `source` written. memcpy does not: glibc's stores
+/// its first 32 to 64 bytes last, and a kill partway through an append then left its first record (a
+/// batch's header) zeros before whole records of it, which the next open replayed as plain writes.
+static void copy_in_order(void *destination, const void *source, size_t count) {
+    volatile unsigned char *to = destination;
+    const unsigned char *from = source;
+    size_t done = 0;
+    for (; done < count && ((uintptr_t)(to + done) & 7) != 0; done++) to[done] = from[done];
+    for (; count - done >= 8; done += 8) {
+        uint64_t word;
+        memcpy(&word, from + done, 8);
+        *(volatile uint64_t *)(to + done) = word;
+    }
+    for (; done < count; done++) to[done] = from[done];
+}
+
+/// Copies `count` bytes from `source` to `destination` (in order where `ordered`: ``copy_in_order``),
+/// landing back here if a fault hits `guarded` (`count` bytes: the side of the copy that is a mapping).
+static int guarded_copy(void *destination, const void *source, size_t count, const void *guarded, int ordered) {
     struct guarded_copy copy;
     copy.start = (uintptr_t)guarded;
     copy.end = copy.start + count;
@@ -82,16 +100,20 @@ static int guarded_copy(void *destination, const void *source, size_t count, con
     current_copy = &copy;
     // Compiler barriers: the copy's loads and stores stay between setting the guard and clearing it.
     atomic_signal_fence(memory_order_seq_cst);
-    memcpy(destination, source, count);
+    if (ordered) {
+        copy_in_order(destination, source, count);
+    } else {
+        memcpy(destination, source, count);
+    }
     atomic_signal_fence(memory_order_seq_cst);
     current_copy = NULL;
     return 0;
 }
 
 int stash_mapped_read(void *destination, const void *source, size_t count) {
-    return guarded_copy(destination, source, count, source);
+    return guarded_copy(destination, source, count, source, 0);
 }
 
 int stash_mapped_write(void *destination, const void *source, size_t count) {
-    return guarded_copy(destination, source, count, destination);
+    return guarded_copy(destination, source, count, destination, 1);
 }

@@ -22,7 +22,8 @@ int stash_mapped_read(void *destination, const void *source, size_t count);
 
 /// Copies `count` bytes from `source` into `destination` (inside a mapping of a file, writable and
 /// shared: the store's active segment). Returns 0, or -1 if writing the destination faulted (the file
-/// is shorter than the mapping there, or its page could not be brought in). Requires
+/// is shorter than the mapping there, or its page could not be brought in). The bytes are stored in
+/// order, so a copy stopped partway (a fault, a kill) has written a prefix of them. Requires
 /// `stash_mapped_read_prepare()` to have returned 0.
 int stash_mapped_write(void *destination, const void *source, size_t count);
 

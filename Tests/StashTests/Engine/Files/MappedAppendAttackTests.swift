@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import StashTestSupport
+import CStashMappedRead
 @testable import Stash
 @testable import StashEngine
 #if canImport(Glibc)
@@ -107,4 +108,87 @@ struct MappedAppendAttackTests: KeyDirectoryScenario {
         defer { reopened.close() }
         for round in 0..<60 { #expect(Self.value(reopened, "key \(round)") == Self.payload(round)) }
     }
+
+    @Test("values around the room's growth steps and the largest packed value, in segments sealed at 4 KiB and at 64 MiB: each reads back while open, after a crash and after a close, with nothing reported",
+          arguments: [4096, 64 << 20])
+    func valuesAroundTheRoomsEdges(segmentLimit: Int) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let sizes = [0, 1, 4095, 4096, 4097, 16 << 10, (16 << 10) + 1, (1 << 20) / 4, ValueFiles.threshold - 1] + (0..<20).map { 1000 + $0 * 97 }
+        func value(_ number: Int) -> Data { Data((0..<sizes[number]).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ number) }) }
+        try withEngineThresholds(in: path, compactionMinimum: Int.max / 4, segmentLimit: segmentLimit) {
+            var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
+            for number in sizes.indices {
+                try Self.set(store!, "v\(number)", value(number))
+                #expect(Self.value(store!, "v\(number)") == value(number), "\(sizes[number]) bytes while open")
+            }
+            store = nil // a crash: no close
+            let reopened = try DiskStore(directory: path, readOnly: false)
+            #expect(reopened.recoveryIssues.isEmpty, "\(reopened.recoveryIssues)")
+            for number in sizes.indices { #expect(Self.value(reopened, "v\(number)") == value(number), "\(sizes[number]) bytes after a crash") }
+            for number in sizes.indices { try Self.set(reopened, "w\(number)", value(number)) }
+            reopened.close()
+            let again = try DiskStore(directory: path, readOnly: false)
+            defer { again.close() }
+            #expect(again.recoveryIssues.isEmpty, "\(again.recoveryIssues)")
+            for number in sizes.indices {
+                #expect(Self.value(again, "v\(number)") == value(number) && Self.value(again, "w\(number)") == value(number), "\(sizes[number]) bytes after a close")
+            }
+        }
+    }
+
+    @Test("overwrites that compact again and again (4 KiB segments, compactions on the queue and in the background) beside mapped appends: every value is the last written, no sealed segment keeps room, and a crash's reopen reports nothing")
+    func compactionsBesideMappedAppends() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: path, compactionMinimum: 8 << 10, segmentLimit: 4096) {
+            var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
+            for round in 0..<30 {
+                for index in 0..<40 { try Self.set(store!, "key \(index)", Self.payload(index, round)) }
+                if round % 10 == 9 { try store!.compactNow() }
+            }
+            for index in 0..<40 { #expect(Self.value(store!, "key \(index)") == Self.payload(index, 29)) }
+            let highest = try #require(store!.log.segments.keys.max())
+            for id in store!.log.segments.keys where id != highest {
+                let segment = Self.segmentPath(path, id)
+                if FileManager.default.fileExists(atPath: segment) {
+                    #expect(try Damage.size(segment) == Damage.recordsEnd(segment), "segment \(id) kept room")
+                }
+            }
+            store = nil // a crash: no close
+            let reopened = try DiskStore(directory: path, readOnly: false)
+            defer { reopened.close() }
+            #expect(reopened.recoveryIssues.isEmpty, "\(reopened.recoveryIssues)")
+            for index in 0..<40 { #expect(Self.value(reopened, "key \(index)") == Self.payload(index, 29)) }
+        }
+    }
+
+    #if os(Linux)
+    /// A copy into the mapping that stops partway (a fault here; a kill of the process alike) must
+    /// leave a prefix of its bytes written. glibc's `memcpy` stores its first 32 to 64 bytes last, so
+    /// a kill partway through a batch's copy left its first record (the batch's header) zeros behind
+    /// whole records of the batch: the next open replayed those as plain writes, half the batch (8 of
+    /// 20 keys in a 4 KB batch, with the header's first 32 bytes and the second half still zeros).
+    @Test("a copy into the mapping stopped partway leaves a prefix of its bytes written, never a later part without the first bytes",
+          arguments: [100, 3000, 4000])
+    func stoppedCopyLeavesAPrefix(start: Int) throws {
+        let page = Self.pageSize
+        let directory = TemporaryDirectory()
+        let path = directory.path + "/file"
+        let fd = open(path, O_RDWR | O_CREAT, 0o600)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        #expect(ftruncate(fd, off_t(page)) == 0) // one page: the second faults
+        try #require(stash_mapped_read_prepare() == 0)
+        let base = try #require(mmap(nil, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0))
+        try #require(base != MAP_FAILED)
+        defer { munmap(base, 2 * page) }
+        let source = (0..<6000).map { UInt8(truncatingIfNeeded: $0 % 251 + 1) }
+        let result = source.withUnsafeBytes { stash_mapped_write(base + start, $0.baseAddress!, $0.count) }
+        #expect(result == -1, "the copy past the file's end did not fault")
+        let written = Array(UnsafeRawBufferPointer(start: base + start, count: page - start))
+        #expect(written.elementsEqual(source[0..<(page - start)]),
+                "not a prefix: the first written byte is \(written.firstIndex { $0 != 0 } ?? -1), the first unwritten \(written.firstIndex(of: 0) ?? -1)")
+    }
+    #endif
 }
