@@ -131,7 +131,7 @@ package final class SegmentFile: @unchecked Sendable {
 
     package func append(_ bytes: UnsafeRawBufferPointer) throws {
         if let window {
-            if window.write(bytes, at: length, fd: fd) {
+            if window.write(bytes, at: length) {
                 length += bytes.count
                 return
             }

@@ -57,7 +57,7 @@ package final class SegmentLog {
     @exclusivity(unchecked) var pendingAccesses: [Access] = []
     /// Access records written or pending since the key directory was (``DiskStore/accessesSinceDirectory``).
     @exclusivity(unchecked) var accessesSinceDirectory = 0
-    /// How many appends (`pwrite`s of records) the store has made; for tests.
+    /// How many appends of records (copies into the mapping or `pwrite`s) the store has made; for tests.
     @exclusivity(unchecked) var appendCount = 0
     /// Whether the last write found the disk full (a record's append or a value file's write failed
     /// with `ENOSPC` or `EDQUOT`): a `removeAll` then deletes the old files before it returns, so that
@@ -112,11 +112,6 @@ package final class SegmentLog {
     func activate(_ file: SegmentFile) {
         active = file
         if mapsAppends { file.mapForAppends(length: max(file.length, longestSegment)) }
-    }
-
-    /// Ends appends to the active segment for good: its reserved room is cut off (the store closes).
-    func endAppends() {
-        active?.endAppends()
     }
 
     /// The path of the file that holds `record`'s value, if it has one of its own.
@@ -192,7 +187,7 @@ package final class SegmentLog {
             try noteDiskFull { try segment.append(UnsafeRawBufferPointer(rebasing: bytes[0..<total])) }
             return last
         }
-        folder.shared?.publish(length: segment.length) // readers in other processes: written (`pwrite` returned)
+        folder.shared?.publish(length: segment.length) // readers in other processes: written (copied, or `pwrite` returned)
         let offset = segment.length - last
         segment.deadBytes += accessBytes
         pendingAccesses.removeAll(keepingCapacity: true)

@@ -24,6 +24,7 @@ import Musl
 /// Linux only: there a shared mapping and `pwrite` see the same pages, and `fsync` writes a mapping's
 /// changes. Elsewhere appends are `pwrite`s.
 final class SegmentWriteWindow {
+    private let fd: Int32
     private let base: UnsafeMutableRawPointer
     /// The bytes mapped: as many as the segment can ever hold (``SegmentLog``'s limit and one record).
     private let length: Int
@@ -42,7 +43,7 @@ final class SegmentWriteWindow {
         guard MemoryLayout<Int>.size == 8, stash_mapped_read_prepare() == 0, length >= fileLength, !MemoryVolume.isVirtual(fd) else { return nil }
         let address = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
         guard let address, address != MAP_FAILED else { return nil }
-        (base, self.length, reservedEnd) = (address, length, fileLength)
+        (self.fd, base, self.length, reservedEnd) = (fd, address, length, fileLength)
         #else
         return nil
         #endif
@@ -57,7 +58,7 @@ final class SegmentWriteWindow {
     /// mapping, or the copy faulted: the file was cut short underneath): the caller then writes them
     /// with `pwrite`, whose error says why. Bytes a faulting copy wrote before it faulted lie past the
     /// records' end, where the `pwrite` writes over them.
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int, fd: Int32) -> Bool {
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Bool {
         guard let source = bytes.baseAddress, offset >= 0, bytes.count <= length - offset else { return false }
         let end = offset + bytes.count
         if end > reservedEnd {

@@ -179,7 +179,7 @@ package final class DiskStore {
         let count = withIndex { $0.count }
         if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, keepsDirectory { try? writeDirectory(thenLoad: false, durable: false) }
         try? log.groupCommit.switchFile(to: nil)
-        log.endAppends()
+        log.active?.endAppends() // its reserved room cut off: the file ends where its records do
     }
 
     /// Whether the store is large enough to keep a key directory (``Thresholds/directoryMinimum``,

@@ -97,12 +97,12 @@ struct StoreOpening {
             // A reader beside a live writer: a partial record at the end of the last segment is a
             // write in progress, not damage (the reader replays it once it is published).
             let isWriteInProgress = isLast && store.log.folder.writerIsActive
-            // Zeros from the last record to the end of the last segment: room a writer reserved for
-            // appends (``SegmentWriteWindow``), left by a crash or still in use. Not damage.
-            let isReservedRoom = { (damaged: Range<Int>) in
-                isLast && base + damaged.upperBound == total && bytes[damaged].allSatisfy { $0 == 0 }
+            // Nor are zeros from the last record to the end of the last segment: room a writer reserved
+            // for appends (``SegmentWriteWindow``), left by a crash or still in use.
+            let isUnfinishedEnd = { (damaged: Range<Int>) in
+                isLast && base + damaged.upperBound == total && (isWriteInProgress || bytes[damaged].allSatisfy { $0 == 0 })
             }
-            for damaged in scan.damaged where !(isWriteInProgress && base + damaged.upperBound == total) && !isReservedRoom(damaged) {
+            for damaged in scan.damaged where !isUnfinishedEnd(damaged) {
                 let range = (base + damaged.lowerBound)..<(base + damaged.upperBound)
                 let torn = range.upperBound == total
                 store.recoveryIssues.append(.corrupted(torn
