@@ -31,8 +31,15 @@ package struct DirectoryPosition: Equatable {
 /// cut and written again) is not used: the segments are replayed whole, and a writer removes it. So
 /// is one of another layout (another magic): `STASHKD1` held times as seconds since 1970, and a
 /// store that has one rebuilds it once.
+///
+/// The writer places the entries in key-hash order (``encode(_:position:store:segmentSalts:forEach:)``):
+/// so every slot and every key of the arena is written front to back, and the layout depends only on
+/// which entries there are, never on the order they were used in.
 package enum DirectoryFormat {
-    package static let magic = Array("STASHKD2".utf8)
+    package static let magic = Array("STASHKD3".utf8)
+    /// The layout before this one, still read: the same, but recency numbered 0…n−1 (so the next use
+    /// takes n) and the entries laid out least recently used first.
+    static let rankedMagic = Array("STASHKD2".utf8)
     /// The magic of the layout before (times in seconds since 1970): such a directory is older, not
     /// damaged; the store replays its segments without reporting it, and a writer replaces it.
     static let formerMagic = Array("STASHKD1".utf8)
@@ -72,8 +79,8 @@ package enum DirectoryFormat {
         Int(truncatingIfNeeded: hash.multipliedFullWidth(by: UInt64(slotCount)).high)
     }
 
-    /// One entry to write: its key's UTF-8, hash and record.
-    typealias Visit = (_ key: UnsafeRawBufferPointer, _ record: DiskRecord) -> Void
+    /// One entry to write: its key's UTF-8, its record (with its key hash) and its recency.
+    typealias Visit = (_ key: UnsafeRawBufferPointer, _ record: DiskRecord, _ recency: UInt64) -> Void
 
     /// What the header says of a directory's entries, summed before they are written, in any order.
     struct Summary {
@@ -83,10 +90,13 @@ package enum DirectoryFormat {
         var totalSize = 0
         var earliest = Double.infinity
         var maxFile: UInt64 = 0
+        /// Above every entry's recency: what the next use takes once the directory is read.
+        var nextRecency: UInt64 = 0
 
         /// Counts an entry whose key has `keyLength` bytes.
-        mutating func add(keyLength: Int, _ record: DiskRecord) {
+        mutating func add(keyLength: Int, _ record: DiskRecord, recency: UInt64) {
             count += 1
+            nextRecency = max(nextRecency, recency &+ 1)
             arenaLength += keyLength + (record.fileID == nil ? 0 : 16)
             live[record.segment, default: 0] += FileNumber.saturating(record.length)
             totalSize += record.size
@@ -95,22 +105,26 @@ package enum DirectoryFormat {
         }
     }
 
-    /// The directory of the entries `forEach` hands over least recently used first (twice: once to
-    /// count them and size the arena, once to write), at `position`: for tests and fuzzing, which have
-    /// no index to sum them.
+    /// The directory of the entries `forEach` hands over least recently used first (their recency is
+    /// the order they come in), at `position`: for tests and fuzzing, which have no index to sum them.
     static func encode(position: DirectoryPosition, store: UInt64, segmentSalts: [UInt32: UInt64],
-                       forEach: (Visit) -> Void) -> UnsafeMutableRawBufferPointer {
+                       forEach: ((_ key: UnsafeRawBufferPointer, _ record: DiskRecord) -> Void) -> Void) -> UnsafeMutableRawBufferPointer {
+        var entries: [(key: [UInt8], record: DiskRecord, recency: UInt64)] = []
+        forEach { key, record in entries.append((Array(key), record, UInt64(entries.count))) }
+        entries.sort { ($0.record.keyHash, $0.recency) < ($1.record.keyHash, $1.recency) }
         var summary = Summary()
-        forEach { summary.add(keyLength: $0.count, $1) }
-        guard let bytes = encode(summary, position: position, store: store, segmentSalts: segmentSalts, forEach: forEach) else {
-            preconditionFailure("forEach handed over other entries the second time")
+        for entry in entries { summary.add(keyLength: entry.key.count, entry.record, recency: entry.recency) }
+        let bytes = encode(summary, position: position, store: store, segmentSalts: segmentSalts) { visit in
+            for entry in entries { entry.key.withUnsafeBytes { visit($0, entry.record, entry.recency) } }
         }
+        guard let bytes else { preconditionFailure("the entries did not add up") }
         return bytes
     }
 
-    /// The directory of the entries `forEach` hands over least recently used first, which `summary`
-    /// counted (in any order: the index sums its entries in the order they lie in memory, and only
-    /// this pass jumps about), at `position`; nil if `forEach` hands over other entries than it counted.
+    /// The directory of the entries `forEach` hands over, which `summary` counted (in any order: the
+    /// index sums its entries in the order they lie in memory), at `position`; nil if `forEach` hands
+    /// over other entries than it counted. Any order makes a directory that reads right; key-hash
+    /// order (``KeyDirectory/writingOrder()``) writes the table and the arena front to back.
     static func encode(_ summary: Summary, position: DirectoryPosition, store: UInt64, segmentSalts: [UInt32: UInt64],
                        forEach: (Visit) -> Void) -> UnsafeMutableRawBufferPointer? {
         let (count, arenaLength, live) = (summary.count, summary.arenaLength, summary.live)
@@ -128,11 +142,11 @@ package enum DirectoryFormat {
             put(UInt64(live[id] ?? 0), headerLength + number * segmentEntryLength + 16)
         }
         var arena = arenaStart
-        var recency: UInt64 = 0
+        var written = 0
         var matches = true
-        forEach { key, record in
+        forEach { key, record, recency in
             // Never past the table or the arena, whatever `forEach` hands over.
-            guard matches, recency < count, arena + key.count + (record.fileID == nil ? 0 : 16) <= bytes.count else {
+            guard matches, written < count, arena + key.count + (record.fileID == nil ? 0 : 16) <= bytes.count else {
                 matches = false
                 return
             }
@@ -151,7 +165,7 @@ package enum DirectoryFormat {
             put(record.expiry.bitPattern, at + 40)
             put(record.lastAccess.bitPattern, at + 48)
             put(recency, at + 56)
-            recency += 1
+            written += 1
             UnsafeMutableRawBufferPointer(rebasing: bytes[arena..<(arena + key.count)]).copyMemory(from: key)
             arena += key.count
             if case .file(let id, _, let hash) = record.value {
@@ -160,7 +174,7 @@ package enum DirectoryFormat {
                 arena += 16
             }
         }
-        guard matches, recency == count, arena == bytes.count else {
+        guard matches, written == count, arena == bytes.count else {
             bytes.deallocate()
             return nil
         }
@@ -177,6 +191,7 @@ package enum DirectoryFormat {
         put(summary.earliest.bitPattern, 72)
         put(summary.maxFile, 88)
         put(position.tailHash, 96)
+        put(summary.nextRecency, 104)
         put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength...])), 80)
         put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])), 120)
         return bytes
@@ -195,18 +210,23 @@ package enum DirectoryFormat {
         var slotsStart: Int
         var arenaStart: Int
         var arenaLength: Int
+        /// What the next use of an entry takes as its recency (above every slot's).
+        var nextRecency: UInt64
     }
 
     /// The header of the directory `bytes`; nil if it is damaged, or describes more than an `Int` of
     /// `bitWidth` bits holds (the platform's; tests pass 32 to check a watch's limits on a 64-bit machine).
     package static func parse(_ bytes: UnsafeRawBufferPointer, bitWidth: Int = Int.bitWidth) -> Header? {
-        guard bytes.count >= headerLength, bytes.prefix(8).elementsEqual(magic) else { return nil }
+        guard bytes.count >= headerLength else { return nil }
+        let ranked = bytes.prefix(8).elementsEqual(rankedMagic)
+        guard ranked || bytes.prefix(8).elementsEqual(magic) else { return nil }
         func load<I: FixedWidthInteger>(_ offset: Int) -> I { I(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: I.self)) }
         guard XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])) == load(120) as UInt64 else { return nil }
         let (count64, slotCount64, arenaLength64, totalSize64, offset64) = (load(40) as UInt64, load(48) as UInt64, load(56) as UInt64,
                                                                             load(64) as UInt64, load(32) as UInt64)
         // Sizes bounded before any sum, so nothing overflows: a directory describes less than 2⁴⁰ bytes.
-        guard slotCount64 < 1 << 32, count64 < slotCount64, arenaLength64 < 1 << 40, totalSize64 < 1 << 62, offset64 <= UInt64(UInt32.max) else { return nil }
+        guard slotCount64 < 1 << 32, count64 < slotCount64, arenaLength64 < 1 << 40, totalSize64 < 1 << 62, offset64 <= UInt64(UInt32.max),
+              ranked || (load(104) as UInt64) < 1 << 62 else { return nil } // the next recency: counted on from, never to overflow
         // Each as an Int of this platform (checked: where Int has 32 bits, a crafted header does not trap).
         guard let segmentCount = FileNumber.int(load(20) as UInt32, bitWidth: bitWidth),
               let count = FileNumber.int(count64, bitWidth: bitWidth), let slotCount = FileNumber.int(slotCount64, bitWidth: bitWidth),
@@ -227,6 +247,7 @@ package enum DirectoryFormat {
         }
         return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: offset, tailHash: load(96)),
                       segments: segments, maxFileID: load(88), count: count, slotCount: slotCount, totalSize: totalSize,
-                      earliestExpiry: earliest, slotsStart: slotsStart, arenaStart: arenaStart, arenaLength: arenaLength)
+                      earliestExpiry: earliest, slotsStart: slotsStart, arenaStart: arenaStart, arenaLength: arenaLength,
+                      nextRecency: ranked ? count64 : load(104))
     }
 }

@@ -6,8 +6,8 @@
 /// (their base slot is then *shadowed*, one bit each). Writing a new directory (at compaction, and
 /// when a large store closes) folds the overlay into a new base.
 ///
-/// Recency is a counter: the base's entries are numbered 0…n−1 oldest first in the file, and every
-/// use or write after takes the next number. The least recently used entries are found without a
+/// Recency is a counter: every use or write takes the next number, and a directory file keeps the
+/// numbers of its entries and the next one (one of the layout before numbered its entries 0…n−1). The least recently used entries are found without a
 /// list of every key: a queue of the oldest few thousand is built by one pass when eviction needs
 /// it, and since numbers only grow, a queued entry is still among the oldest unless it was used
 /// since (its number changed: skipped).
@@ -53,7 +53,7 @@ package struct KeyDirectory {
         self.base = base
         if let base {
             count = base.header.count
-            nextRecency = UInt64(base.header.count)
+            nextRecency = base.header.nextRecency
         }
     }
 

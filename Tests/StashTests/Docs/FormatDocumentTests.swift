@@ -274,7 +274,7 @@ private enum FormatReader {
     static func keyDirectory(_ folder: String, store: UInt64) throws -> Directory? {
         guard FileManager.default.fileExists(atPath: folder + "/key-directory") else { return nil }
         let bytes = try read(folder + "/key-directory")
-        guard bytes.count >= 128, bytes[0..<8] == Array("STASHKD2".utf8), bytes.hash(0..<120) == bytes.u64(120),
+        guard bytes.count >= 128, bytes[0..<8] == Array("STASHKD3".utf8), bytes.hash(0..<120) == bytes.u64(120),
               bytes.hash(128..<bytes.count) == bytes.u64(80), bytes.u64(8) == store else { throw Failure("key directory header") }
         let segmentCount = Int(bytes.u32(20))
         let (count, slotCount, arenaLength) = (Int(bytes.u64(40)), Int(bytes.u64(48)), Int(bytes.u64(56)))
@@ -284,13 +284,17 @@ private enum FormatReader {
         var directory = Directory(store: store, slotCount: slotCount, slotsStart: slotsStart,
                                   hashes: (0..<slotCount).map { bytes.u64(slotsStart + 64 * $0) }, keys: [])
         var totalSize = 0
+        var arenaOffsets: [(hash: UInt64, offset: UInt64)] = []
         for slot in 0..<slotCount {
             let at = slotsStart + 64 * slot
             guard bytes.u64(at) != 0 else {
                 directory.keys.append(nil)
                 continue
             }
+            // "Slots": every recency is below the header's next recency.
+            guard bytes.u64(at + 56) < bytes.u64(104) else { throw Failure("key directory recency") }
             let reference = bytes.u64(at + 8)
+            arenaOffsets.append((bytes.u64(at), reference >> 24))
             let keyStart = arenaStart + Int(reference >> 24)
             let key = String(decoding: bytes[keyStart..<(keyStart + Int(reference & 0xff_ffff))], as: UTF8.self)
             directory.keys.append(key)
@@ -301,6 +305,9 @@ private enum FormatReader {
             totalSize += Int(bytes.u64(at + 32))
         }
         guard directory.entries.count == count, Int(bytes.u64(64)) == totalSize else { throw Failure("key directory entry count or total") }
+        // "Arena": the keys lie in ascending key-hash order.
+        let byHash = arenaOffsets.sorted { ($0.hash, $0.offset) < ($1.hash, $1.offset) }.map(\.offset)
+        guard byHash == byHash.sorted() else { throw Failure("key directory arena order") }
         return directory
     }
 }

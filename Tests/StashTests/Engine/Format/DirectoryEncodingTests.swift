@@ -3,8 +3,8 @@ import Testing
 @testable import StashEngine
 
 /// The key directory is written in two passes: the index sums its entries (``DirectoryFormat/Summary``)
-/// in the order they lie in memory, then hands them over least recently used first. Entries that do not
-/// match what was summed give no directory, never a write past the table or the arena.
+/// in the order they lie in memory, then hands them over in key-hash order, each with its recency. Entries
+/// that do not match what was summed give no directory, never a write past the table or the arena.
 @Suite("Key directory: encoding from a summary")
 struct DirectoryEncodingTests {
     private static let seed: UInt64 = 0xE2C0DE
@@ -14,41 +14,84 @@ struct DirectoryEncodingTests {
                    expiry: StoredTime.never, lastAccess: 0, keyHash: KeyHash.of(key, seed: seed))
     }
 
-    private static func summary(_ entries: [(String, DiskRecord)]) -> DirectoryFormat.Summary {
+    /// The entries with their recency: 0, 1, 2… in the order given (least recently used first).
+    private static func ranked(_ entries: [(String, DiskRecord)]) -> [(String, DiskRecord, UInt64)] {
+        entries.enumerated().map { ($1.0, $1.1, UInt64($0)) }
+    }
+
+    private static func summary(_ entries: [(String, DiskRecord, UInt64)]) -> DirectoryFormat.Summary {
         var summary = DirectoryFormat.Summary()
-        for (key, record) in entries { summary.add(keyLength: key.utf8.count, record) }
+        for (key, record, recency) in entries { summary.add(keyLength: key.utf8.count, record, recency: recency) }
         return summary
     }
 
-    private static func encode(_ summary: DirectoryFormat.Summary, handing entries: [(String, DiskRecord)]) -> [UInt8]? {
+    private static func summary(_ entries: [(String, DiskRecord)]) -> DirectoryFormat.Summary { summary(ranked(entries)) }
+
+    private static func encode(_ summary: DirectoryFormat.Summary, handing entries: [(String, DiskRecord, UInt64)]) -> [UInt8]? {
         let bytes = DirectoryFormat.encode(summary, position: DirectoryPosition(segment: 2, salt: 2, offset: 64), store: seed,
                                            segmentSalts: [2: 2]) { visit in
-            for (key, record) in entries {
+            for (key, record, recency) in entries {
                 var key = key
-                key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) }
+                key.withUTF8 { visit(UnsafeRawBufferPointer($0), record, recency) }
             }
         }
         defer { bytes?.deallocate() }
         return bytes.map { Array($0) }
     }
 
-    @Test("the entries summed, handed over in another order, make the directory the one-pass encoder makes")
-    func summedInAnotherOrder() throws {
-        let entries = (0..<300).map { ("key \($0)", Self.record("key \($0)", file: $0 % 9 == 0)) }
-        let oldestFirst = entries.reversed().map { $0 }
-        let bytes = try #require(Self.encode(Self.summary(entries), handing: oldestFirst))
-        let onePass = DirectoryFormat.encode(position: DirectoryPosition(segment: 2, salt: 2, offset: 64), store: Self.seed,
-                                             segmentSalts: [2: 2]) { visit in
+    private static func encode(_ summary: DirectoryFormat.Summary, handing entries: [(String, DiskRecord)]) -> [UInt8]? {
+        encode(summary, handing: ranked(entries))
+    }
+
+    /// The one-pass encoder's directory of `oldestFirst`.
+    private static func onePass(_ oldestFirst: [(String, DiskRecord)]) -> [UInt8] {
+        let bytes = DirectoryFormat.encode(position: DirectoryPosition(segment: 2, salt: 2, offset: 64), store: seed,
+                                           segmentSalts: [2: 2]) { visit in
             for (key, record) in oldestFirst {
                 var key = key
                 key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) }
             }
         }
-        defer { onePass.deallocate() }
-        #expect(bytes == Array(onePass))
+        defer { bytes.deallocate() }
+        return Array(bytes)
+    }
+
+    @Test("the entries summed in one order, handed over in key-hash order with their recency, make the directory the one-pass encoder makes")
+    func summedInAnotherOrder() throws {
+        let entries = (0..<300).map { ("key \($0)", Self.record("key \($0)", file: $0 % 9 == 0)) }
+        let oldestFirst = Self.ranked(entries.reversed())
+        let byHash = oldestFirst.sorted { $0.1.keyHash < $1.1.keyHash }
+        let bytes = try #require(Self.encode(Self.summary(Self.ranked(entries.reversed()).shuffled()), handing: byHash))
+        #expect(bytes == Self.onePass(entries.reversed()))
         let directory = try #require(bytes.withUnsafeBytes { LoadedDirectory(copying: $0) }.map { KeyDirectory(seed: Self.seed, base: $0) })
         #expect(directory.entriesOldestFirst.map(\.key) == oldestFirst.map(\.0))
         #expect(directory.base?.header.totalSize == entries.reduce(0) { $0 + $1.1.size })
+        #expect(directory.base?.header.nextRecency == 300, "the next use is more recent than every entry")
+    }
+
+    @Test("the slots and the arena depend on which entries there are, not on the order they were used in")
+    func layoutIgnoresRecency() throws {
+        let entries = (0..<500).map { ("k\($0)", Self.record("k\($0)", file: $0 % 7 == 0)) }
+        let one = Self.onePass(entries)
+        let other = Self.onePass(entries.shuffled())
+        let header = try #require(one.withUnsafeBytes { DirectoryFormat.parse($0) })
+        let slots = header.slotsStart..<header.arenaStart
+        func withoutRecency(_ bytes: [UInt8]) -> [UInt8] {
+            var bytes = Array(bytes[slots])
+            for slot in 0..<header.slotCount { bytes.replaceSubrange((slot * 64 + 56)..<(slot * 64 + 64), with: repeatElement(0, count: 8)) }
+            return bytes
+        }
+        #expect(withoutRecency(one) == withoutRecency(other))
+        #expect(one[header.arenaStart...] == other[header.arenaStart...])
+    }
+
+    @Test("entries handed over in any order, not key-hash order, still make a directory that finds every key with its recency")
+    func anyOrderReadsRight() throws {
+        let entries = Self.ranked((0..<400).map { ("key \($0)", Self.record("key \($0)")) })
+        let bytes = try #require(Self.encode(Self.summary(entries), handing: entries.shuffled()))
+        let directory = try #require(bytes.withUnsafeBytes { LoadedDirectory(copying: $0) }.map { KeyDirectory(seed: Self.seed, base: $0) })
+        for (key, record, _) in entries { #expect(directory.peek(key) == record) }
+        #expect(directory.entriesOldestFirst.map(\.key) == entries.map(\.0))
     }
 
     @Test("more entries, longer keys or other value kinds than were summed give no directory, and write nothing out of bounds")
@@ -59,6 +102,6 @@ struct DirectoryEncodingTests {
         #expect(Self.encode(Self.summary(summed), handing: [summed[0]]) == nil)
         #expect(Self.encode(Self.summary(summed), handing: [summed[0], ("a much longer key than summed", Self.record("b"))]) == nil)
         #expect(Self.encode(Self.summary(summed), handing: [summed[0], ("b", Self.record("b", file: true))]) == nil)
-        #expect(Self.encode(Self.summary([]), handing: summed) == nil)
+        #expect(Self.encode(DirectoryFormat.Summary(), handing: summed) == nil)
     }
 }

@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+@testable import Stash
+@testable import StashEngine
+
+/// The key directory's layout (Docs/Format.md, "Key directory"): entries in key-hash order, recency as
+/// the use counter with the next number in the header, and the layout before (`STASHKD2`, recency
+/// numbered 0…n−1) still read as it is, with least-recently-used order intact across both.
+@Suite("Key directory: layout and the layout before")
+struct DirectoryLayoutTests {
+    private static let keys = (0..<40).map { "key \($0)" }
+
+    /// A store of ``keys`` whose use order, least recent first, is `order`; closed, so it has a directory.
+    private func makeStore(_ directory: TemporaryDirectory, clock: TestClock, order: [String]) throws {
+        let disk = try openDisk(directory, clock: clock)
+        for key in Self.keys { try disk.setObject(Data(repeating: 1, count: 100), forKey: key) }
+        for key in order {
+            clock.advance(by: 1)
+            _ = try disk.object(forKey: key)
+        }
+    }
+
+    private func openDisk(_ directory: TemporaryDirectory, clock: TestClock, maxSize: Int = 0) throws -> DiskStorage<Data> {
+        try DiskStorage(config: directory.diskConfig(maxSize: maxSize), transformer: TransformerFactory.forData(), now: clock.function)
+    }
+
+    /// Rewrites the directory `file` as the layout before wrote it: the magic, recency numbered 0…n−1
+    /// in the same order, no next recency, both hashes sealed again.
+    private func rewriteAsRanked(_ file: String) throws {
+        var bytes = try Damage.bytes(file)
+        let header = try #require(bytes.withUnsafeBytes { DirectoryFormat.parse($0) })
+        func u64(_ at: Int) -> UInt64 { bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: UInt64.self)) } }
+        func put(_ value: UInt64, _ at: Int) { withUnsafeBytes(of: value.littleEndian) { bytes.replaceSubrange(at..<(at + 8), with: $0) } }
+        let occupied = (0..<header.slotCount).map { header.slotsStart + $0 * 64 }.filter { u64($0) != 0 }
+        for (rank, at) in occupied.sorted(by: { u64($0 + 56) < u64($1 + 56) }).enumerated() { put(UInt64(rank), at + 56) }
+        bytes.replaceSubrange(0..<8, with: DirectoryFormat.rankedMagic)
+        put(0, 104)
+        put(bytes.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[128...])) }, 80)
+        put(bytes.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[0..<120])) }, 120)
+        try Damage.write(bytes, to: file)
+    }
+
+    @Test("a directory of the layout before is read as it is: no replay, no report, the LRU order kept; a use after it is the most recent")
+    func rankedLayoutIsRead() throws {
+        let directory = TemporaryDirectory()
+        let clock = TestClock()
+        let file = directory.storePath() + "/" + StoreFolder.directoryName
+        let order = Self.keys.shuffled()
+        try withEngineThresholds(in: directory.path, directoryMinimum: 1) {
+            try makeStore(directory, clock: clock, order: order)
+            try #require(Array(try Damage.bytes(file)[0..<8]) == DirectoryFormat.magic, "the close wrote no key directory")
+            try rewriteAsRanked(file)
+            do {
+                let disk = try openDisk(directory, clock: clock)
+                #expect(disk.recoveryIssues.isEmpty, "\(disk.recoveryIssues)")
+                // A writer removes a directory it did not use: this one is still there.
+                #expect(Array(try Damage.bytes(file)[0..<8]) == DirectoryFormat.rankedMagic)
+                #expect(disk.entryInfos.map(\.key) == order)
+                clock.advance(by: 1)
+                _ = try disk.object(forKey: order[0]) // the least recently used becomes the most recent
+                try disk.setObject(Data(repeating: 2, count: 100), forKey: "after")
+            }
+            #expect(Array(try Damage.bytes(file)[0..<8]) == DirectoryFormat.magic, "a close after a change writes the current layout")
+            let reopened = try openDisk(directory, clock: clock)
+            #expect(reopened.entryInfos.map(\.key) == Array(order.dropFirst()) + [order[0], "after"])
+        }
+    }
+
+    @Test("the LRU order and eviction survive directory after directory, with the use counter going on from the header")
+    func recencyGoesOnAcrossDirectories() throws {
+        let directory = TemporaryDirectory()
+        let clock = TestClock()
+        var order = Self.keys.shuffled()
+        try withEngineThresholds(in: directory.path, directoryMinimum: 1) {
+            try makeStore(directory, clock: clock, order: order)
+            for _ in 0..<3 {
+                let disk = try openDisk(directory, clock: clock)
+                #expect(disk.entryInfos.map(\.key) == order)
+                let used = Array(order.prefix(5).shuffled())
+                for key in used {
+                    clock.advance(by: 1)
+                    _ = try disk.object(forKey: key)
+                }
+                try disk.setObject(Data(repeating: 2, count: 100), forKey: order[10]) // a write is a use too
+                order = order.filter { !used.contains($0) && $0 != order[10] } + used + [order[10]]
+            }
+            // Room for all but the two least recently used: they go first.
+            let disk = try openDisk(directory, clock: clock, maxSize: 100 * (Self.keys.count - 1))
+            try disk.setObject(Data(repeating: 3, count: 100), forKey: "new")
+            #expect(Set(disk.allKeys) == Set(order.dropFirst(2) + ["new"]))
+        }
+    }
+}
