@@ -293,7 +293,13 @@ package final class SegmentLog {
 
     /// The dead-byte rule (compaction's trigger): a record whose key has a later one, or none, is dead.
     func markDead(_ old: DiskRecord) {
-        segments[old.segment]?.deadBytes += FileNumber.saturating(old.length)
+        // A record replaced soon after it was written is in the active segment: no lookup by number
+        // (a SipHash of it, ~75 instructions of an overwrite or removal's ~4,800).
+        if let active, active.id == old.segment {
+            active.deadBytes += FileNumber.saturating(old.length)
+        } else {
+            segments[old.segment]?.deadBytes += FileNumber.saturating(old.length)
+        }
     }
 
     /// The bytes `record` (`length` bytes of `file`, appended after this store's own: another

@@ -212,6 +212,8 @@ package enum DirectoryFormat {
         var arenaLength: Int
         /// What the next use of an entry takes as its recency (above every slot's).
         var nextRecency: UInt64
+        /// Whether it is of the layout before (``rankedMagic``): entries not in key-hash order.
+        var isRanked: Bool
     }
 
     /// The header of the directory `bytes`; nil if it is damaged, or describes more than an `Int` of
@@ -248,6 +250,6 @@ package enum DirectoryFormat {
         return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: offset, tailHash: load(96)),
                       segments: segments, maxFileID: load(88), count: count, slotCount: slotCount, totalSize: totalSize,
                       earliestExpiry: earliest, slotsStart: slotsStart, arenaStart: arenaStart, arenaLength: arenaLength,
-                      nextRecency: ranked ? count64 : load(104))
+                      nextRecency: ranked ? count64 : load(104), isRanked: ranked)
     }
 }

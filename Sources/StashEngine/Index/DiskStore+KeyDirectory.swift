@@ -27,6 +27,7 @@ extension DiskStore {
         guard tail.count == active.length - start else { throw StorageError.corrupted("the active segment is shorter than the store wrote it") }
         let tailHash = tail.withUnsafeBytes { DirectoryFormat.tailHash($0, at: $0.count) }
         let position = DirectoryPosition(segment: active.id, salt: active.salt, offset: active.length, tailHash: tailHash)
+        if !thenLoad, try writeUsesOnly(at: position, durable: durable) { return }
         let salts = log.segments.mapValues(\.salt)
         let encoded = withIndex { index in
             let order = index.writingOrder()
@@ -41,9 +42,7 @@ extension DiskStore {
             bytes.deallocate()
             throw error
         }
-        changesSinceDirectory = 0
-        accessesSinceDirectory = 0
-        log.publishStructure()
+        wroteDirectory()
         // The bytes just written as the base (not read back: the file may have changed since): the
         // index's heap part goes.
         guard thenLoad else { return bytes.deallocate() }
@@ -53,5 +52,25 @@ extension DiskStore {
             index = KeyDirectory(seed: log.folder.storeID, base: loaded)
             index.order = order
         }
+    }
+
+    /// At close, where only uses changed since the base was read (a process that read), writes the
+    /// base's own bytes resealed at `position` instead of encoding every entry again: a hash and a
+    /// write of the file, no sort, no pass per entry. Under the index lock, so that no read off the
+    /// queue marks an entry used while the bytes are hashed and written. Returns whether it did.
+    private func writeUsesOnly(at position: DirectoryPosition, durable: Bool) throws -> Bool {
+        let wrote = try withIndex { index in
+            guard index.changedOnlyUses, let bytes = index.base?.resealed(at: position, nextRecency: index.nextRecency) else { return false }
+            try log.folder.handle.replaceFile(StoreFolder.directoryName, bytes, durable: durable)
+            return true
+        }
+        if wrote { wroteDirectory() }
+        return wrote
+    }
+
+    private func wroteDirectory() {
+        changesSinceDirectory = 0
+        accessesSinceDirectory = 0
+        log.publishStructure()
     }
 }

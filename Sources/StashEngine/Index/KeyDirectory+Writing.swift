@@ -1,6 +1,12 @@
 /// What a new key directory file is written from: the index's entries in writing order, the header's
 /// totals, and the live bytes per segment (Docs/Format.md, "Key directory").
 extension KeyDirectory {
+    /// Whether nothing but uses (recency, last access) changed since the base was read: no entry
+    /// written, removed or moved. The base's own bytes are then the next directory (``LoadedDirectory/resealed(at:nextRecency:)``).
+    var changedOnlyUses: Bool {
+        base != nil && overlay.isEmpty && shadowed.isEmpty && !basePositionsMoved
+    }
+
     /// Live record bytes per segment.
     func liveBytesBySegment() -> [UInt32: Int] {
         var live: [UInt32: Int] = [:]

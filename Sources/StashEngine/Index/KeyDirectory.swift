@@ -28,7 +28,7 @@ package struct KeyDirectory {
     var order: KeyOrder?
     /// Last, away from what every look-up reads: a read off the queue on one thread counts it up
     /// (``touch(_:time:)``) while others look keys up (the cache line would bounce between them).
-    private var nextRecency: UInt64 = 0
+    private(set) var nextRecency: UInt64 = 0
 
     package enum Reference: Hashable {
         case slot(Int)

@@ -162,4 +162,23 @@ package final class LoadedDirectory: @unchecked Sendable {
         store(recency, slot, 56)
         store(time.bitPattern, slot, 48)
     }
+
+    /// These bytes as they are now (the uses since they were read written into their slots), sealed
+    /// as the directory at `position` whose next recency is `nextRecency`: the file a whole encoding of
+    /// the same entries writes, since where an entry sits depends only on which entries there are.
+    /// Nil for one of the layout before (not in key-hash order: written anew). Changes only the header's
+    /// bytes, which no lookup reads. Valid while the index lock is held.
+    func resealed(at position: DirectoryPosition, nextRecency: UInt64) -> UnsafeRawBufferPointer? {
+        guard !header.isRanked else { return nil }
+        func put<I: FixedWidthInteger>(_ value: I, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: I.self) }
+        put(position.segment, 16)
+        put(position.salt, 24)
+        put(UInt64(position.offset), 32)
+        put(position.tailHash, 96)
+        put(nextRecency, 104)
+        let sealed = UnsafeRawBufferPointer(bytes)
+        put(XXH64.hash(UnsafeRawBufferPointer(rebasing: sealed[DirectoryFormat.headerLength...])), 80)
+        put(XXH64.hash(UnsafeRawBufferPointer(rebasing: sealed[0..<120])), 120)
+        return sealed
+    }
 }

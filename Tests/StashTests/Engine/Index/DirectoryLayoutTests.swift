@@ -66,6 +66,44 @@ struct DirectoryLayoutTests {
         }
     }
 
+    @Test("a close after reads alone writes the directory whole encoding writes, byte for byte; the order and last uses survive it",
+          arguments: [false, true])
+    func closeAfterReadsAlone(fromRankedLayout: Bool) throws {
+        let directory = TemporaryDirectory()
+        let clock = TestClock()
+        let file = directory.storePath() + "/" + StoreFolder.directoryName
+        try withEngineThresholds(in: directory.path, directoryMinimum: 1) {
+            try makeStore(directory, clock: clock, order: [])
+            if fromRankedLayout { try rewriteAsRanked(file) }
+            let used = Self.keys.shuffled().prefix(25) // more than an eighth: the close writes a directory
+            do {
+                let disk = try openDisk(directory, clock: clock)
+                for key in used {
+                    clock.advance(by: 1)
+                    _ = try disk.object(forKey: key)
+                }
+            }
+            let written = try Damage.bytes(file)
+            #expect(Array(written[0..<8]) == DirectoryFormat.magic)
+            let store = try DiskStore(directory: directory.storePath(), readOnly: true)
+            defer { store.close() }
+            #expect(store.recoveryIssues.isEmpty, "\(store.recoveryIssues)")
+            let header = try #require(written.withUnsafeBytes { DirectoryFormat.parse($0) })
+            let salts = Dictionary(uniqueKeysWithValues: header.segments.map { ($0.id, $0.salt) })
+            let encoded = try #require(store.withIndex { index in
+                let order = index.writingOrder()
+                return DirectoryFormat.encode(index.directorySummary(), position: header.position, store: header.store,
+                                              segmentSalts: salts, forEach: { index.forEach(order, writing: $0) })
+            })
+            defer { encoded.deallocate() }
+            let same = written == Array(encoded) // compared apart: a failure prints no kilobytes of both
+            #expect(same, "the file a whole encoding of the same entries writes")
+            let entries = store.withIndex { $0.entriesOldestFirst }
+            #expect(Array(entries.map(\.key).suffix(used.count)) == Array(used))
+            #expect(entries.last?.value.lastAccess == StoredTime.seconds(clock.now))
+        }
+    }
+
     @Test("the LRU order and eviction survive directory after directory, with the use counter going on from the header")
     func recencyGoesOnAcrossDirectories() throws {
         let directory = TemporaryDirectory()
