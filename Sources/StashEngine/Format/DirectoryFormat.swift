@@ -31,14 +31,10 @@ package struct DirectoryPosition: Equatable {
 /// cut and written again) is not used: the segments are replayed whole, and a writer removes it. So
 /// is one of another layout (another magic): `STASHKD1` held times as seconds since 1970, and a
 /// store that has one rebuilds it once.
-///
-/// The writer places the entries in key-hash order (``encode(_:position:store:segmentSalts:forEach:)``):
-/// so every slot and every key of the arena is written front to back, and the layout depends only on
-/// which entries there are, never on the order they were used in.
 package enum DirectoryFormat {
     package static let magic = Array("STASHKD3".utf8)
     /// The layout before this one, still read: the same, but recency numbered 0…n−1 (so the next use
-    /// takes n) and the entries laid out least recently used first.
+    /// takes n), with no next recency in the header.
     static let rankedMagic = Array("STASHKD2".utf8)
     /// The magic of the layout before (times in seconds since 1970): such a directory is older, not
     /// damaged; the store replays its segments without reporting it, and a writer replaces it.
@@ -111,7 +107,6 @@ package enum DirectoryFormat {
                        forEach: ((_ key: UnsafeRawBufferPointer, _ record: DiskRecord) -> Void) -> Void) -> UnsafeMutableRawBufferPointer {
         var entries: [(key: [UInt8], record: DiskRecord, recency: UInt64)] = []
         forEach { key, record in entries.append((Array(key), record, UInt64(entries.count))) }
-        entries.sort { ($0.record.keyHash, $0.recency) < ($1.record.keyHash, $1.recency) }
         var summary = Summary()
         for entry in entries { summary.add(keyLength: entry.key.count, entry.record, recency: entry.recency) }
         let bytes = encode(summary, position: position, store: store, segmentSalts: segmentSalts) { visit in
@@ -121,10 +116,10 @@ package enum DirectoryFormat {
         return bytes
     }
 
-    /// The directory of the entries `forEach` hands over, which `summary` counted (in any order: the
-    /// index sums its entries in the order they lie in memory), at `position`; nil if `forEach` hands
-    /// over other entries than it counted. Any order makes a directory that reads right; key-hash
-    /// order (``KeyDirectory/writingOrder()``) writes the table and the arena front to back.
+    /// The directory of the entries `forEach` hands over, each with its recency, which `summary`
+    /// counted, at `position`; nil if `forEach` hands over other entries than it counted. Any order
+    /// makes a directory that reads right: the index hands them over as they lie in memory
+    /// (``KeyDirectory/forEachEntry(writing:)``), and the keys go into the arena in that order.
     static func encode(_ summary: Summary, position: DirectoryPosition, store: UInt64, segmentSalts: [UInt32: UInt64],
                        forEach: (Visit) -> Void) -> UnsafeMutableRawBufferPointer? {
         let (count, arenaLength, live) = (summary.count, summary.arenaLength, summary.live)
@@ -212,8 +207,6 @@ package enum DirectoryFormat {
         var arenaLength: Int
         /// What the next use of an entry takes as its recency (above every slot's).
         var nextRecency: UInt64
-        /// Whether it is of the layout before (``rankedMagic``): entries not in key-hash order.
-        var isRanked: Bool
     }
 
     /// The header of the directory `bytes`; nil if it is damaged, or describes more than an `Int` of
@@ -250,6 +243,6 @@ package enum DirectoryFormat {
         return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: offset, tailHash: load(96)),
                       segments: segments, maxFileID: load(88), count: count, slotCount: slotCount, totalSize: totalSize,
                       earliestExpiry: earliest, slotsStart: slotsStart, arenaStart: arenaStart, arenaLength: arenaLength,
-                      nextRecency: ranked ? count64 : load(104), isRanked: ranked)
+                      nextRecency: ranked ? count64 : load(104))
     }
 }

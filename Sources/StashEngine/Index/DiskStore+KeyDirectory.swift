@@ -30,9 +30,8 @@ extension DiskStore {
         if !thenLoad, try writeUsesOnly(at: position, durable: durable) { return }
         let salts = log.segments.mapValues(\.salt)
         let encoded = withIndex { index in
-            let order = index.writingOrder()
-            return DirectoryFormat.encode(index.directorySummary(), position: position, store: log.folder.storeID, segmentSalts: salts,
-                                          forEach: { index.forEach(order, writing: $0) }).map { ($0, index.count) }
+            DirectoryFormat.encode(index.directorySummary(), position: position, store: log.folder.storeID, segmentSalts: salts,
+                                   forEach: index.forEachEntry(writing:)).map { ($0, index.count) }
         }
         // Nil only if the index handed over other entries than it counted: no directory rather than a wrong one.
         guard let (bytes, count) = encoded else { throw StorageError.corrupted("the key directory was not written: the index's entries did not add up") }

@@ -164,13 +164,12 @@ package final class LoadedDirectory: @unchecked Sendable {
     }
 
     /// These bytes as they are now (the uses since they were read written into their slots), sealed
-    /// as the directory at `position` whose next recency is `nextRecency`: the file a whole encoding of
-    /// the same entries writes, since where an entry sits depends only on which entries there are.
-    /// Nil for one of the layout before (not in key-hash order: written anew). Changes only the header's
+    /// as a directory of this layout at `position` whose next recency is `nextRecency`: the same
+    /// entries, records, recency and last uses a whole encoding of them gives. Changes only the header's
     /// bytes, which no lookup reads. Valid while the index lock is held.
-    func resealed(at position: DirectoryPosition, nextRecency: UInt64) -> UnsafeRawBufferPointer? {
-        guard !header.isRanked else { return nil }
+    func resealed(at position: DirectoryPosition, nextRecency: UInt64) -> UnsafeRawBufferPointer {
         func put<I: FixedWidthInteger>(_ value: I, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: I.self) }
+        DirectoryFormat.magic.withUnsafeBytes { bytes.copyMemory(from: $0) } // one of the layout before, ranks and all, is one of this
         put(position.segment, 16)
         put(position.salt, 24)
         put(UInt64(position.offset), 32)

@@ -284,7 +284,6 @@ private enum FormatReader {
         var directory = Directory(store: store, slotCount: slotCount, slotsStart: slotsStart,
                                   hashes: (0..<slotCount).map { bytes.u64(slotsStart + 64 * $0) }, keys: [])
         var totalSize = 0
-        var arenaOffsets: [(hash: UInt64, offset: UInt64)] = []
         for slot in 0..<slotCount {
             let at = slotsStart + 64 * slot
             guard bytes.u64(at) != 0 else {
@@ -294,7 +293,6 @@ private enum FormatReader {
             // "Slots": every recency is below the header's next recency.
             guard bytes.u64(at + 56) < bytes.u64(104) else { throw Failure("key directory recency") }
             let reference = bytes.u64(at + 8)
-            arenaOffsets.append((bytes.u64(at), reference >> 24))
             let keyStart = arenaStart + Int(reference >> 24)
             let key = String(decoding: bytes[keyStart..<(keyStart + Int(reference & 0xff_ffff))], as: UTF8.self)
             directory.keys.append(key)
@@ -305,9 +303,6 @@ private enum FormatReader {
             totalSize += Int(bytes.u64(at + 32))
         }
         guard directory.entries.count == count, Int(bytes.u64(64)) == totalSize else { throw Failure("key directory entry count or total") }
-        // "Arena": the keys lie in ascending key-hash order.
-        let byHash = arenaOffsets.sorted { ($0.hash, $0.offset) < ($1.hash, $1.offset) }.map(\.offset)
-        guard byHash == byHash.sorted() else { throw Failure("key directory arena order") }
         return directory
     }
 }
