@@ -28,7 +28,7 @@ struct FaultInjectionTests {
         let directory = TemporaryDirectory()
         try withTmpfs(in: directory) { mountPoint in
             let config = DiskConfig(name: "store", directory: URL(fileURLWithPath: mountPoint))
-            let filler = mountPoint + "/filler"
+            let filler = Filler(mountPoint + "/filler")
             // Its record (> 6 KB) is larger than a page: appending it always needs a new page.
             let longKey = "long-" + String(repeating: "κ", count: 3000)
             var stored = [longKey: Data("old".utf8)]
@@ -56,7 +56,7 @@ struct FaultInjectionTests {
                 // So full that the new value's file fits (one free page) but its record does not: at
                 // once where appends are `pwrite`s; where they go through a mapping, once the records
                 // have filled the room reserved past them before the disk filled up.
-                try fillUp(filler, leavingFreePages: 1)
+                try filler.fill(leavingFreePages: 1)
                 let journal = try activeSegment(mountPoint + "/store")
                 var appendError: StorageError?
                 var recordsEnd = 0
@@ -95,7 +95,7 @@ struct FaultInjectionTests {
                 try expectIntact(disk, stored)
             }
             // Room again: writes succeed, and survive a reopen.
-            try FileManager.default.removeItem(atPath: filler)
+            try filler.free()
             do {
                 let disk = try openDataStore(config)
                 try disk.setObject(Data("new".utf8), forKey: longKey)
@@ -110,38 +110,52 @@ struct FaultInjectionTests {
         }
     }
 
+    /// With 1,000 records, they end in the last page of the room reserved for appends: sealing the
+    /// segment frees no page, and the compaction's new segment does not fit (it does not start). With
+    /// 480, sealing it frees the room past the records' last page: the compaction starts, and copies
+    /// on a disk full but for those pages.
     @Test("disk full during the compaction a write triggers: the write either fails with ENOSPC and keeps the old value, or succeeds",
-          .enabled(if: Host.canMount, "needs root and permission to mount a tmpfs"))
-    func diskFullDuringCompaction() throws {
+          .enabled(if: Host.canMount, "needs root and permission to mount a tmpfs"), arguments: [1000, 480])
+    func diskFullDuringCompaction(records: Int) throws {
         let directory = TemporaryDirectory()
         try withTmpfs(in: directory) { mountPoint in
             let config = DiskConfig(name: "store", directory: URL(fileURLWithPath: mountPoint))
             let store = mountPoint + "/store"
-            let filler = mountPoint + "/filler"
+            let filler = Filler(mountPoint + "/filler")
             do {
                 let disk = try openDataStore(config)
-                // 1,000 records for one key, then (thresholds lowered) the next write starts a compaction.
+                // Records for one key, then (thresholds lowered) the next write starts a compaction.
                 // Empty values take no page on a tmpfs.
-                for _ in 0..<1000 { try disk.setObject(Data(), forKey: "k") }
-                let segmentSize = try #require(fileSize(try activeSegment(store)))
-                try #require(Host.pageSize - segmentSize % Host.pageSize >= 100, "the next record must fit in the segment's last page")
-                // No free page: the new record fits in the segment, a new segment for the compaction does not.
-                try fillUp(filler, leavingFreePages: 0)
-                try withEngineThresholds(in: mountPoint, compactionMinimum: 4 << 10) { () throws -> Void in
-                    do {
-                        try disk.setObject(Data(), forKey: "k")
-                        #expect(try disk.object(forKey: "k") == Data())
-                    } catch {
-                        #expect(FileIO.isErrno(error, .ENOSPC), "\(error)")
-                        #expect(try disk.object(forKey: "k") == Data())
-                    }
-                    disk.waitForCompaction()
+                for _ in 0..<records { try disk.setObject(Data(), forKey: "k") }
+                let segment = try activeSegment(store)
+                let segmentSize = try #require(fileSize(segment))
+                let recordsEnd = try Damage.recordsEnd(segment)
+                let recordsPagesEnd = (recordsEnd + Host.pageSize - 1) / Host.pageSize * Host.pageSize
+                try #require(recordsPagesEnd - recordsEnd >= 100, "the next record must fit in the records' last page")
+                try #require((segmentSize > recordsPagesEnd) == (records == 480),
+                             "room past the records' last page: the file has \(segmentSize) bytes, its records \(recordsEnd)")
+                // No free page: the new record fits in the segment; a new segment for the compaction
+                // only in the pages sealing the segment frees.
+                try filler.fill(leavingFreePages: 0)
+                // Lowered for the open store itself: a store takes its folder's thresholds when it opens
+                // (`withEngineThresholds` around this write would leave this one's as they were).
+                disk.engine.sync { $0.thresholds.compactionMinimum = 4 << 10 }
+                do {
+                    try disk.setObject(Data(), forKey: "k")
+                    #expect(try disk.object(forKey: "k") == Data())
+                } catch {
+                    #expect(FileIO.isErrno(error, .ENOSPC), "\(error)")
+                    #expect(try disk.object(forKey: "k") == Data())
                 }
+                disk.waitForCompaction()
                 try expectNoStrayFiles(disk)
 
-                try FileManager.default.removeItem(atPath: filler)
+                try filler.free()
                 try disk.setObject(Data("after".utf8), forKey: "k")
                 #expect(try disk.object(forKey: "k") == Data("after".utf8))
+                // Where the compaction did not start for want of room, this write starts it: finished
+                // before the store closes and opens again (a close in mid-copy is CompactionClose's subject).
+                disk.waitForCompaction()
             }
             let reopened = try openDataStore(config)
             #expect(reopened.recoveryIssues.isEmpty)
@@ -651,28 +665,6 @@ private func freeBytes(_ path: String) throws -> Int {
     var info = statvfs()
     try #require(statvfs(path, &info) == 0)
     return Int(info.f_bavail) * Int(info.f_frsize)
-}
-
-/// Writes `path` until its file system is full, then frees `pages` pages of it again.
-private func fillUp(_ path: String, leavingFreePages pages: Int) throws {
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    try #require(fd >= 0, "cannot create \(path)")
-    defer { close(fd) }
-    let chunk = [UInt8](repeating: 0xEE, count: 16 * Host.pageSize)
-    var total = 0
-    while true {
-        let written = chunk.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) }
-        if written < 0 {
-            let code = errno
-            if code == EINTR { continue }
-            try #require(code == ENOSPC, "filling up failed with errno \(code)")
-            break
-        }
-        total += written
-        try #require(total < 64 << 20, "the file system never filled up")
-    }
-    try #require(total >= pages * Host.pageSize)
-    try #require(ftruncate(fd, off_t(total - pages * Host.pageSize)) == 0)
 }
 
 // MARK: - The host: root, mounting, other users
