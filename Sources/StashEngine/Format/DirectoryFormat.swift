@@ -127,7 +127,7 @@ package enum DirectoryFormat {
         let slotCount = slotCount(for: count)
         let slotsStart = headerLength + segments.count * segmentEntryLength
         let arenaStart = slotsStart + slotCount * slotLength
-        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: arenaStart + arenaLength, alignment: 8)
+        let bytes = HugePages.allocate(byteCount: arenaStart + arenaLength)
         // Zeros where nothing else is written (empty slots, reserved bytes); the arena is written whole.
         UnsafeMutableRawBufferPointer(rebasing: bytes[..<arenaStart]).initializeMemory(as: UInt8.self, repeating: 0)
         func put<I: FixedWidthInteger>(_ value: I, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: I.self) }

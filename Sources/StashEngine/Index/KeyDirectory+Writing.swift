@@ -48,7 +48,9 @@ extension KeyDirectory {
     /// last ones, so a base written again alone keeps each entry in its slot. A base slot that is not
     /// well formed (a crafted file) is left out.
     func forEachEntry(writing visit: DirectoryFormat.Visit) {
-        if let base, let empty = (0..<base.slotCount).first(where: { !base.isOccupied($0) }) {
+        if let base, base.slotCount > 0 {
+            // A crafted file may have no empty slot: every slot then, from the first.
+            let empty = (0..<base.slotCount).first { !base.isOccupied($0) } ?? base.slotCount - 1
             for step in 1...base.slotCount {
                 let slot = (empty + step) % base.slotCount
                 guard base.isOccupied(slot), !isShadowed(slot), let key = base.keyBytes(at: slot), let record = base.record(at: slot) else { continue }

@@ -31,7 +31,7 @@ package final class LoadedDirectory: @unchecked Sendable {
         let info = try FileIO.status(fd, path)
         guard info.st_mode & S_IFMT == S_IFREG, info.st_size >= DirectoryFormat.headerLength,
               let length = FileNumber.int(info.st_size), length <= limit else { return nil }
-        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 8)
+        let bytes = HugePages.allocate(byteCount: length)
         do {
             // A file that changed length meanwhile is not the one measured: its hashes decide.
             guard try FileIO.read(fd, at: 0, into: bytes, path: path) == length,
