@@ -60,7 +60,8 @@ struct DirectoryEncodingTests {
     func summedInAnotherOrder() throws {
         let entries = (0..<300).map { ("key \($0)", Self.record("key \($0)", file: $0 % 9 == 0)) }
         let oldestFirst = Self.ranked(entries.reversed())
-        let bytes = try #require(Self.encode(Self.summary(oldestFirst.shuffled()), handing: oldestFirst))
+        var random = SeededGenerator(seed: 35)
+        let bytes = try #require(Self.encode(Self.summary(oldestFirst.shuffled(using: &random)), handing: oldestFirst))
         #expect(bytes == Self.onePass(entries.reversed()))
         let directory = try #require(bytes.withUnsafeBytes { LoadedDirectory(copying: $0) }.map { KeyDirectory(seed: Self.seed, base: $0) })
         #expect(directory.entriesOldestFirst.map(\.key) == oldestFirst.map(\.0))
@@ -71,7 +72,8 @@ struct DirectoryEncodingTests {
     @Test("entries handed over in any order, their recency apart, make a directory that finds every key with its recency")
     func anyOrderReadsRight() throws {
         let entries = Self.ranked((0..<400).map { ("key \($0)", Self.record("key \($0)")) })
-        let bytes = try #require(Self.encode(Self.summary(entries), handing: entries.shuffled()))
+        var random = SeededGenerator(seed: 36)
+        let bytes = try #require(Self.encode(Self.summary(entries), handing: entries.shuffled(using: &random)))
         let directory = try #require(bytes.withUnsafeBytes { LoadedDirectory(copying: $0) }.map { KeyDirectory(seed: Self.seed, base: $0) })
         for (key, record, _) in entries { #expect(directory.peek(key) == record) }
         #expect(directory.entriesOldestFirst.map(\.key) == entries.map(\.0))

@@ -46,7 +46,8 @@ struct DirectoryLayoutTests {
         let directory = TemporaryDirectory()
         let clock = TestClock()
         let file = directory.storePath() + "/" + StoreFolder.directoryName
-        let order = Self.keys.shuffled()
+        var random = SeededGenerator(seed: 31)
+        let order = Self.keys.shuffled(using: &random)
         try withEngineThresholds(in: directory.path, directoryMinimum: 1) {
             try makeStore(directory, clock: clock, order: order)
             try #require(Array(try Damage.bytes(file)[0..<8]) == DirectoryFormat.magic, "the close wrote no key directory")
@@ -76,7 +77,8 @@ struct DirectoryLayoutTests {
         try withEngineThresholds(in: directory.path, directoryMinimum: 1) {
             try makeStore(directory, clock: clock, order: [])
             if fromRankedLayout { try rewriteAsRanked(file) }
-            let used = Self.keys.shuffled().prefix(25) // more than an eighth: the close writes a directory
+            var random = SeededGenerator(seed: fromRankedLayout ? 33 : 32)
+            let used = Self.keys.shuffled(using: &random).prefix(25) // more than an eighth: the close writes a directory
             do {
                 let disk = try openDisk(directory, clock: clock)
                 for key in used {
@@ -117,13 +119,14 @@ struct DirectoryLayoutTests {
     func recencyGoesOnAcrossDirectories() throws {
         let directory = TemporaryDirectory()
         let clock = TestClock()
-        var order = Self.keys.shuffled()
+        var random = SeededGenerator(seed: 34)
+        var order = Self.keys.shuffled(using: &random)
         try withEngineThresholds(in: directory.path, directoryMinimum: 1) {
             try makeStore(directory, clock: clock, order: order)
             for _ in 0..<3 {
                 let disk = try openDisk(directory, clock: clock)
                 #expect(disk.entryInfos.map(\.key) == order)
-                let used = Array(order.prefix(5).shuffled())
+                let used = Array(order.prefix(5).shuffled(using: &random))
                 for key in used {
                     clock.advance(by: 1)
                     _ = try disk.object(forKey: key)
