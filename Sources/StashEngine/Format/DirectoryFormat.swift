@@ -173,23 +173,31 @@ package enum DirectoryFormat {
             bytes.deallocate()
             return nil
         }
-        magic.withUnsafeBytes { bytes.copyMemory(from: $0) }
         put(store, 8)
-        put(position.segment, 16)
         put(UInt32(segments.count), 20)
-        put(position.salt, 24)
-        put(UInt64(position.offset), 32)
         put(UInt64(count), 40)
         put(UInt64(slotCount), 48)
         put(UInt64(arenaLength), 56)
         put(UInt64(summary.totalSize), 64)
         put(summary.earliest.bitPattern, 72)
         put(summary.maxFile, 88)
+        seal(bytes, at: position, nextRecency: summary.nextRecency)
+        return bytes
+    }
+
+    /// Finishes the directory `bytes` as one of this layout at `position` whose next recency is
+    /// `nextRecency`: the magic, those header fields, then the body's hash and the header's. What a
+    /// new directory and a directory written back after uses alone (``LoadedDirectory/resealed(at:nextRecency:)``) share.
+    static func seal(_ bytes: UnsafeMutableRawBufferPointer, at position: DirectoryPosition, nextRecency: UInt64) {
+        func put<I: FixedWidthInteger>(_ value: I, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: I.self) }
+        magic.withUnsafeBytes { bytes.copyMemory(from: $0) }
+        put(position.segment, 16)
+        put(position.salt, 24)
+        put(UInt64(position.offset), 32)
         put(position.tailHash, 96)
-        put(summary.nextRecency, 104)
+        put(nextRecency, 104)
         put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength...])), 80)
         put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])), 120)
-        return bytes
     }
 
     /// What a header says, once it and the body verified; nil for anything else. Never traps.

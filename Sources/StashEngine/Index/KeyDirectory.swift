@@ -7,10 +7,10 @@
 /// when a large store closes) folds the overlay into a new base.
 ///
 /// Recency is a counter: every use or write takes the next number, and a directory file keeps the
-/// numbers of its entries and the next one (one of the layout before numbered its entries 0…n−1). The least recently used entries are found without a
-/// list of every key: a queue of the oldest few thousand is built by one pass when eviction needs
-/// it, and since numbers only grow, a queued entry is still among the oldest unless it was used
-/// since (its number changed: skipped).
+/// numbers of its entries and the next one (one of the layout before numbered its entries 0…n−1).
+/// The least recently used entries are found without a list of every key: a queue of the oldest few
+/// thousand is built by one pass when eviction needs it, and since numbers only grow, a queued entry
+/// is still among the oldest unless it was used since (its number changed: skipped).
 package struct KeyDirectory {
     /// The key hash's seed: the store's identity.
     package let seed: UInt64

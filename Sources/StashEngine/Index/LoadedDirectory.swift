@@ -168,16 +168,8 @@ package final class LoadedDirectory: @unchecked Sendable {
     /// entries, records, recency and last uses a whole encoding of them gives. Changes only the header's
     /// bytes, which no lookup reads. Valid while the index lock is held.
     func resealed(at position: DirectoryPosition, nextRecency: UInt64) -> UnsafeRawBufferPointer {
-        func put<I: FixedWidthInteger>(_ value: I, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: I.self) }
-        DirectoryFormat.magic.withUnsafeBytes { bytes.copyMemory(from: $0) } // one of the layout before, ranks and all, is one of this
-        put(position.segment, 16)
-        put(position.salt, 24)
-        put(UInt64(position.offset), 32)
-        put(position.tailHash, 96)
-        put(nextRecency, 104)
-        let sealed = UnsafeRawBufferPointer(bytes)
-        put(XXH64.hash(UnsafeRawBufferPointer(rebasing: sealed[DirectoryFormat.headerLength...])), 80)
-        put(XXH64.hash(UnsafeRawBufferPointer(rebasing: sealed[0..<120])), 120)
-        return sealed
+        // One of the layout before (`STASHKD2`), ranks and all, is one of this layout once sealed.
+        DirectoryFormat.seal(bytes, at: position, nextRecency: nextRecency)
+        return UnsafeRawBufferPointer(bytes)
     }
 }
