@@ -7,7 +7,9 @@ public func fuzzOneInput(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: start, count: count))
     fuzzJournal(bytes)
     fuzzSegment(bytes)
-    fuzzDirectory(bytes)
+    fuzzDirectory(bytes, magic: DirectoryFormat.magic)
+    fuzzDirectory(bytes, magic: DirectoryFormat.inlineUsesMagic)
+    fuzzUses(bytes)
     fuzzJSON(bytes)
     // The image header parser.
     let data = Data(bytes)
@@ -52,9 +54,9 @@ private func fuzzSegment(_ bytes: [UInt8]) {
 
 /// The key directory: any bytes, and bytes behind a header and body hash that verify, through
 /// every lookup and listing the engine makes.
-private func fuzzDirectory(_ bytes: [UInt8]) {
+private func fuzzDirectory(_ bytes: [UInt8], magic: [UInt8]) {
     _ = bytes.withUnsafeBytes { DirectoryFormat.parse($0) }
-    var sealed = DirectoryFormat.magic + bytes
+    var sealed = magic + bytes
     guard sealed.count >= DirectoryFormat.headerLength else { return }
     let body = sealed[DirectoryFormat.headerLength...].withUnsafeBytes { XXH64.hash($0) }
     withUnsafeBytes(of: body.littleEndian) { sealed.replaceSubrange(80..<88, with: $0) }
@@ -70,6 +72,22 @@ private func fuzzDirectory(_ bytes: [UInt8]) {
     _ = directory.liveBytesBySegment()
     directory.forEachValue { precondition(!$0.expiry.isNaN && !$0.lastAccess.isNaN) }
     directory.forEachOldestFirst { _, _ in true }
+    let uses = mapped.usesArray() // gathered from the slots of the layout before
+    precondition(uses.count == mapped.slotCount * DirectoryFormat.usesLength)
+}
+
+/// The key uses file's header: any bytes, and the same with the magic and both hashes made right.
+private func fuzzUses(_ bytes: [UInt8]) {
+    _ = bytes.withUnsafeBytes { UsesFormat.parse($0) }
+    var sealed = UsesFormat.magic + bytes
+    guard sealed.count >= UsesFormat.headerLength else { return }
+    let body = sealed[UsesFormat.headerLength...].withUnsafeBytes { XXH64.hash($0) }
+    withUnsafeBytes(of: body.littleEndian) { sealed.replaceSubrange(112..<120, with: $0) }
+    let header = sealed[0..<120].withUnsafeBytes { XXH64.hash($0) }
+    withUnsafeBytes(of: header.littleEndian) { sealed.replaceSubrange(120..<128, with: $0) }
+    if let parsed = sealed.withUnsafeBytes({ UsesFormat.parse($0) }) {
+        precondition(sealed.count == UsesFormat.length(slotCount: parsed.slotCount) && parsed.nextRecency < 1 << 62)
+    }
 }
 
 /// A record that reaches every path of the JSON decoder: keyed, unkeyed and single values, optionals,

@@ -22,7 +22,8 @@ import Darwin
 //       Writes keys s0…s20499 (small values: enough entries for a key directory at close) and prints
 //       `filled FIRSTSEQ COUNT` (key s<i> holds FIRSTSEQ + i), then forever: releases the store (closing
 //       writes its key directory), prints `closed`, reopens it and overwrites 50 random keys, printing
-//       `set KEY SEQ SIZE` per write, like `write`.
+//       `set KEY SEQ SIZE` per write, like `write`. With `--reads`, each round reads every key once, in
+//       random order, instead, and prints `read`: a process that only read (its close writes a key uses file).
 //   increment, move, sum, transact, migrate: read-modify-write and migrations across processes and under kills (Updates.swift).
 //   share DIR --seed N --tag T --private P [--ops COUNT]
 //       One of several writer processes of one store (SharedWriters.swift says what it does).
@@ -187,7 +188,7 @@ enum SnapshotRun {
     static let keys = 20_500
 }
 
-func runSnapshot(_ path: String, seed: UInt64) throws -> Never {
+func runSnapshot(_ path: String, seed: UInt64, readsOnly: Bool) throws -> Never {
     var random = SeededGenerator(seed: seed)
     var sequence = seed &* 1_000_000
     do {
@@ -204,6 +205,11 @@ func runSnapshot(_ path: String, seed: UInt64) throws -> Never {
     while true {
         emit("closed")
         let storage = try openStore(path, maxSize: 0)
+        if readsOnly {
+            for index in (0..<SnapshotRun.keys).shuffled(using: &random) { _ = try storage.object(forKey: "s\(index)") }
+            emit("read")
+            continue
+        }
         for _ in 0..<50 {
             let key = "s\(Int.random(in: 0..<SnapshotRun.keys, using: &random))"
             sequence += 1
@@ -285,7 +291,7 @@ func main(_ arguments: [String]) -> Never {
     func option(_ name: String) -> String? {
         arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     }
-    let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N"
+    let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N [--reads]"
         + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture lock-folder DIR | StashTorture hold DIR | StashTorture step DIR [--shared] | StashTorture follow DIR | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
         + " | StashTorture soak DIR [--seconds N] [--seed S] [--stash PATH] [--without-deletions]"
         + " | StashTorture increment DIR --count N | StashTorture move DIR --count N --seed S | StashTorture sum DIR --total T"
@@ -303,7 +309,7 @@ func main(_ arguments: [String]) -> Never {
             try runWrite(arguments[1], seed: seed, maxSize: maxSize, keys: keys, fill: arguments.contains("--fill"))
         case "snapshot":
             guard let seed = option("--seed").flatMap(UInt64.init), seed < 1 << 40 else { fail(usage, status: 2) }
-            try runSnapshot(arguments[1], seed: seed)
+            try runSnapshot(arguments[1], seed: seed, readsOnly: arguments.contains("--reads"))
         case "hold":
             try runHold(arguments[1])
         case "step":

@@ -123,6 +123,7 @@ struct Compaction {
             if store.keepsDirectory {
                 try store.writeDirectory()
             } else {
+                try? store.log.folder.handle.remove(StoreFolder.usesName)
                 try store.log.folder.handle.remove(StoreFolder.directoryName)
                 try store.log.folder.handle.sync()
             }

@@ -119,11 +119,11 @@ package final class FolderHandle: Sendable {
     /// Writes `data` to the new file `name` (unlinking a leftover of that name first), `fsync`ing it
     /// if `durable`.
     func writeFile(_ name: String, _ data: Data, durable: Bool) throws {
-        try data.withUnsafeBytes { try writeFile(name, $0, durable: durable) }
+        try data.withUnsafeBytes { try writeFile(name, [$0], durable: durable) }
     }
 
-    /// Writes `bytes` to the new file `name`, as ``writeFile(_:_:durable:)-(_,Data,_)`` does.
-    func writeFile(_ name: String, _ bytes: UnsafeRawBufferPointer, durable: Bool) throws {
+    /// Writes `parts`, one after the other, to the new file `name`, as ``writeFile(_:_:durable:)-(_,Data,_)`` does.
+    func writeFile(_ name: String, _ parts: [UnsafeRawBufferPointer], durable: Bool) throws {
         let file: Int32
         do {
             file = try open(name, O_WRONLY | O_CREAT | O_EXCL)
@@ -132,7 +132,7 @@ package final class FolderHandle: Sendable {
             file = try open(name, O_WRONLY | O_CREAT | O_EXCL)
         }
         do {
-            try FileIO.writeAll(file, bytes, path: filePath(name))
+            for bytes in parts { try FileIO.writeAll(file, bytes, path: filePath(name)) }
             if durable { try FileIO.synchronize(file, filePath(name)) }
         } catch {
             _ = FileIO.close(file)
@@ -149,12 +149,12 @@ package final class FolderHandle: Sendable {
     /// Writes `data` as `name` atomically: under a temporary name, then renamed (both flushed when
     /// `durable`).
     func replaceFile(_ name: String, _ data: Data, durable: Bool) throws {
-        try data.withUnsafeBytes { try replaceFile(name, $0, durable: durable) }
+        try data.withUnsafeBytes { try replaceFile(name, [$0], durable: durable) }
     }
 
-    /// Writes `bytes` as `name` atomically, as ``replaceFile(_:_:durable:)-(_,Data,_)`` does.
-    func replaceFile(_ name: String, _ bytes: UnsafeRawBufferPointer, durable: Bool) throws {
-        try writeFile(name + ".tmp", bytes, durable: durable)
+    /// Writes `parts`, one after the other, as `name` atomically, as ``replaceFile(_:_:durable:)-(_,Data,_)`` does.
+    func replaceFile(_ name: String, _ parts: [UnsafeRawBufferPointer], durable: Bool) throws {
+        try writeFile(name + ".tmp", parts, durable: durable)
         try rename(name + ".tmp", name)
         if durable { try sync() }
     }

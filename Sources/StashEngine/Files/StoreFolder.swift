@@ -24,6 +24,8 @@ package final class StoreFolder {
     static let lockName = "lock"
     /// The key directory (``DirectoryFormat``).
     static let directoryName = "key-directory"
+    /// The uses of the key directory's entries as of a later position (``UsesFormat``).
+    static let usesName = "key-uses"
     /// The index snapshot of format 3, which the key directory replaced: a writer removes it.
     static let formatThreeSnapshotName = "index.snapshot"
     /// The journal of a version-1 store (upgraded on open).
@@ -298,7 +300,7 @@ package final class StoreFolder {
                 result.segments.append(id)
             } else if let id = ValueFiles.id(ofName: name) {
                 result.values.append(id)
-            } else if name == Self.directoryName + ".tmp" || name == Self.formatThreeSnapshotName || name == Self.formatThreeSnapshotName + ".tmp" || name == Self.markerName + ".tmp"
+            } else if name == Self.directoryName + ".tmp" || name == Self.usesName + ".tmp" || name == Self.formatThreeSnapshotName || name == Self.formatThreeSnapshotName + ".tmp" || name == Self.markerName + ".tmp"
                         || (name.hasSuffix(SegmentFile.unpublishedSuffix)
                             && SegmentFile.id(ofName: String(name.dropLast(SegmentFile.unpublishedSuffix.count))) != nil) {
                 result.temporary.append(name)

@@ -24,6 +24,10 @@ package struct DirectoryPosition: Equatable {
 /// Written whole under a temporary name and renamed, never changed in place.
 /// Layout: Docs/Format.md, "Key directory".
 ///
+/// Each entry's uses (last access, recency) lie apart from its slot, in a dense array after the slots
+/// (``usesLength``): a process that only reads changes no slot, and writes back only that array, as a
+/// key uses file (``UsesFormat``), at close.
+///
 /// It is derived data: the segments hold every record. A directory whose hashes do not verify, that
 /// names another store, a segment the store no longer has (or has with another salt), a position
 /// past a segment's end, or a segment whose bytes before the position are not the ones it was
@@ -32,15 +36,21 @@ package struct DirectoryPosition: Equatable {
 /// is one of another layout (another magic): `STASHKD1` held times as seconds since 1970, and a
 /// store that has one rebuilds it once.
 package enum DirectoryFormat {
-    package static let magic = Array("STASHKD3".utf8)
-    /// The layout before this one, still read: the same, but recency numbered 0…n−1 (so the next use
+    package static let magic = Array("STASHKD4".utf8)
+    /// The layout before this one, still read: 64-byte slots with each entry's uses in its slot.
+    static let inlineUsesMagic = Array("STASHKD3".utf8)
+    /// The layout before that, still read: as `STASHKD3`, but recency numbered 0…n−1 (so the next use
     /// takes n), with no next recency in the header.
     static let rankedMagic = Array("STASHKD2".utf8)
     /// The magic of the layout before (times in seconds since 1970): such a directory is older, not
     /// damaged; the store replays its segments without reporting it, and a writer replaces it.
     static let formerMagic = Array("STASHKD1".utf8)
     static let headerLength = 128
-    static let slotLength = 64
+    static let slotLength = 48
+    /// The slots of `STASHKD2` and `STASHKD3`, whose last 16 bytes are the entry's uses.
+    static let inlineUsesSlotLength = 64
+    /// An entry's uses, in the array after the slots: last access (f64), then recency (u64).
+    static let usesLength = 16
     static let segmentEntryLength = 24
     /// How many bytes before the position the tail hash covers.
     static let tailWindow = 4096
@@ -126,7 +136,8 @@ package enum DirectoryFormat {
         let segments = live.keys.sorted()
         let slotCount = slotCount(for: count)
         let slotsStart = headerLength + segments.count * segmentEntryLength
-        let arenaStart = slotsStart + slotCount * slotLength
+        let usesStart = slotsStart + slotCount * slotLength
+        let arenaStart = usesStart + slotCount * usesLength
         let bytes = HugePages.allocate(byteCount: arenaStart + arenaLength)
         // Zeros where nothing else is written (empty slots, reserved bytes); the arena is written whole.
         UnsafeMutableRawBufferPointer(rebasing: bytes[..<arenaStart]).initializeMemory(as: UInt8.self, repeating: 0)
@@ -158,8 +169,8 @@ package enum DirectoryFormat {
             put(UInt32(record.fileID == nil ? 0 : 1), at + 28)
             put(UInt64(record.size), at + 32)
             put(record.expiry.bitPattern, at + 40)
-            put(record.lastAccess.bitPattern, at + 48)
-            put(recency, at + 56)
+            put(record.lastAccess.bitPattern, usesStart + slot * usesLength)
+            put(recency, usesStart + slot * usesLength + 8)
             written += 1
             UnsafeMutableRawBufferPointer(rebasing: bytes[arena..<(arena + key.count)]).copyMemory(from: key)
             arena += key.count
@@ -186,8 +197,7 @@ package enum DirectoryFormat {
     }
 
     /// Finishes the directory `bytes` as one of this layout at `position` whose next recency is
-    /// `nextRecency`: the magic, those header fields, then the body's hash and the header's. What a
-    /// new directory and a directory written back after uses alone (``LoadedDirectory/resealed(at:nextRecency:)``) share.
+    /// `nextRecency`: the magic, those header fields, then the body's hash and the header's.
     static func seal(_ bytes: UnsafeMutableRawBufferPointer, at position: DirectoryPosition, nextRecency: UInt64) {
         func put<I: FixedWidthInteger>(_ value: I, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: I.self) }
         magic.withUnsafeBytes { bytes.copyMemory(from: $0) }
@@ -211,10 +221,17 @@ package enum DirectoryFormat {
         package var totalSize: Int
         package var earliestExpiry: Double
         var slotsStart: Int
+        /// Bytes from one slot to the next: ``slotLength``, or ``inlineUsesSlotLength`` in the layouts before.
+        var slotStride: Int
+        /// Where the first slot's uses are, and bytes from one slot's to the next's.
+        var usesStart: Int
+        var usesStride: Int
         var arenaStart: Int
         var arenaLength: Int
         /// What the next use of an entry takes as its recency (above every slot's).
         var nextRecency: UInt64
+        /// The header's hash: what a key uses file names the directory by.
+        var identity: UInt64
     }
 
     /// The header of the directory `bytes`; nil if it is damaged, or describes more than an `Int` of
@@ -222,7 +239,8 @@ package enum DirectoryFormat {
     package static func parse(_ bytes: UnsafeRawBufferPointer, bitWidth: Int = Int.bitWidth) -> Header? {
         guard bytes.count >= headerLength else { return nil }
         let ranked = bytes.prefix(8).elementsEqual(rankedMagic)
-        guard ranked || bytes.prefix(8).elementsEqual(magic) else { return nil }
+        let inlineUses = ranked || bytes.prefix(8).elementsEqual(inlineUsesMagic)
+        guard inlineUses || bytes.prefix(8).elementsEqual(magic) else { return nil }
         func load<I: FixedWidthInteger>(_ offset: Int) -> I { I(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: I.self)) }
         guard XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])) == load(120) as UInt64 else { return nil }
         let (count64, slotCount64, arenaLength64, totalSize64, offset64) = (load(40) as UInt64, load(48) as UInt64, load(56) as UInt64,
@@ -237,7 +255,8 @@ package enum DirectoryFormat {
               let offset = FileNumber.int(offset64, bitWidth: bitWidth),
               segmentCount <= (bytes.count - headerLength) / segmentEntryLength else { return nil }
         let slotsStart = headerLength + segmentCount * segmentEntryLength
-        guard let slotsLength = FileNumber.product(slotCount, slotLength, bitWidth: bitWidth),
+        let slotStride = inlineUses ? inlineUsesSlotLength : slotLength + usesLength // the uses' array counted with the slots
+        guard let slotsLength = FileNumber.product(slotCount, slotStride, bitWidth: bitWidth),
               let arenaStart = FileNumber.sum(slotsStart, slotsLength, bitWidth: bitWidth),
               let end = FileNumber.sum(arenaStart, arenaLength, bitWidth: bitWidth) else { return nil }
         guard bytes.count == end,
@@ -250,7 +269,9 @@ package enum DirectoryFormat {
         }
         return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: offset, tailHash: load(96)),
                       segments: segments, maxFileID: load(88), count: count, slotCount: slotCount, totalSize: totalSize,
-                      earliestExpiry: earliest, slotsStart: slotsStart, arenaStart: arenaStart, arenaLength: arenaLength,
-                      nextRecency: ranked ? count64 : load(104))
+                      earliestExpiry: earliest, slotsStart: slotsStart, slotStride: inlineUses ? inlineUsesSlotLength : slotLength,
+                      usesStart: inlineUses ? slotsStart + slotLength : slotsStart + slotCount * slotLength,
+                      usesStride: inlineUses ? inlineUsesSlotLength : usesLength, arenaStart: arenaStart, arenaLength: arenaLength,
+                      nextRecency: ranked ? count64 : load(104), identity: load(120))
     }
 }

@@ -36,11 +36,13 @@ extension DiskStore {
         // Nil only if the index handed over other entries than it counted: no directory rather than a wrong one.
         guard let (bytes, count) = encoded else { throw StorageError.corrupted("the key directory was not written: the index's entries did not add up") }
         do {
-            try log.folder.handle.replaceFile(StoreFolder.directoryName, UnsafeRawBufferPointer(bytes), durable: durable)
+            try log.folder.handle.replaceFile(StoreFolder.directoryName, [UnsafeRawBufferPointer(bytes)], durable: durable)
         } catch {
             bytes.deallocate()
             throw error
         }
+        // The uses of the directory replaced: they name it, so they would never be read again.
+        try? log.folder.handle.remove(StoreFolder.usesName)
         wroteDirectory()
         // The bytes just written as the base (not read back: the file may have changed since): the
         // index's heap part goes.
@@ -54,13 +56,16 @@ extension DiskStore {
     }
 
     /// At close, where only uses changed since the base was read (a process that read), writes the
-    /// base's own bytes resealed at `position` instead of encoding every entry again: a hash and a
-    /// write of the file, no sort, no pass per entry. Under the index lock, so that no read off the
-    /// queue marks an entry used while the bytes are hashed and written. Returns whether it did.
+    /// base's uses as a key uses file at `position` (``UsesFormat``) instead of a new directory: the
+    /// directory stays as it is, and the next open takes the uses and replays from `position`. A hash
+    /// and a write of 16 bytes a slot, no pass per entry. Under the index lock, so that no read off the
+    /// queue marks an entry used while the uses are hashed and written. Returns whether it did.
     private func writeUsesOnly(at position: DirectoryPosition, durable: Bool) throws -> Bool {
         let wrote = try withIndex { index in
-            guard index.changedOnlyUses, let bytes = index.base?.resealed(at: position, nextRecency: index.nextRecency) else { return false }
-            try log.folder.handle.replaceFile(StoreFolder.directoryName, bytes, durable: durable)
+            guard index.changedOnlyUses, let base = index.base else { return false }
+            let uses = base.usesArray()
+            let header = UsesFormat.header(of: uses, directory: base.header, position: position, nextRecency: index.nextRecency)
+            try header.withUnsafeBytes { try log.folder.handle.replaceFile(StoreFolder.usesName, [$0, uses], durable: durable) }
             return true
         }
         if wrote { wroteDirectory() }

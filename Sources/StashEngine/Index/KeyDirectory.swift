@@ -53,7 +53,7 @@ package struct KeyDirectory {
         self.base = base
         if let base {
             count = base.header.count
-            nextRecency = base.header.nextRecency
+            nextRecency = base.nextRecency
         }
     }
 

@@ -15,13 +15,23 @@ import Musl
 /// `rsync --inplace` or `dd conv=notrunc`) would answer lookups from unverified bytes and be copied
 /// into the next directory. Held in memory, the bytes verified at open (the header's and the body's
 /// hashes) are the bytes every later lookup reads, whatever happens to the file; a read marks its
-/// entry used by writing the entry's recency and last access into this memory, and a change to an
-/// entry's record goes to the ``KeyDirectory``'s overlay. A file that cannot be read (an I/O error, a
+/// entry used by writing the entry's recency and last access into its uses (the array after the slots,
+/// or a key uses file's, ``UsesFormat``, read at open), and a change to an entry's record goes to the
+/// ``KeyDirectory``'s overlay. A file that cannot be read (an I/O error, a
 /// device locked under data protection) is an error, never a fault.
 package final class LoadedDirectory: @unchecked Sendable {
     // @unchecked Sendable: only touched under the store's index lock.
     package let header: DirectoryFormat.Header
     private let bytes: UnsafeMutableRawBufferPointer
+    /// Every slot's uses: last access (f64), then recency (u64), `usesStride` bytes apart from the
+    /// first slot's at `uses`: in `bytes`, or in `usesFile` once one is taken.
+    private var uses: UnsafeMutableRawPointer
+    private var usesStride: Int
+    /// A key uses file's bytes, header included, that this directory's uses are read from and written to.
+    private var usesFile: UnsafeMutableRawBufferPointer?
+    /// What the next use of an entry took when this was read: the header's, or the uses file's (the
+    /// index counts on from there, ``KeyDirectory``).
+    private(set) var nextRecency: UInt64
 
     /// Reads and verifies the directory file `fd` (closed by the caller); nil if it is not intact, or
     /// longer than `limit` bytes (a directory is never much larger than the records it indexes: a
@@ -45,6 +55,7 @@ package final class LoadedDirectory: @unchecked Sendable {
             throw error
         }
         self.bytes = bytes
+        (uses, usesStride, nextRecency) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.nextRecency)
     }
 
     /// A directory held in memory of its own, from `source`; nil if it is not intact (for tests and fuzzing).
@@ -62,27 +73,32 @@ package final class LoadedDirectory: @unchecked Sendable {
         }
         self.bytes = bytes
         self.header = header
+        (uses, usesStride, nextRecency) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.nextRecency)
     }
 
     deinit {
         bytes.deallocate()
+        usesFile?.deallocate()
     }
 
     var slotCount: Int { header.slotCount }
 
     @inline(__always)
     private func load<I: FixedWidthInteger>(_ slot: Int, _ field: Int) -> I {
-        I(littleEndian: bytes.loadUnaligned(fromByteOffset: header.slotsStart + slot * DirectoryFormat.slotLength + field, as: I.self))
+        I(littleEndian: bytes.loadUnaligned(fromByteOffset: header.slotsStart + slot * header.slotStride + field, as: I.self))
     }
 
     @inline(__always)
     private func store<I: FixedWidthInteger>(_ value: I, _ slot: Int, _ field: Int) {
-        bytes.storeBytes(of: value.littleEndian, toByteOffset: header.slotsStart + slot * DirectoryFormat.slotLength + field, as: I.self)
+        bytes.storeBytes(of: value.littleEndian, toByteOffset: header.slotsStart + slot * header.slotStride + field, as: I.self)
     }
 
     package func hash(at slot: Int) -> UInt64 { load(slot, 0) }
     func isOccupied(_ slot: Int) -> Bool { hash(at: slot) != 0 }
-    func recency(at slot: Int) -> UInt64 { load(slot, 56) }
+    func recency(at slot: Int) -> UInt64 { UInt64(littleEndian: uses.loadUnaligned(fromByteOffset: slot * usesStride + 8, as: UInt64.self)) }
+    private func lastAccess(at slot: Int) -> Double {
+        Double(bitPattern: UInt64(littleEndian: uses.loadUnaligned(fromByteOffset: slot * usesStride, as: UInt64.self)))
+    }
 
     /// The key's UTF-8 in the arena; nil if the slot points outside it (a crafted file: never trusted).
     package func keyBytes(at slot: Int) -> UnsafeRawBufferPointer? {
@@ -145,7 +161,7 @@ package final class LoadedDirectory: @unchecked Sendable {
             value = .inline(size: Int(size))
         }
         let expiry = Double(bitPattern: load(slot, 40))
-        let access = Double(bitPattern: load(slot, 48))
+        let access = lastAccess(at: slot)
         return DiskRecord(segment: load(slot, 16), offset: load(slot, 20), length: load(slot, 24), value: value,
                           expiry: expiry.isNaN ? 0 : expiry, lastAccess: access.isNaN ? 0 : access, keyHash: hash(at: slot))
     }
@@ -159,17 +175,35 @@ package final class LoadedDirectory: @unchecked Sendable {
 
     /// Marks `slot` used: its recency and last access.
     package func touch(_ slot: Int, recency: UInt64, time: Double) {
-        store(recency, slot, 56)
-        store(time.bitPattern, slot, 48)
+        uses.storeBytes(of: time.bitPattern.littleEndian, toByteOffset: slot * usesStride, as: UInt64.self)
+        uses.storeBytes(of: recency.littleEndian, toByteOffset: slot * usesStride + 8, as: UInt64.self)
     }
 
-    /// These bytes as they are now (the uses since they were read written into their slots), sealed
-    /// as a directory of this layout at `position` whose next recency is `nextRecency`: the same
-    /// entries, records, recency and last uses a whole encoding of them gives. Changes only the header's
-    /// bytes, which no lookup reads. Valid while the index lock is held.
-    func resealed(at position: DirectoryPosition, nextRecency: UInt64) -> UnsafeRawBufferPointer {
-        // One of the layout before (`STASHKD2`), ranks and all, is one of this layout once sealed.
-        DirectoryFormat.seal(bytes, at: position, nextRecency: nextRecency)
-        return UnsafeRawBufferPointer(bytes)
+    // MARK: Uses apart
+
+    /// Takes the uses of the key uses file `file` (its whole bytes, header included, which it now owns;
+    /// checked by the caller to be of this directory) in place of the ones it has.
+    func adoptUses(_ file: UnsafeMutableRawBufferPointer, nextRecency: UInt64) {
+        usesFile?.deallocate()
+        usesFile = file
+        (uses, usesStride) = (file.baseAddress! + UsesFormat.headerLength, DirectoryFormat.usesLength)
+        self.nextRecency = max(self.nextRecency, nextRecency)
+    }
+
+    /// Every slot's uses as they are now, back to back (a key uses file's body): the array after the
+    /// slots, or the uses file's; gathered once from the slots of the layouts before, which hold them.
+    /// Valid while the index lock is held.
+    func usesArray() -> UnsafeRawBufferPointer {
+        let length = slotCount * DirectoryFormat.usesLength
+        if usesStride != DirectoryFormat.usesLength {
+            let file = UnsafeMutableRawBufferPointer.allocate(byteCount: UsesFormat.headerLength + length, alignment: 8)
+            file.initializeMemory(as: UInt8.self, repeating: 0)
+            for slot in 0..<slotCount {
+                (file.baseAddress! + UsesFormat.headerLength + slot * DirectoryFormat.usesLength)
+                    .copyMemory(from: uses + slot * usesStride, byteCount: DirectoryFormat.usesLength)
+            }
+            adoptUses(file, nextRecency: nextRecency)
+        }
+        return UnsafeRawBufferPointer(start: uses, count: length)
     }
 }

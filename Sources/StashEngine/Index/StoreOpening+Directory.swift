@@ -7,10 +7,12 @@ import Glibc
 import Musl
 #endif
 
-// The key directory file read at open as the index's base (Docs/Format.md, "Key directory").
+// The key directory file read at open as the index's base, with the key uses file written since
+// (Docs/Format.md, "Key directory", "Key uses").
 
 extension StoreOpening {
-    /// Reads the key directory as the index's base (``LoadedDirectory``); returns its position, or nil (and an empty
+    /// Reads the key directory as the index's base (``LoadedDirectory``), with its uses as of a later
+    /// position where a key uses file has them; returns the position to replay from, or nil (and an empty
     /// index) if there is none, or it is damaged, another store's, or names a segment the store does
     /// not have (one restored from a backup, or one that names segments since merged away).
     func loadDirectory(segments: [SegmentFile]) -> DirectoryPosition? {
@@ -54,11 +56,72 @@ extension StoreOpening {
             if let info = FileIO.fileStatus(fd), info.st_mode & S_IFMT == S_IFREG { discardStaleDirectory() } // a folder or FIFO is left alone
             return nil
         }
+        let position = loadUses(of: loaded, segments: segments) ?? loaded.header.position
         store.withIndex { $0 = KeyDirectory(seed: store.log.folder.storeID, base: loaded) }
         store.totalSize = loaded.header.totalSize
         store.earliestExpiry = loaded.header.earliestExpiry
         store.log.values.raise(above: loaded.header.maxFileID)
-        return loaded.header.position
+        return position
+    }
+
+    /// Gives `directory` the uses of the key uses file (``UsesFormat``) if it is intact, names
+    /// `directory`, and its position is one the segments hold, at or after the directory's; returns
+    /// that position. Otherwise nil: the records are replayed from the directory's position, the
+    /// access records among them, so nothing is lost. One that names another directory (written for
+    /// the one this replaced, a crash before it was removed) is no damage and is not reported.
+    private func loadUses(of directory: LoadedDirectory, segments: [SegmentFile]) -> DirectoryPosition? {
+        let handle = store.log.folder.handle
+        let fd: Int32
+        do {
+            fd = try handle.open(StoreFolder.usesName, O_RDONLY | O_NONBLOCK) // a FIFO in its place must not block
+        } catch {
+            if !FileIO.isErrno(error, .ENOENT) { store.recoveryIssues.append(.corrupted("the key uses file could not be opened (\(error)); uses were replayed")) }
+            return nil
+        }
+        defer { FileIO.closeDescriptor(fd) }
+        guard let info = FileIO.fileStatus(fd), info.st_mode & S_IFMT == S_IFREG else { return nil } // not the store's: left alone
+        let length = UsesFormat.length(slotCount: directory.slotCount)
+        let bytes = HugePages.allocate(byteCount: length)
+        let read = info.st_size == length ? try? FileIO.read(fd, at: 0, into: bytes, path: handle.filePath(StoreFolder.usesName)) : nil
+        guard read == length, let header = UsesFormat.parse(UnsafeRawBufferPointer(bytes)), header.store == store.log.folder.storeID else {
+            bytes.deallocate()
+            store.recoveryIssues.append(.corrupted("the key uses file was damaged; uses since the key directory were replayed"))
+            discardUses()
+            return nil
+        }
+        guard header.directory == directory.header.identity, header.slotCount == directory.slotCount else {
+            bytes.deallocate()
+            discardUses()
+            return nil
+        }
+        guard holds(header.position, from: directory.header.position, segments: segments) else {
+            bytes.deallocate()
+            store.recoveryIssues.append(.corrupted("the key uses file did not match the segments; uses since the key directory were replayed"))
+            discardUses()
+            return nil
+        }
+        directory.adoptUses(bytes, nextRecency: header.nextRecency)
+        return header.position
+    }
+
+    /// Whether `position` is at or after `start`, in a segment of `segments` with its salt, within it,
+    /// and after the bytes it was written after (its tail hash), as ``replay(_:from:)`` checks a directory's.
+    private func holds(_ position: DirectoryPosition, from start: DirectoryPosition, segments: [SegmentFile]) -> Bool {
+        guard position.segment > start.segment || (position.segment == start.segment && position.offset >= start.offset),
+              let file = segments.first(where: { $0.id == position.segment }), file.salt == position.salt,
+              position.offset >= file.recordsStart, let size = try? FileIO.size(file.fd, path: file.path), size >= position.offset else { return false }
+        let window = max(0, position.offset - DirectoryFormat.tailWindow)
+        guard let bytes = try? FileIO.read(file.fd, at: window, count: position.offset - window, path: file.path),
+              bytes.count == position.offset - window else { return false }
+        return bytes.withUnsafeBytes { DirectoryFormat.tailHash($0, at: $0.count) } == position.tailHash
+    }
+
+    /// Removes a key uses file an open did not take (a writer only): it would never be taken later. A
+    /// folder or FIFO in its place is not the store's, and left alone.
+    private func discardUses() {
+        let handle = store.log.folder.handle
+        guard store.writes, let info = handle.status(of: StoreFolder.usesName), info.st_mode & S_IFMT == S_IFREG else { return }
+        try? handle.remove(StoreFolder.usesName)
     }
 
     /// Removes the key directory an open found stale or damaged (a writer only). Left in place, it
@@ -67,7 +130,9 @@ extension StoreOpening {
     /// again, the next open would take the directory, with the entries the power cut took and a
     /// replay that starts mid-record. The removal is flushed for the same reason.
     func discardStaleDirectory() {
-        guard store.writes, (try? store.log.folder.handle.remove(StoreFolder.directoryName)) != nil else { return }
+        guard store.writes else { return }
+        discardUses() // it names the directory
+        guard (try? store.log.folder.handle.remove(StoreFolder.directoryName)) != nil else { return }
         try? store.log.folder.handle.sync()
     }
 }

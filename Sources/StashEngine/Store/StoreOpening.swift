@@ -43,7 +43,9 @@ struct StoreOpening {
             store.earliestExpiry = .infinity
             try replay(own, from: nil)
         }
-        try finishOpening(valueFiles: files.values, directorySegment: directory?.segment)
+        // The directory's own segment, not a later one its uses were written at: the segments up to it
+        // must stay, since without the uses the records are replayed from the directory's position.
+        try finishOpening(valueFiles: files.values, directorySegment: directory == nil ? nil : store.withIndex { $0.base?.header.position.segment })
         // A durable store appends to a segment that a process without `durable` may have started (this
         // store's past, or another writer's): a durable record in it counts as written only once the
         // segment's name is on stable storage, as for the segments it starts itself.

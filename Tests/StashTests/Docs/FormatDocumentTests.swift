@@ -52,6 +52,13 @@ struct FormatDocumentTests {
         }
         // Opened once more and let go: returns once the first instance has closed (and written the directory).
         _ = try DiskStorage(config: config, transformer: TransformerFactory.forData())
+        // A process that reads more than an eighth of the keys, and only reads: it writes a key uses file.
+        do {
+            let reader = try DiskStorage(config: config, transformer: TransformerFactory.forData(), now: { Self.now })
+            for index in 1..<4_000 where model["k\(index)"] != nil { _ = try reader.object(forKey: "k\(index)") }
+        }
+        _ = try DiskStorage(config: config, transformer: TransformerFactory.forData())
+        #expect(FileManager.default.fileExists(atPath: folder.storePath() + "/key-uses"))
 
         let path = folder.storePath()
         let store = try FormatReader.marker(path)
@@ -274,24 +281,34 @@ private enum FormatReader {
     static func keyDirectory(_ folder: String, store: UInt64) throws -> Directory? {
         guard FileManager.default.fileExists(atPath: folder + "/key-directory") else { return nil }
         let bytes = try read(folder + "/key-directory")
-        guard bytes.count >= 128, bytes[0..<8] == Array("STASHKD3".utf8), bytes.hash(0..<120) == bytes.u64(120),
+        guard bytes.count >= 128, bytes[0..<8] == Array("STASHKD4".utf8), bytes.hash(0..<120) == bytes.u64(120),
               bytes.hash(128..<bytes.count) == bytes.u64(80), bytes.u64(8) == store else { throw Failure("key directory header") }
         let segmentCount = Int(bytes.u32(20))
         let (count, slotCount, arenaLength) = (Int(bytes.u64(40)), Int(bytes.u64(48)), Int(bytes.u64(56)))
         let slotsStart = 128 + 24 * segmentCount
-        let arenaStart = slotsStart + 64 * slotCount
+        let usesStart = slotsStart + 48 * slotCount
+        let arenaStart = usesStart + 16 * slotCount
         guard bytes.count == arenaStart + arenaLength, count < slotCount else { throw Failure("key directory lengths") }
         var directory = Directory(store: store, slotCount: slotCount, slotsStart: slotsStart,
-                                  hashes: (0..<slotCount).map { bytes.u64(slotsStart + 64 * $0) }, keys: [])
+                                  hashes: (0..<slotCount).map { bytes.u64(slotsStart + 48 * $0) }, keys: [])
+        // "Key uses": where a process that only read wrote the uses apart, they are of this directory.
+        var uses = (bytes: bytes, start: usesStart, next: bytes.u64(104))
+        if FileManager.default.fileExists(atPath: folder + "/key-uses") {
+            let file = try read(folder + "/key-uses")
+            guard file.count == 128 + 16 * slotCount, file[0..<8] == Array("STASHKU1".utf8), file.hash(0..<120) == file.u64(120),
+                  file.hash(128..<file.count) == file.u64(112), file.u64(8) == store, file.u64(48) == bytes.u64(120),
+                  file.u64(56) == UInt64(slotCount), file.u64(64) >= bytes.u64(104) else { throw Failure("key uses header") }
+            uses = (file, 128, file.u64(64))
+        }
         var totalSize = 0
         for slot in 0..<slotCount {
-            let at = slotsStart + 64 * slot
+            let at = slotsStart + 48 * slot
             guard bytes.u64(at) != 0 else {
                 directory.keys.append(nil)
                 continue
             }
-            // "Slots": every recency is below the header's next recency.
-            guard bytes.u64(at + 56) < bytes.u64(104) else { throw Failure("key directory recency") }
+            // "Uses": every recency is below the next recency (the header's, or the uses file's).
+            guard uses.bytes.u64(uses.start + 16 * slot + 8) < uses.next else { throw Failure("key directory recency") }
             let reference = bytes.u64(at + 8)
             let keyStart = arenaStart + Int(reference >> 24)
             let key = String(decoding: bytes[keyStart..<(keyStart + Int(reference & 0xff_ffff))], as: UTF8.self)

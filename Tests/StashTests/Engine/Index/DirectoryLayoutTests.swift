@@ -4,10 +4,11 @@ import Testing
 @testable import StashEngine
 
 /// The key directory's layout (Docs/Format.md, "Key directory"): recency as the use counter with the
-/// next number in the header, the layout before (`STASHKD2`, recency numbered 0…n−1) still read as it
-/// is, and a close after reads alone that writes the directory it read, resealed: least-recently-used
-/// order intact across all of them.
-@Suite("Key directory: layout and the layout before")
+/// next number in the header, each entry's uses in an array apart from its slot, the layouts before
+/// (`STASHKD3`, uses in 64-byte slots; `STASHKD2`, recency numbered 0…n−1 besides) still read as they
+/// are, and a close after reads alone that writes only the uses (a key uses file, "Key uses"):
+/// least-recently-used order intact across all of them.
+@Suite("Key directory: layout and the layouts before")
 struct DirectoryLayoutTests {
     private static let keys = (0..<40).map { "key \($0)" }
 
@@ -25,24 +26,37 @@ struct DirectoryLayoutTests {
         try DiskStorage(config: directory.diskConfig(maxSize: maxSize), transformer: TransformerFactory.forData(), now: clock.function)
     }
 
-    /// Rewrites the directory `file` as the layout before wrote it: the magic, recency numbered 0…n−1
-    /// in the same order, no next recency, both hashes sealed again.
-    private func rewriteAsRanked(_ file: String) throws {
-        var bytes = try Damage.bytes(file)
-        let header = try #require(bytes.withUnsafeBytes { DirectoryFormat.parse($0) })
-        func u64(_ at: Int) -> UInt64 { bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: UInt64.self)) } }
+    /// Rewrites the directory `file` as a layout before wrote it (`magic`: `STASHKD3` or `STASHKD2`):
+    /// each slot 64 bytes with its uses in its last 16, for `STASHKD2` recency numbered 0…n−1 in the
+    /// same order and no next recency; both hashes sealed again.
+    private func rewrite(_ file: String, as magic: [UInt8]) throws {
+        let current = try Damage.bytes(file)
+        let header = try #require(current.withUnsafeBytes { DirectoryFormat.parse($0) })
+        let (slots, slotCount) = (header.slotsStart, header.slotCount)
+        func u64(_ at: Int) -> UInt64 { current.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: UInt64.self)) } }
+        var bytes = Array(current[..<slots])
+        let recency = (0..<slotCount).map { u64(header.usesStart + 16 * $0 + 8) }
+        let occupied = (0..<slotCount).filter { u64(slots + 48 * $0) != 0 }
+        var rank = [Int: UInt64]()
+        for (number, slot) in occupied.sorted(by: { recency[$0] < recency[$1] }).enumerated() { rank[slot] = UInt64(number) }
+        for slot in 0..<slotCount {
+            bytes += current[(slots + 48 * slot)..<(slots + 48 * slot + 48)]
+            bytes += current[(header.usesStart + 16 * slot)..<(header.usesStart + 16 * slot + 8)] // last access
+            let number = magic == DirectoryFormat.rankedMagic ? rank[slot] ?? 0 : recency[slot]
+            withUnsafeBytes(of: number.littleEndian) { bytes += $0 }
+        }
+        bytes += current[header.arenaStart...]
         func put(_ value: UInt64, _ at: Int) { withUnsafeBytes(of: value.littleEndian) { bytes.replaceSubrange(at..<(at + 8), with: $0) } }
-        let occupied = (0..<header.slotCount).map { header.slotsStart + $0 * 64 }.filter { u64($0) != 0 }
-        for (rank, at) in occupied.sorted(by: { u64($0 + 56) < u64($1 + 56) }).enumerated() { put(UInt64(rank), at + 56) }
-        bytes.replaceSubrange(0..<8, with: DirectoryFormat.rankedMagic)
-        put(0, 104)
+        bytes.replaceSubrange(0..<8, with: magic)
+        if magic == DirectoryFormat.rankedMagic { put(0, 104) }
         put(bytes.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[128...])) }, 80)
         put(bytes.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[0..<120])) }, 120)
         try Damage.write(bytes, to: file)
     }
 
-    @Test("a directory of the layout before is read as it is: no replay, no report, the LRU order kept; a use after it is the most recent")
-    func rankedLayoutIsRead() throws {
+    @Test("a directory of a layout before is read as it is: no replay, no report, the LRU order kept; a use after it is the most recent",
+          arguments: [DirectoryFormat.rankedMagic, DirectoryFormat.inlineUsesMagic])
+    func layoutBeforeIsRead(magic: [UInt8]) throws {
         let directory = TemporaryDirectory()
         let clock = TestClock()
         let file = directory.storePath() + "/" + StoreFolder.directoryName
@@ -51,12 +65,12 @@ struct DirectoryLayoutTests {
         try withEngineThresholds(in: directory.path, directoryMinimum: 1) {
             try makeStore(directory, clock: clock, order: order)
             try #require(Array(try Damage.bytes(file)[0..<8]) == DirectoryFormat.magic, "the close wrote no key directory")
-            try rewriteAsRanked(file)
+            try rewrite(file, as: magic)
             do {
                 let disk = try openDisk(directory, clock: clock)
                 #expect(disk.recoveryIssues.isEmpty, "\(disk.recoveryIssues)")
                 // A writer removes a directory it did not use: this one is still there.
-                #expect(Array(try Damage.bytes(file)[0..<8]) == DirectoryFormat.rankedMagic)
+                #expect(Array(try Damage.bytes(file)[0..<8]) == magic)
                 #expect(disk.entryInfos.map(\.key) == order)
                 clock.advance(by: 1)
                 _ = try disk.object(forKey: order[0]) // the least recently used becomes the most recent
@@ -68,50 +82,51 @@ struct DirectoryLayoutTests {
         }
     }
 
-    @Test("a close after reads alone writes what a whole encoding writes: the same entries, records, recency, last uses and header",
-          arguments: [false, true])
-    func closeAfterReadsAlone(fromRankedLayout: Bool) throws {
+    @Test("a close after reads alone writes only the uses: the directory as it was, and a key uses file that says what the access records say",
+          arguments: [DirectoryFormat.magic, DirectoryFormat.inlineUsesMagic, DirectoryFormat.rankedMagic])
+    func closeAfterReadsAlone(layout: [UInt8]) throws {
         let directory = TemporaryDirectory()
         let clock = TestClock()
         let file = directory.storePath() + "/" + StoreFolder.directoryName
+        let usesFile = directory.storePath() + "/" + StoreFolder.usesName
         try withEngineThresholds(in: directory.path, directoryMinimum: 1) {
             try makeStore(directory, clock: clock, order: [])
-            if fromRankedLayout { try rewriteAsRanked(file) }
-            var random = SeededGenerator(seed: fromRankedLayout ? 33 : 32)
-            let used = Self.keys.shuffled(using: &random).prefix(25) // more than an eighth: the close writes a directory
-            do {
-                let disk = try openDisk(directory, clock: clock)
-                for key in used {
-                    clock.advance(by: 1)
-                    _ = try disk.object(forKey: key)
-                }
-            }
+            if layout != DirectoryFormat.magic { try rewrite(file, as: layout) }
             let written = try Damage.bytes(file)
-            #expect(Array(written[0..<8]) == DirectoryFormat.magic)
+            var random = SeededGenerator(seed: 32 + UInt64(layout[7]))
+            var order = Self.keys // least recently used first: written in this order
+            // Two processes that only read, more than an eighth of the keys each: the second takes the
+            // uses the first wrote, and writes them again.
+            for count in [25, 10] {
+                let used = order.shuffled(using: &random).prefix(count)
+                do {
+                    let disk = try openDisk(directory, clock: clock)
+                    #expect(disk.recoveryIssues.isEmpty, "\(disk.recoveryIssues)")
+                    for key in used {
+                        clock.advance(by: 1)
+                        _ = try disk.object(forKey: key)
+                    }
+                }
+                order = order.filter { !used.contains($0) } + used
+                #expect(try Damage.bytes(file) == written, "a close after reads alone wrote the directory")
+                #expect(Array(try Damage.bytes(usesFile)[0..<8]) == UsesFormat.magic, "the close wrote no key uses file")
+            }
             let store = try DiskStore(directory: directory.storePath(), readOnly: true)
-            defer { store.close() }
             #expect(store.recoveryIssues.isEmpty, "\(store.recoveryIssues)")
-            let header = try #require(written.withUnsafeBytes { DirectoryFormat.parse($0) })
-            let salts = Dictionary(uniqueKeysWithValues: header.segments.map { ($0.id, $0.salt) })
-            let encoded = try #require(store.withIndex { index in
-                DirectoryFormat.encode(index.directorySummary(), position: header.position, store: header.store,
-                                       segmentSalts: salts, forEach: index.forEachEntry(writing:))
-            })
-            let whole = try #require(LoadedDirectory(adopting: encoded))
-            let resealed = try #require(written.withUnsafeBytes { LoadedDirectory(copying: $0) })
-            #expect(whole.header.count == resealed.header.count && whole.header.totalSize == resealed.header.totalSize)
-            #expect(whole.header.position == resealed.header.position && whole.header.nextRecency == resealed.header.nextRecency)
-            #expect(whole.header.segments.map(\.id) == resealed.header.segments.map(\.id))
-            #expect(whole.header.segments.map(\.liveBytes) == resealed.header.segments.map(\.liveBytes))
-            #expect(whole.header.earliestExpiry == resealed.header.earliestExpiry)
-            let (wholeEntries, resealedEntries) = (KeyDirectory(seed: header.store, base: whole).entriesOldestFirst,
-                                                   KeyDirectory(seed: header.store, base: resealed).entriesOldestFirst)
-            #expect(wholeEntries.map(\.key) == resealedEntries.map(\.key))
-            #expect(wholeEntries.map(\.value) == resealedEntries.map(\.value))
             let entries = store.withIndex { $0.entriesOldestFirst }
-            #expect(entries.map(\.key) == resealedEntries.map(\.key))
-            #expect(Array(entries.map(\.key).suffix(used.count)) == Array(used))
+            #expect(store.accessesSinceDirectory == 0, "the uses file was not taken: the access records were replayed")
+            store.close()
+            #expect(entries.map(\.key) == order)
             #expect(entries.last?.value.lastAccess == StoredTime.seconds(clock.now))
+            // Without the uses file, the access records after the directory give the same.
+            try FileManager.default.removeItem(atPath: usesFile)
+            let replayed = try DiskStore(directory: directory.storePath(), readOnly: true)
+            defer { replayed.close() }
+            #expect(replayed.recoveryIssues.isEmpty, "\(replayed.recoveryIssues)")
+            #expect(replayed.accessesSinceDirectory == 35)
+            let again = replayed.withIndex { $0.entriesOldestFirst }
+            #expect(again.map(\.key) == entries.map(\.key))
+            #expect(again.map(\.value) == entries.map(\.value))
         }
     }
 

@@ -134,6 +134,27 @@ struct CrashTests {
         print("crash: killed inside a key directory write at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), \(checked) values checked")
     }
 
+    @Test("a kill inside a key uses write (a process that only read: while its file is written, before its rename) loses nothing",
+          .enabled(if: Strace.isAvailable), arguments: [(Strace.writes, 1), (Strace.writes, 2), ("?rename,renameat,renameat2", 3), ("?rename,renameat,renameat2", 4)])
+    func killInsideUsesWrite(syscall: String, occurrence: Int) throws {
+        // On the main thread the marker takes the first rename and the close after the fill the second
+        // (its key directory); each close after a round of reads then writes `key-uses.tmp` (a header,
+        // then the uses: two writes, no fsync) and renames it.
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        let target = syscall == Strace.writes ? URL(fileURLWithPath: store).resolvingSymlinksInPath().path + "/\(StoreFolder.usesName).tmp" : nil
+        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, onlyOn: target, command:
+            [try torture().path, "snapshot", store, "--seed", "\(occurrence)", "--reads"]))
+        try #require(child.wait(upTo: TestDeadline.long), "the child never wrote a key uses file")
+        #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
+        #expect(FileManager.default.fileExists(atPath: store + "/\(StoreFolder.usesName).tmp"), "the kill was not inside a key uses write")
+        let lines = child.lines()
+        #expect(lines.filter { $0 == "read" }.count == (occurrence == 4 ? 2 : 1))
+        let checked = try checkSnapshotStore(store, after: lines)
+        #expect(!FileManager.default.fileExists(atPath: store + "/\(StoreFolder.usesName).tmp"), "the next open removes a torn key uses file")
+        print("crash: killed inside a key uses write at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), \(checked) values checked")
+    }
+
     @Test("a kill inside the rebuild of a damaged key directory (while its file is written, before its rename) loses nothing",
           .enabled(if: Strace.isAvailable), arguments: [(Strace.writes, 1), ("?rename,renameat,renameat2", 1)])
     func killInsideDirectoryRebuild(syscall: String, occurrence: Int) throws {
@@ -374,7 +395,7 @@ struct CrashTests {
     private func checkSnapshotStore(_ path: String, after lines: [Substring]) throws -> Int {
         var expected: [String: UInt64] = [:]
         var last: UInt64 = 0
-        for line in lines where line != "closed" {
+        for line in lines where line != "closed" && line != "read" {
             let fields = line.split(separator: " ")
             if fields.first == "filled", fields.count == 3, let first = UInt64(fields[1]), let count = Int(fields[2]) {
                 for index in 0..<count { expected["s\(index)"] = first + UInt64(index) }
