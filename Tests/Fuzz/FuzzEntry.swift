@@ -72,8 +72,14 @@ private func fuzzDirectory(_ bytes: [UInt8], magic: [UInt8]) {
     _ = directory.liveBytesBySegment()
     directory.forEachValue { precondition(!$0.expiry.isNaN && !$0.lastAccess.isNaN) }
     directory.forEachOldestFirst { _, _ in true }
-    let uses = mapped.usesArray() // gathered from the slots of the layout before
-    precondition(uses.count == mapped.slotCount * DirectoryFormat.usesLength)
+    // Gathered from the slots in the layout before, and taken back.
+    mapped.withUsesArray { uses in
+        precondition(uses.count == mapped.slotCount * DirectoryFormat.usesLength)
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: uses.count, alignment: 8)
+        defer { copy.deallocate() }
+        copy.copyMemory(from: uses)
+        mapped.takeUses(UnsafeRawBufferPointer(copy), nextRecency: 1)
+    }
 }
 
 /// The key uses file's header: any bytes, and the same with the magic and both hashes made right.

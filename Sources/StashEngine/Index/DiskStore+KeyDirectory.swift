@@ -63,12 +63,15 @@ extension DiskStore {
     private func writeUsesOnly(at position: DirectoryPosition, durable: Bool) throws -> Bool {
         let wrote = try withIndex { index in
             guard index.changedOnlyUses, let base = index.base else { return false }
-            let uses = base.usesArray()
-            let header = UsesFormat.header(of: uses, directory: base.header, position: position, nextRecency: index.nextRecency)
-            try header.withUnsafeBytes { try log.folder.handle.replaceFile(StoreFolder.usesName, [$0, uses], durable: durable) }
+            try base.withUsesArray { uses in
+                let header = UsesFormat.header(of: uses, directory: base.header, position: position, nextRecency: index.nextRecency)
+                try header.withUnsafeBytes { try log.folder.handle.replaceFile(StoreFolder.usesName, [$0, uses], durable: durable) }
+            }
             return true
         }
-        if wrote { wroteDirectory() }
+        // No structure change: the files other processes read are the same (a reader's index is its own,
+        // and one that opens later takes the uses); so readers are not made to open the store anew.
+        if wrote { (changesSinceDirectory, accessesSinceDirectory) = (0, 0) }
         return wrote
     }
 

@@ -16,19 +16,17 @@ import Musl
 /// into the next directory. Held in memory, the bytes verified at open (the header's and the body's
 /// hashes) are the bytes every later lookup reads, whatever happens to the file; a read marks its
 /// entry used by writing the entry's recency and last access into its uses (the array after the slots,
-/// or a key uses file's, ``UsesFormat``, read at open), and a change to an entry's record goes to the
-/// ``KeyDirectory``'s overlay. A file that cannot be read (an I/O error, a
+/// where a key uses file's, ``UsesFormat``, are copied at open), and a change to an entry's record goes
+/// to the ``KeyDirectory``'s overlay. A file that cannot be read (an I/O error, a
 /// device locked under data protection) is an error, never a fault.
 package final class LoadedDirectory: @unchecked Sendable {
     // @unchecked Sendable: only touched under the store's index lock.
     package let header: DirectoryFormat.Header
     private let bytes: UnsafeMutableRawBufferPointer
-    /// Every slot's uses: last access (f64), then recency (u64), `usesStride` bytes apart from the
-    /// first slot's at `uses`: in `bytes`, or in `usesFile` once one is taken.
-    private var uses: UnsafeMutableRawPointer
-    private var usesStride: Int
-    /// A key uses file's bytes, header included, that this directory's uses are read from and written to.
-    private var usesFile: UnsafeMutableRawBufferPointer?
+    /// Every slot's uses in `bytes`: last access (f64), then recency (u64), `usesStride` bytes apart
+    /// from the first slot's at `uses` (16 in this layout; in the layouts before, within the 64-byte slots).
+    private let uses: UnsafeMutableRawPointer
+    private let usesStride: Int
     /// What the next use of an entry took when this was read: the header's, or the uses file's (the
     /// index counts on from there, ``KeyDirectory``).
     private(set) var nextRecency: UInt64
@@ -78,7 +76,6 @@ package final class LoadedDirectory: @unchecked Sendable {
 
     deinit {
         bytes.deallocate()
-        usesFile?.deallocate()
     }
 
     var slotCount: Int { header.slotCount }
@@ -181,29 +178,34 @@ package final class LoadedDirectory: @unchecked Sendable {
 
     // MARK: Uses apart
 
-    /// Takes the uses of the key uses file `file` (its whole bytes, header included, which it now owns;
-    /// checked by the caller to be of this directory) in place of the ones it has.
-    func adoptUses(_ file: UnsafeMutableRawBufferPointer, nextRecency: UInt64) {
-        usesFile?.deallocate()
-        usesFile = file
-        (uses, usesStride) = (file.baseAddress! + UsesFormat.headerLength, DirectoryFormat.usesLength)
+    /// Takes the uses of a key uses file, `array` (its body: ``DirectoryFormat/usesLength`` bytes a
+    /// slot, checked by the caller to be of this directory), in place of the ones read with the
+    /// directory; the next use then takes `nextRecency` or more. Copied, so the file's bytes can go.
+    func takeUses(_ array: UnsafeRawBufferPointer, nextRecency: UInt64) {
+        precondition(array.count == slotCount * DirectoryFormat.usesLength, "a uses file of another directory")
+        if usesStride == DirectoryFormat.usesLength {
+            uses.copyMemory(from: array.baseAddress!, byteCount: array.count)
+        } else {
+            for slot in 0..<slotCount {
+                (uses + slot * usesStride).copyMemory(from: array.baseAddress! + slot * DirectoryFormat.usesLength,
+                                                     byteCount: DirectoryFormat.usesLength)
+            }
+        }
         self.nextRecency = max(self.nextRecency, nextRecency)
     }
 
-    /// Every slot's uses as they are now, back to back (a key uses file's body): the array after the
-    /// slots, or the uses file's; gathered once from the slots of the layouts before, which hold them.
-    /// Valid while the index lock is held.
-    func usesArray() -> UnsafeRawBufferPointer {
+    /// Calls `body` with every slot's uses as they are now, back to back (a key uses file's body): the
+    /// array after the slots, or, in the layouts before, a copy gathered from the slots. Under the
+    /// index lock, so that no read marks an entry used meanwhile.
+    func withUsesArray<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         let length = slotCount * DirectoryFormat.usesLength
-        if usesStride != DirectoryFormat.usesLength {
-            let file = UnsafeMutableRawBufferPointer.allocate(byteCount: UsesFormat.headerLength + length, alignment: 8)
-            file.initializeMemory(as: UInt8.self, repeating: 0)
-            for slot in 0..<slotCount {
-                (file.baseAddress! + UsesFormat.headerLength + slot * DirectoryFormat.usesLength)
-                    .copyMemory(from: uses + slot * usesStride, byteCount: DirectoryFormat.usesLength)
-            }
-            adoptUses(file, nextRecency: nextRecency)
+        if usesStride == DirectoryFormat.usesLength { return try body(UnsafeRawBufferPointer(start: uses, count: length)) }
+        let gathered = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 8)
+        defer { gathered.deallocate() }
+        for slot in 0..<slotCount {
+            (gathered.baseAddress! + slot * DirectoryFormat.usesLength).copyMemory(from: uses + slot * usesStride,
+                                                                                  byteCount: DirectoryFormat.usesLength)
         }
-        return UnsafeRawBufferPointer(start: uses, count: length)
+        return try body(UnsafeRawBufferPointer(gathered))
     }
 }

@@ -82,25 +82,23 @@ extension StoreOpening {
         guard let info = FileIO.fileStatus(fd), info.st_mode & S_IFMT == S_IFREG else { return nil } // not the store's: left alone
         let length = UsesFormat.length(slotCount: directory.slotCount)
         let bytes = HugePages.allocate(byteCount: length)
+        defer { bytes.deallocate() } // its uses are copied into the directory's
         let read = info.st_size == length ? try? FileIO.read(fd, at: 0, into: bytes, path: handle.filePath(StoreFolder.usesName)) : nil
         guard read == length, let header = UsesFormat.parse(UnsafeRawBufferPointer(bytes)), header.store == store.log.folder.storeID else {
-            bytes.deallocate()
             store.recoveryIssues.append(.corrupted("the key uses file was damaged; uses since the key directory were replayed"))
             discardUses()
             return nil
         }
         guard header.directory == directory.header.identity, header.slotCount == directory.slotCount else {
-            bytes.deallocate()
             discardUses()
             return nil
         }
         guard holds(header.position, from: directory.header.position, segments: segments) else {
-            bytes.deallocate()
             store.recoveryIssues.append(.corrupted("the key uses file did not match the segments; uses since the key directory were replayed"))
             discardUses()
             return nil
         }
-        directory.adoptUses(bytes, nextRecency: header.nextRecency)
+        directory.takeUses(UnsafeRawBufferPointer(rebasing: bytes[UsesFormat.headerLength...]), nextRecency: header.nextRecency)
         return header.position
     }
 
