@@ -57,11 +57,11 @@ private func fuzzSegment(_ bytes: [UInt8]) {
 private func fuzzDirectory(_ bytes: [UInt8], magic: [UInt8]) {
     _ = bytes.withUnsafeBytes { DirectoryFormat.parse($0) }
     var sealed = magic + bytes
-    guard sealed.count >= DirectoryFormat.headerLength else { return }
-    let body = sealed[DirectoryFormat.headerLength...].withUnsafeBytes { XXH64.hash($0) }
-    withUnsafeBytes(of: body.littleEndian) { sealed.replaceSubrange(80..<88, with: $0) }
-    let header = sealed[0..<120].withUnsafeBytes { XXH64.hash($0) }
-    withUnsafeBytes(of: header.littleEndian) { sealed.replaceSubrange(120..<128, with: $0) }
+    // Its hashes made right wherever the header describes a layout of this length.
+    sealed.withUnsafeMutableBytes { bytes in
+        guard let layout = DirectoryFormat.layout(UnsafeRawBufferPointer(bytes), fileLength: bytes.count, checkingHash: false) else { return }
+        DirectoryFormat.sealHashes(bytes, usesStart: layout.bodyEnd)
+    }
     guard let mapped = sealed.withUnsafeBytes({ LoadedDirectory(copying: $0) }) else { return }
     var directory = KeyDirectory(seed: 7, base: mapped)
     for key in directory.keys.prefix(64) {
@@ -72,26 +72,17 @@ private func fuzzDirectory(_ bytes: [UInt8], magic: [UInt8]) {
     _ = directory.liveBytesBySegment()
     directory.forEachValue { precondition(!$0.expiry.isNaN && !$0.lastAccess.isNaN) }
     directory.forEachOldestFirst { _, _ in true }
-    // Gathered from the slots in the layout before, and taken back.
-    mapped.withUsesArray { uses in
-        precondition(uses.count == mapped.slotCount * DirectoryFormat.usesLength)
-        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: uses.count, alignment: 8)
-        defer { copy.deallocate() }
-        copy.copyMemory(from: uses)
-        mapped.takeUses(UnsafeRawBufferPointer(copy), nextRecency: 1)
-    }
+    if let uses = mapped.usesArray { precondition(uses.count == mapped.slotCount * DirectoryFormat.usesLength) }
 }
 
 /// The key uses file's header: any bytes, and the same with the magic and both hashes made right.
 private func fuzzUses(_ bytes: [UInt8]) {
-    _ = bytes.withUnsafeBytes { UsesFormat.parse($0) }
+    _ = bytes.withUnsafeBytes { UsesFormat.parseHeader($0, fileLength: bytes.count) }
     var sealed = UsesFormat.magic + bytes
     guard sealed.count >= UsesFormat.headerLength else { return }
-    let body = sealed[UsesFormat.headerLength...].withUnsafeBytes { XXH64.hash($0) }
-    withUnsafeBytes(of: body.littleEndian) { sealed.replaceSubrange(112..<120, with: $0) }
     let header = sealed[0..<120].withUnsafeBytes { XXH64.hash($0) }
     withUnsafeBytes(of: header.littleEndian) { sealed.replaceSubrange(120..<128, with: $0) }
-    if let parsed = sealed.withUnsafeBytes({ UsesFormat.parse($0) }) {
+    if let parsed = sealed.withUnsafeBytes({ UsesFormat.parseHeader($0, fileLength: sealed.count) }) {
         precondition(sealed.count == UsesFormat.length(slotCount: parsed.slotCount) && parsed.nextRecency < 1 << 62)
     }
 }

@@ -19,14 +19,15 @@ package struct DirectoryPosition: Equatable {
 }
 
 /// The key directory file (`key-directory`): a hash table of every key, read whole when a store opens
-/// (one `pread`, two hashes) instead of decoded, so opening builds nothing per key.
+/// (one or two `pread`s, three hashes) instead of decoded, so opening builds nothing per key.
 ///
 /// Written whole under a temporary name and renamed, never changed in place.
 /// Layout: Docs/Format.md, "Key directory".
 ///
-/// Each entry's uses (last access, recency) lie apart from its slot, in a dense array after the slots
-/// (``usesLength``): a process that only reads changes no slot, and writes back only that array, as a
-/// key uses file (``UsesFormat``), at close.
+/// Each entry's uses (last access, recency) lie apart from its slot, in a dense array at the end of the
+/// file with a hash of its own (``usesLength`` bytes a slot): a process that only reads changes no
+/// slot, and writes back only that array, as a key uses file (``UsesFormat``), at close; an open that
+/// takes the uses file reads it in the array's place.
 ///
 /// It is derived data: the segments hold every record. A directory whose hashes do not verify, that
 /// names another store, a segment the store no longer has (or has with another salt), a position
@@ -136,11 +137,12 @@ package enum DirectoryFormat {
         let segments = live.keys.sorted()
         let slotCount = slotCount(for: count)
         let slotsStart = headerLength + segments.count * segmentEntryLength
-        let usesStart = slotsStart + slotCount * slotLength
-        let arenaStart = usesStart + slotCount * usesLength
-        let bytes = HugePages.allocate(byteCount: arenaStart + arenaLength)
-        // Zeros where nothing else is written (empty slots, reserved bytes); the arena is written whole.
+        let arenaStart = slotsStart + slotCount * slotLength
+        let usesStart = arenaStart + arenaLength
+        let bytes = HugePages.allocate(byteCount: usesStart + slotCount * usesLength)
+        // Zeros where nothing else is written (empty slots and their uses, reserved bytes); the arena is written whole.
         UnsafeMutableRawBufferPointer(rebasing: bytes[..<arenaStart]).initializeMemory(as: UInt8.self, repeating: 0)
+        UnsafeMutableRawBufferPointer(rebasing: bytes[usesStart...]).initializeMemory(as: UInt8.self, repeating: 0)
         func put<I: FixedWidthInteger>(_ value: I, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: I.self) }
         for (number, id) in segments.enumerated() {
             put(id, headerLength + number * segmentEntryLength)
@@ -152,7 +154,7 @@ package enum DirectoryFormat {
         var matches = true
         forEach { key, record, recency in
             // Never past the table or the arena, whatever `forEach` hands over.
-            guard matches, written < count, arena + key.count + (record.fileID == nil ? 0 : 16) <= bytes.count else {
+            guard matches, written < count, arena + key.count + (record.fileID == nil ? 0 : 16) <= usesStart else {
                 matches = false
                 return
             }
@@ -180,7 +182,7 @@ package enum DirectoryFormat {
                 arena += 16
             }
         }
-        guard matches, written == count, arena == bytes.count else {
+        guard matches, written == count, arena == usesStart else {
             bytes.deallocate()
             return nil
         }
@@ -192,21 +194,22 @@ package enum DirectoryFormat {
         put(UInt64(summary.totalSize), 64)
         put(summary.earliest.bitPattern, 72)
         put(summary.maxFile, 88)
-        seal(bytes, at: position, nextRecency: summary.nextRecency)
-        return bytes
-    }
-
-    /// Finishes the directory `bytes` as one of this layout at `position` whose next recency is
-    /// `nextRecency`: the magic, those header fields, then the body's hash and the header's.
-    static func seal(_ bytes: UnsafeMutableRawBufferPointer, at position: DirectoryPosition, nextRecency: UInt64) {
-        func put<I: FixedWidthInteger>(_ value: I, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: I.self) }
         magic.withUnsafeBytes { bytes.copyMemory(from: $0) }
         put(position.segment, 16)
         put(position.salt, 24)
         put(UInt64(position.offset), 32)
         put(position.tailHash, 96)
-        put(nextRecency, 104)
-        put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength...])), 80)
+        put(summary.nextRecency, 104)
+        sealHashes(bytes, usesStart: usesStart)
+        return bytes
+    }
+
+    /// Writes the hashes of the directory `bytes`, whose array of uses starts at `usesStart` (the end
+    /// of the file in the layouts before): the body's (before it), the uses' (this layout), the header's.
+    static func sealHashes(_ bytes: UnsafeMutableRawBufferPointer, usesStart: Int) {
+        func put(_ value: UInt64, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: UInt64.self) }
+        put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength..<usesStart])), 80)
+        put(usesStart == bytes.count ? 0 : XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[usesStart...])), 112)
         put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])), 120)
     }
 
@@ -232,17 +235,46 @@ package enum DirectoryFormat {
         var nextRecency: UInt64
         /// The header's hash: what a key uses file names the directory by.
         var identity: UInt64
+        /// Whether the uses are an array of their own after the arena (this layout), which a key uses file can replace.
+        var hasUsesArray: Bool
     }
 
-    /// The header of the directory `bytes`; nil if it is damaged, or describes more than an `Int` of
-    /// `bitWidth` bits holds (the platform's; tests pass 32 to check a watch's limits on a 64-bit machine).
-    package static func parse(_ bytes: UnsafeRawBufferPointer, bitWidth: Int = Int.bitWidth) -> Header? {
-        guard bytes.count >= headerLength else { return nil }
-        let ranked = bytes.prefix(8).elementsEqual(rankedMagic)
-        let inlineUses = ranked || bytes.prefix(8).elementsEqual(inlineUsesMagic)
-        guard inlineUses || bytes.prefix(8).elementsEqual(magic) else { return nil }
-        func load<I: FixedWidthInteger>(_ offset: Int) -> I { I(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: I.self)) }
-        guard XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])) == load(120) as UInt64 else { return nil }
+    /// Whether the array of uses of the directory `bytes` (the whole file, read with `header`) is the one
+    /// its header's uses hash names; true in the layouts before, which have none.
+    static func usesVerify(_ bytes: UnsafeRawBufferPointer, _ header: Header) -> Bool {
+        !header.hasUsesArray || XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[header.usesStart...]))
+            == UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 112, as: UInt64.self))
+    }
+
+    /// Where the parts of a directory lie, as its first ``headerLength`` bytes say.
+    struct Layout {
+        var ranked: Bool
+        var inlineUses: Bool
+        var segmentCount: Int
+        var count: Int
+        var slotCount: Int
+        var arenaLength: Int
+        var totalSize: Int
+        var offset: Int
+        var slotsStart: Int
+        var arenaStart: Int
+        /// Where the array of uses starts (this layout), which the body hash stops before; the end of
+        /// the file in the layouts before, whose uses are in their slots.
+        var bodyEnd: Int
+        var end: Int
+    }
+
+    /// The layout the header `head` (at least ``headerLength`` bytes of a file of `fileLength` bytes)
+    /// describes; nil if it is damaged or describes another length, or more than an `Int` of
+    /// `bitWidth` bits holds (the platform's; tests pass 32 to check a watch's limits on a 64-bit
+    /// machine). `checkingHash` false: its hash is not checked (fuzzing seals crafted headers).
+    static func layout(_ head: UnsafeRawBufferPointer, fileLength: Int, bitWidth: Int = Int.bitWidth, checkingHash: Bool = true) -> Layout? {
+        guard head.count >= headerLength, fileLength >= headerLength else { return nil }
+        let ranked = head.prefix(8).elementsEqual(rankedMagic)
+        let inlineUses = ranked || head.prefix(8).elementsEqual(inlineUsesMagic)
+        guard inlineUses || head.prefix(8).elementsEqual(magic) else { return nil }
+        func load<I: FixedWidthInteger>(_ offset: Int) -> I { I(littleEndian: head.loadUnaligned(fromByteOffset: offset, as: I.self)) }
+        guard !checkingHash || XXH64.hash(UnsafeRawBufferPointer(rebasing: head[0..<120])) == load(120) as UInt64 else { return nil }
         let (count64, slotCount64, arenaLength64, totalSize64, offset64) = (load(40) as UInt64, load(48) as UInt64, load(56) as UInt64,
                                                                             load(64) as UInt64, load(32) as UInt64)
         // Sizes bounded before any sum, so nothing overflows: a directory describes less than 2⁴⁰ bytes.
@@ -253,25 +285,40 @@ package enum DirectoryFormat {
               let count = FileNumber.int(count64, bitWidth: bitWidth), let slotCount = FileNumber.int(slotCount64, bitWidth: bitWidth),
               let arenaLength = FileNumber.int(arenaLength64, bitWidth: bitWidth), let totalSize = FileNumber.int(totalSize64, bitWidth: bitWidth),
               let offset = FileNumber.int(offset64, bitWidth: bitWidth),
-              segmentCount <= (bytes.count - headerLength) / segmentEntryLength else { return nil }
+              segmentCount <= (fileLength - headerLength) / segmentEntryLength else { return nil }
         let slotsStart = headerLength + segmentCount * segmentEntryLength
-        let slotStride = inlineUses ? inlineUsesSlotLength : slotLength + usesLength // the uses' array counted with the slots
-        guard let slotsLength = FileNumber.product(slotCount, slotStride, bitWidth: bitWidth),
+        guard let slotsLength = FileNumber.product(slotCount, inlineUses ? inlineUsesSlotLength : slotLength, bitWidth: bitWidth),
+              let usesBytes = FileNumber.product(slotCount, inlineUses ? 0 : usesLength, bitWidth: bitWidth),
               let arenaStart = FileNumber.sum(slotsStart, slotsLength, bitWidth: bitWidth),
-              let end = FileNumber.sum(arenaStart, arenaLength, bitWidth: bitWidth) else { return nil }
-        guard bytes.count == end,
-              XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength...])) == load(80) as UInt64 else { return nil }
+              let bodyEnd = FileNumber.sum(arenaStart, arenaLength, bitWidth: bitWidth),
+              let end = FileNumber.sum(bodyEnd, usesBytes, bitWidth: bitWidth), fileLength == end else { return nil }
+        return Layout(ranked: ranked, inlineUses: inlineUses, segmentCount: segmentCount, count: count, slotCount: slotCount,
+                      arenaLength: arenaLength, totalSize: totalSize, offset: offset, slotsStart: slotsStart, arenaStart: arenaStart,
+                      bodyEnd: bodyEnd, end: end)
+    }
+
+    /// The header of the directory `bytes`, the whole file, or its first bytes up to its array of uses
+    /// (of a file of `fileLength` bytes; the array is then checked apart, ``usesVerify(_:_:)``); nil if
+    /// it is damaged, or describes more than an `Int` of `bitWidth` bits holds.
+    package static func parse(_ bytes: UnsafeRawBufferPointer, fileLength: Int? = nil, bitWidth: Int = Int.bitWidth) -> Header? {
+        guard let layout = layout(bytes, fileLength: fileLength ?? bytes.count, bitWidth: bitWidth),
+              bytes.count == layout.bodyEnd || bytes.count == layout.end else { return nil }
+        func load<I: FixedWidthInteger>(_ offset: Int) -> I { I(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: I.self)) }
+        guard XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength..<layout.bodyEnd])) == load(80) as UInt64,
+              layout.inlineUses || bytes.count == layout.bodyEnd
+                || XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[layout.bodyEnd...])) == load(112) as UInt64 else { return nil }
         let earliest = Double(bitPattern: load(72))
         guard !earliest.isNaN else { return nil }
-        let segments = (0..<segmentCount).map { number in
+        let segments = (0..<layout.segmentCount).map { number in
             let at = headerLength + number * segmentEntryLength
             return (id: load(at) as UInt32, salt: load(at + 8) as UInt64, liveBytes: FileNumber.saturating((load(at + 16) as UInt64) & (1 << 48 - 1)))
         }
-        return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: offset, tailHash: load(96)),
-                      segments: segments, maxFileID: load(88), count: count, slotCount: slotCount, totalSize: totalSize,
-                      earliestExpiry: earliest, slotsStart: slotsStart, slotStride: inlineUses ? inlineUsesSlotLength : slotLength,
-                      usesStart: inlineUses ? slotsStart + slotLength : slotsStart + slotCount * slotLength,
-                      usesStride: inlineUses ? inlineUsesSlotLength : usesLength, arenaStart: arenaStart, arenaLength: arenaLength,
-                      nextRecency: ranked ? count64 : load(104), identity: load(120))
+        return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: layout.offset, tailHash: load(96)),
+                      segments: segments, maxFileID: load(88), count: layout.count, slotCount: layout.slotCount, totalSize: layout.totalSize,
+                      earliestExpiry: earliest, slotsStart: layout.slotsStart, slotStride: layout.inlineUses ? inlineUsesSlotLength : slotLength,
+                      usesStart: layout.inlineUses ? layout.slotsStart + slotLength : layout.bodyEnd,
+                      usesStride: layout.inlineUses ? inlineUsesSlotLength : usesLength, arenaStart: layout.arenaStart,
+                      arenaLength: layout.arenaLength, nextRecency: layout.ranked ? UInt64(layout.count) : load(104), identity: load(120),
+                      hasUsesArray: !layout.inlineUses)
     }
 }

@@ -11,7 +11,7 @@ package enum UsesFormat {
     package static let magic = Array("STASHKU1".utf8)
     static let headerLength = 128
 
-    /// What a header says, once it and the body verified.
+    /// What a header says, once it verified.
     struct Header {
         var store: UInt64
         var position: DirectoryPosition
@@ -19,6 +19,8 @@ package enum UsesFormat {
         var directory: UInt64
         var slotCount: Int
         var nextRecency: UInt64
+        /// The body's XXH64: checked by the reader as it reads the body in the directory's array's place.
+        var bodyHash: UInt64
     }
 
     /// The length of the uses file of a directory of `slotCount` slots.
@@ -46,18 +48,18 @@ package enum UsesFormat {
         return bytes
     }
 
-    /// The header of the uses file `bytes`; nil if it is damaged or its length is not its slots'. Never traps.
-    static func parse(_ bytes: UnsafeRawBufferPointer) -> Header? {
-        guard bytes.count >= headerLength, bytes.prefix(8).elementsEqual(magic) else { return nil }
-        func load<I: FixedWidthInteger>(_ offset: Int) -> I { I(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: I.self)) }
-        guard XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])) == load(120) as UInt64 else { return nil }
+    /// The header `head` (its first ``headerLength`` bytes) of a uses file of `fileLength` bytes; nil if
+    /// it is damaged, or its length is not its slots'. Never traps. The body is checked as it is read.
+    static func parseHeader(_ head: UnsafeRawBufferPointer, fileLength: Int) -> Header? {
+        guard head.count >= headerLength, head.prefix(8).elementsEqual(magic) else { return nil }
+        func load<I: FixedWidthInteger>(_ offset: Int) -> I { I(littleEndian: head.loadUnaligned(fromByteOffset: offset, as: I.self)) }
+        guard XXH64.hash(UnsafeRawBufferPointer(rebasing: head[0..<120])) == load(120) as UInt64 else { return nil }
         let (slotCount, offset, nextRecency) = (load(56) as UInt64, load(32) as UInt64, load(64) as UInt64)
         // Checked as Ints of this platform: where Int has 32 bits, a crafted header does not trap.
         guard let slots = FileNumber.int(slotCount), let body = FileNumber.product(slots, DirectoryFormat.usesLength),
               offset <= UInt64(UInt32.max), let position = FileNumber.int(offset), nextRecency < 1 << 62,
-              bytes.count - headerLength == body,
-              XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength...])) == load(112) as UInt64 else { return nil }
+              fileLength - headerLength == body else { return nil }
         return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: position, tailHash: load(40)),
-                      directory: load(48), slotCount: slots, nextRecency: nextRecency)
+                      directory: load(48), slotCount: slots, nextRecency: nextRecency, bodyHash: load(112))
     }
 }

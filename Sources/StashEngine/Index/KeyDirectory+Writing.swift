@@ -2,7 +2,7 @@
 /// totals, and the live bytes per segment (Docs/Format.md, "Key directory").
 extension KeyDirectory {
     /// Whether nothing but uses (recency, last access) changed since the base was read: no entry
-    /// written, removed or moved. The base's uses are then all a close writes (``LoadedDirectory/withUsesArray(_:)``, a key uses file).
+    /// written, removed or moved. The base's uses are then all a close writes (``LoadedDirectory/usesArray``, a key uses file).
     var changedOnlyUses: Bool {
         base != nil && overlay.isEmpty && shadowed.isEmpty && !basePositionsMoved
     }

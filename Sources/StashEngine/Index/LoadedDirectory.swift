@@ -15,8 +15,8 @@ import Musl
 /// `rsync --inplace` or `dd conv=notrunc`) would answer lookups from unverified bytes and be copied
 /// into the next directory. Held in memory, the bytes verified at open (the header's and the body's
 /// hashes) are the bytes every later lookup reads, whatever happens to the file; a read marks its
-/// entry used by writing the entry's recency and last access into its uses (the array after the slots,
-/// where a key uses file's, ``UsesFormat``, are copied at open), and a change to an entry's record goes
+/// entry used by writing the entry's recency and last access into its uses (the array at the end, read
+/// from a key uses file, ``UsesFormat``, where one was taken), and a change to an entry's record goes
 /// to the ``KeyDirectory``'s overlay. A file that cannot be read (an I/O error, a
 /// device locked under data protection) is an error, never a fault.
 package final class LoadedDirectory: @unchecked Sendable {
@@ -29,21 +29,58 @@ package final class LoadedDirectory: @unchecked Sendable {
     private let usesStride: Int
     /// What the next use of an entry took when this was read: the header's, or the uses file's (the
     /// index counts on from there, ``KeyDirectory``).
-    private(set) var nextRecency: UInt64
+    let nextRecency: UInt64
+    /// The key uses file whose uses were read in place of the directory's, if one was.
+    let usesTaken: UsesFormat.Header?
+    /// Whether a key uses file was offered but its uses did not verify (the directory's own were read).
+    let usesRejected: Bool
+
+    /// A key uses file offered to an open: its descriptor (closed by the caller) and what its header said.
+    package struct UsesFile {
+        let fd: Int32
+        let path: String
+        let header: UsesFormat.Header
+    }
 
     /// Reads and verifies the directory file `fd` (closed by the caller); nil if it is not intact, or
     /// longer than `limit` bytes (a directory is never much larger than the records it indexes: a
-    /// file that is, sparse or planted, is not read into memory).
+    /// file that is, sparse or planted, is not read into memory). `usesFile` is asked, once the header
+    /// is read, for a key uses file of this directory: its uses are then read in place of the
+    /// directory's array (no more bytes than the directory alone), and checked against its own hash; if
+    /// they do not verify, the directory's own are read (``usesRejected``).
     /// - Throws: An I/O error when the file cannot be read (its content then says nothing).
-    package init?(fd: Int32, path: String, limit: Int) throws {
+    package init?(fd: Int32, path: String, limit: Int, usesFile: (DirectoryFormat.Header) -> UsesFile? = { _ in nil }) throws {
         let info = try FileIO.status(fd, path)
         guard info.st_mode & S_IFMT == S_IFREG, info.st_size >= DirectoryFormat.headerLength,
               let length = FileNumber.int(info.st_size), length <= limit else { return nil }
         let bytes = HugePages.allocate(byteCount: length)
+        var (taken, rejected): (UsesFormat.Header?, Bool) = (nil, false)
         do {
             // A file that changed length meanwhile is not the one measured: its hashes decide.
-            guard try FileIO.read(fd, at: 0, into: bytes, path: path) == length,
-                  let header = DirectoryFormat.parse(UnsafeRawBufferPointer(bytes)) else {
+            func read(_ range: Range<Int>, from fd: Int32, at offset: Int, path: String) throws -> Bool {
+                try FileIO.read(fd, at: offset, into: UnsafeMutableRawBufferPointer(rebasing: bytes[range]), path: path) == range.count
+            }
+            guard try read(0..<DirectoryFormat.headerLength, from: fd, at: 0, path: path),
+                  let layout = DirectoryFormat.layout(UnsafeRawBufferPointer(bytes), fileLength: length) else {
+                bytes.deallocate()
+                return nil
+            }
+            let usesRange = layout.bodyEnd..<length
+            guard try read(DirectoryFormat.headerLength..<layout.bodyEnd, from: fd, at: DirectoryFormat.headerLength, path: path),
+                  let header = DirectoryFormat.parse(UnsafeRawBufferPointer(rebasing: bytes[..<layout.bodyEnd]), fileLength: length) else {
+                bytes.deallocate()
+                return nil
+            }
+            if header.hasUsesArray, let file = usesFile(header) {
+                if try read(usesRange, from: file.fd, at: UsesFormat.headerLength, path: file.path),
+                   XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[usesRange])) == file.header.bodyHash {
+                    taken = file.header
+                } else {
+                    rejected = true
+                }
+            }
+            guard try taken != nil || read(usesRange, from: fd, at: layout.bodyEnd, path: path),
+                  taken != nil || DirectoryFormat.usesVerify(UnsafeRawBufferPointer(bytes), header) else {
                 bytes.deallocate()
                 return nil
             }
@@ -53,7 +90,9 @@ package final class LoadedDirectory: @unchecked Sendable {
             throw error
         }
         self.bytes = bytes
-        (uses, usesStride, nextRecency) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.nextRecency)
+        (usesTaken, usesRejected) = (taken, rejected)
+        (uses, usesStride) = (bytes.baseAddress! + header.usesStart, header.usesStride)
+        nextRecency = max(header.nextRecency, taken?.nextRecency ?? 0)
     }
 
     /// A directory held in memory of its own, from `source`; nil if it is not intact (for tests and fuzzing).
@@ -72,6 +111,7 @@ package final class LoadedDirectory: @unchecked Sendable {
         self.bytes = bytes
         self.header = header
         (uses, usesStride, nextRecency) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.nextRecency)
+        (usesTaken, usesRejected) = (nil, false)
     }
 
     deinit {
@@ -178,34 +218,9 @@ package final class LoadedDirectory: @unchecked Sendable {
 
     // MARK: Uses apart
 
-    /// Takes the uses of a key uses file, `array` (its body: ``DirectoryFormat/usesLength`` bytes a
-    /// slot, checked by the caller to be of this directory), in place of the ones read with the
-    /// directory; the next use then takes `nextRecency` or more. Copied, so the file's bytes can go.
-    func takeUses(_ array: UnsafeRawBufferPointer, nextRecency: UInt64) {
-        precondition(array.count == slotCount * DirectoryFormat.usesLength, "a uses file of another directory")
-        if usesStride == DirectoryFormat.usesLength {
-            uses.copyMemory(from: array.baseAddress!, byteCount: array.count)
-        } else {
-            for slot in 0..<slotCount {
-                (uses + slot * usesStride).copyMemory(from: array.baseAddress! + slot * DirectoryFormat.usesLength,
-                                                     byteCount: DirectoryFormat.usesLength)
-            }
-        }
-        self.nextRecency = max(self.nextRecency, nextRecency)
-    }
-
-    /// Calls `body` with every slot's uses as they are now, back to back (a key uses file's body): the
-    /// array after the slots, or, in the layouts before, a copy gathered from the slots. Under the
-    /// index lock, so that no read marks an entry used meanwhile.
-    func withUsesArray<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
-        let length = slotCount * DirectoryFormat.usesLength
-        if usesStride == DirectoryFormat.usesLength { return try body(UnsafeRawBufferPointer(start: uses, count: length)) }
-        let gathered = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 8)
-        defer { gathered.deallocate() }
-        for slot in 0..<slotCount {
-            (gathered.baseAddress! + slot * DirectoryFormat.usesLength).copyMemory(from: uses + slot * usesStride,
-                                                                                  byteCount: DirectoryFormat.usesLength)
-        }
-        return try body(UnsafeRawBufferPointer(gathered))
+    /// Every slot's uses as they are now, back to back (a key uses file's body), in this layout; nil in
+    /// the layouts before, whose uses are in their slots. Valid while the index lock is held.
+    var usesArray: UnsafeRawBufferPointer? {
+        header.hasUsesArray ? UnsafeRawBufferPointer(start: uses, count: slotCount * DirectoryFormat.usesLength) : nil
     }
 }

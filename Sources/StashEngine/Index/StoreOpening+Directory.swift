@@ -31,9 +31,13 @@ extension StoreOpening {
         defer { FileIO.closeDescriptor(fd) }
         let salts = Dictionary(segments.map { ($0.id, $0.salt) }, uniquingKeysWith: { first, _ in first })
         let loaded: LoadedDirectory?
+        var uses = UsesOffer()
+        defer { uses.close() }
         do {
             loaded = try LoadedDirectory(fd: fd, path: store.log.folder.handle.filePath(StoreFolder.directoryName),
-                                         limit: DirectoryFormat.lengthLimit(segmentBytes: segments.reduce(0) { $0 + $1.length }, segments: segments.count))
+                                         limit: DirectoryFormat.lengthLimit(segmentBytes: segments.reduce(0) { $0 + $1.length }, segments: segments.count)) {
+                offerUses(for: $0, segments: segments, offer: &uses)
+            }
         } catch {
             // Unreadable says nothing of its content (a device locked under data protection, say): kept.
             store.recoveryIssues.append(.corrupted("the key directory could not be read (\(error)); the segments were replayed whole"))
@@ -56,7 +60,10 @@ extension StoreOpening {
             if let info = FileIO.fileStatus(fd), info.st_mode & S_IFMT == S_IFREG { discardStaleDirectory() } // a folder or FIFO is left alone
             return nil
         }
-        let position = loadUses(of: loaded, segments: segments) ?? loaded.header.position
+        if loaded.usesRejected { uses.issue = "the key uses file was damaged; uses since the key directory were replayed" }
+        if let issue = uses.issue { store.recoveryIssues.append(.corrupted(issue)) }
+        if uses.discard || uses.issue != nil { discardUses() }
+        let position = loaded.usesTaken?.position ?? loaded.header.position
         store.withIndex { $0 = KeyDirectory(seed: store.log.folder.storeID, base: loaded) }
         store.totalSize = loaded.header.totalSize
         store.earliestExpiry = loaded.header.earliestExpiry
@@ -64,42 +71,48 @@ extension StoreOpening {
         return position
     }
 
-    /// Gives `directory` the uses of the key uses file (``UsesFormat``) if it is intact, names
-    /// `directory`, and its position is one the segments hold, at or after the directory's; returns
-    /// that position. Otherwise nil: the records are replayed from the directory's position, the
+    /// What became of the key uses file an open looked at: its descriptor while the directory is read,
+    /// what to report, and whether a writer removes it.
+    struct UsesOffer {
+        var fd: Int32 = -1
+        var issue: String?
+        var discard = false
+
+        func close() {
+            if fd >= 0 { FileIO.closeDescriptor(fd) }
+        }
+    }
+
+    /// The key uses file (``UsesFormat``), offered to the directory `header` is of if its header is
+    /// intact, names that directory, and its position is one the segments hold at or after the
+    /// directory's; nil otherwise, and the records are then replayed from the directory's position, the
     /// access records among them, so nothing is lost. One that names another directory (written for
     /// the one this replaced, a crash before it was removed) is no damage and is not reported.
-    private func loadUses(of directory: LoadedDirectory, segments: [SegmentFile]) -> DirectoryPosition? {
+    private func offerUses(for header: DirectoryFormat.Header, segments: [SegmentFile], offer: inout UsesOffer) -> LoadedDirectory.UsesFile? {
         let handle = store.log.folder.handle
-        let fd: Int32
+        let path = handle.filePath(StoreFolder.usesName)
         do {
-            fd = try handle.open(StoreFolder.usesName, O_RDONLY | O_NONBLOCK) // a FIFO in its place must not block
+            offer.fd = try handle.open(StoreFolder.usesName, O_RDONLY | O_NONBLOCK) // a FIFO in its place must not block
         } catch {
-            if !FileIO.isErrno(error, .ENOENT) { store.recoveryIssues.append(.corrupted("the key uses file could not be opened (\(error)); uses were replayed")) }
+            if !FileIO.isErrno(error, .ENOENT) { offer.issue = "the key uses file could not be opened (\(error)); uses were replayed" }
             return nil
         }
-        defer { FileIO.closeDescriptor(fd) }
-        guard let info = FileIO.fileStatus(fd), info.st_mode & S_IFMT == S_IFREG else { return nil } // not the store's: left alone
-        let length = UsesFormat.length(slotCount: directory.slotCount)
-        let bytes = HugePages.allocate(byteCount: length)
-        defer { bytes.deallocate() } // its uses are copied into the directory's
-        let read = info.st_size == length ? try? FileIO.read(fd, at: 0, into: bytes, path: handle.filePath(StoreFolder.usesName)) : nil
-        guard read == length, let header = UsesFormat.parse(UnsafeRawBufferPointer(bytes)), header.store == store.log.folder.storeID else {
-            store.recoveryIssues.append(.corrupted("the key uses file was damaged; uses since the key directory were replayed"))
-            discardUses()
+        guard let info = FileIO.fileStatus(offer.fd), info.st_mode & S_IFMT == S_IFREG else { return nil } // not the store's: left alone
+        let head = (try? FileIO.read(offer.fd, at: 0, count: UsesFormat.headerLength, path: path)) ?? []
+        guard let length = FileNumber.int(info.st_size),
+              let uses = head.withUnsafeBytes({ UsesFormat.parseHeader($0, fileLength: length) }), uses.store == store.log.folder.storeID else {
+            offer.issue = "the key uses file was damaged; uses since the key directory were replayed"
             return nil
         }
-        guard header.directory == directory.header.identity, header.slotCount == directory.slotCount else {
-            discardUses()
+        guard uses.directory == header.identity, uses.slotCount == header.slotCount else {
+            offer.discard = true
             return nil
         }
-        guard holds(header.position, from: directory.header.position, segments: segments) else {
-            store.recoveryIssues.append(.corrupted("the key uses file did not match the segments; uses since the key directory were replayed"))
-            discardUses()
+        guard holds(uses.position, from: header.position, segments: segments) else {
+            offer.issue = "the key uses file did not match the segments; uses since the key directory were replayed"
             return nil
         }
-        directory.takeUses(UnsafeRawBufferPointer(rebasing: bytes[UsesFormat.headerLength...]), nextRecency: header.nextRecency)
-        return header.position
+        return LoadedDirectory.UsesFile(fd: offer.fd, path: path, header: uses)
     }
 
     /// Whether `position` is at or after `start`, in a segment of `segments` with its salt, within it,

@@ -282,13 +282,16 @@ private enum FormatReader {
         guard FileManager.default.fileExists(atPath: folder + "/key-directory") else { return nil }
         let bytes = try read(folder + "/key-directory")
         guard bytes.count >= 128, bytes[0..<8] == Array("STASHKD4".utf8), bytes.hash(0..<120) == bytes.u64(120),
-              bytes.hash(128..<bytes.count) == bytes.u64(80), bytes.u64(8) == store else { throw Failure("key directory header") }
+              bytes.u64(8) == store else { throw Failure("key directory header") }
         let segmentCount = Int(bytes.u32(20))
         let (count, slotCount, arenaLength) = (Int(bytes.u64(40)), Int(bytes.u64(48)), Int(bytes.u64(56)))
         let slotsStart = 128 + 24 * segmentCount
-        let usesStart = slotsStart + 48 * slotCount
-        let arenaStart = usesStart + 16 * slotCount
-        guard bytes.count == arenaStart + arenaLength, count < slotCount else { throw Failure("key directory lengths") }
+        let arenaStart = slotsStart + 48 * slotCount
+        let usesStart = arenaStart + arenaLength
+        guard bytes.count == usesStart + 16 * slotCount, count < slotCount else { throw Failure("key directory lengths") }
+        guard bytes.hash(128..<usesStart) == bytes.u64(80), bytes.hash(usesStart..<bytes.count) == bytes.u64(112) else {
+            throw Failure("key directory hashes")
+        }
         var directory = Directory(store: store, slotCount: slotCount, slotsStart: slotsStart,
                                   hashes: (0..<slotCount).map { bytes.u64(slotsStart + 48 * $0) }, keys: [])
         // "Key uses": where a process that only read wrote the uses apart, they are of this directory.

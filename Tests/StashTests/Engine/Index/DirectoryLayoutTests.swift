@@ -45,10 +45,11 @@ struct DirectoryLayoutTests {
             let number = magic == DirectoryFormat.rankedMagic ? rank[slot] ?? 0 : recency[slot]
             withUnsafeBytes(of: number.littleEndian) { bytes += $0 }
         }
-        bytes += current[header.arenaStart...]
+        bytes += current[header.arenaStart..<header.usesStart]
         func put(_ value: UInt64, _ at: Int) { withUnsafeBytes(of: value.littleEndian) { bytes.replaceSubrange(at..<(at + 8), with: $0) } }
         bytes.replaceSubrange(0..<8, with: magic)
         if magic == DirectoryFormat.rankedMagic { put(0, 104) }
+        put(0, 112) // no uses hash: the uses are in the slots
         put(bytes.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[128...])) }, 80)
         put(bytes.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[0..<120])) }, 120)
         try Damage.write(bytes, to: file)
@@ -92,12 +93,13 @@ struct DirectoryLayoutTests {
         try withEngineThresholds(in: directory.path, directoryMinimum: 1) {
             try makeStore(directory, clock: clock, order: [])
             if layout != DirectoryFormat.magic { try rewrite(file, as: layout) }
-            let written = try Damage.bytes(file)
+            var written = try Damage.bytes(file)
             var random = SeededGenerator(seed: 32 + UInt64(layout[7]))
             var order = Self.keys // least recently used first: written in this order
-            // Two processes that only read, more than an eighth of the keys each: the second takes the
-            // uses the first wrote, and writes them again.
-            for count in [25, 10] {
+            // Processes that only read, more than an eighth of the keys each: the second takes the uses
+            // the first wrote, and writes them again. A directory of a layout before, whose uses are in
+            // its slots, is written anew first, in this layout.
+            for (round, count) in [25, 10, 10].enumerated() {
                 let used = order.shuffled(using: &random).prefix(count)
                 do {
                     let disk = try openDisk(directory, clock: clock)
@@ -108,6 +110,12 @@ struct DirectoryLayoutTests {
                     }
                 }
                 order = order.filter { !used.contains($0) } + used
+                if round == 0, layout != DirectoryFormat.magic {
+                    written = try Damage.bytes(file)
+                    #expect(Array(written[0..<8]) == DirectoryFormat.magic, "a directory of the layout before was not written anew")
+                    #expect(!FileManager.default.fileExists(atPath: usesFile))
+                    continue
+                }
                 #expect(try Damage.bytes(file) == written, "a close after reads alone wrote the directory")
                 #expect(Array(try Damage.bytes(usesFile)[0..<8]) == UsesFormat.magic, "the close wrote no key uses file")
             }
@@ -123,7 +131,7 @@ struct DirectoryLayoutTests {
             let replayed = try DiskStore(directory: directory.storePath(), readOnly: true)
             defer { replayed.close() }
             #expect(replayed.recoveryIssues.isEmpty, "\(replayed.recoveryIssues)")
-            #expect(replayed.accessesSinceDirectory == 35)
+            #expect(replayed.accessesSinceDirectory == (layout == DirectoryFormat.magic ? 45 : 20))
             let again = replayed.withIndex { $0.entriesOldestFirst }
             #expect(again.map(\.key) == entries.map(\.key))
             #expect(again.map(\.value) == entries.map(\.value))
