@@ -83,7 +83,7 @@ private func fuzzUses(_ bytes: [UInt8]) {
     let header = sealed[0..<120].withUnsafeBytes { XXH64.hash($0) }
     withUnsafeBytes(of: header.littleEndian) { sealed.replaceSubrange(120..<128, with: $0) }
     if let parsed = sealed.withUnsafeBytes({ UsesFormat.parseHeader($0, fileLength: sealed.count) }) {
-        precondition(sealed.count == UsesFormat.length(slotCount: parsed.slotCount) && parsed.nextRecency < 1 << 62)
+        precondition(sealed.count == UsesFormat.headerLength + parsed.slotCount * DirectoryFormat.usesLength && parsed.nextRecency < 1 << 62)
     }
 }
 

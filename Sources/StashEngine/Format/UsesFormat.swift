@@ -23,9 +23,6 @@ package enum UsesFormat {
         var bodyHash: UInt64
     }
 
-    /// The length of the uses file of a directory of `slotCount` slots.
-    static func length(slotCount: Int) -> Int { headerLength + slotCount * DirectoryFormat.usesLength }
-
     /// The header for the uses `body` (``DirectoryFormat/usesLength`` bytes a slot) of the directory
     /// `header`, at `position`, with `nextRecency` above every recency in them.
     static func header(of body: UnsafeRawBufferPointer, directory header: DirectoryFormat.Header,

@@ -58,8 +58,9 @@ extension DiskStore {
     /// At close, where only uses changed since the base was read (a process that read), writes the
     /// base's array of uses as a key uses file at `position` (``UsesFormat``) instead of a new directory:
     /// the directory stays as it is, and the next open reads the uses file in the array's place and
-    /// replays from `position`. A hash and a write of 16 bytes a slot, no pass per entry. Under the index lock, so that no read off the
-    /// queue marks an entry used while the uses are hashed and written. Returns whether it did.
+    /// replays from `position`. A hash and a write of 16 bytes a slot, no pass per entry. Under the
+    /// index lock, so that no read off the queue marks an entry used while the uses are hashed and
+    /// written. Returns whether it did.
     private func writeUsesOnly(at position: DirectoryPosition, durable: Bool) throws -> Bool {
         let wrote = try withIndex { index in
             // A directory of a layout before (its uses in its slots) is written anew instead, in this layout.
