@@ -123,8 +123,7 @@ struct Compaction {
             if store.keepsDirectory {
                 try store.writeDirectory()
             } else {
-                try? store.log.folder.handle.remove(StoreFolder.usesName)
-                try store.log.folder.handle.remove(StoreFolder.directoryName)
+                try store.log.folder.removeDirectory()
                 try store.log.folder.handle.sync()
             }
         } catch {
@@ -132,7 +131,7 @@ struct Compaction {
             // inputs go all the same: kept, every later compaction added a copy of the live data, and
             // a full disk could not be freed. An old directory still there names them, so once they
             // are superseded (the floor above) and gone, an open rejects it and replays the segments.
-            try? store.log.folder.handle.remove(StoreFolder.directoryName)
+            try? store.log.folder.removeDirectory()
         }
         for victim in victims {
             store.log.segments[victim.id] = nil

@@ -292,6 +292,12 @@ package final class StoreFolder {
         throw StorageError.inUse(directory: handle.path)
     }
 
+    /// Removes the key directory, and the key uses file that names it (which no later directory would take).
+    func removeDirectory() throws {
+        try? handle.remove(Self.usesName)
+        try handle.remove(Self.directoryName)
+    }
+
     /// The store's files by kind; names that are not the store's are left out (and left alone).
     package func files() throws -> (segments: [UInt32], values: [UInt64], temporary: [String]) {
         var result: (segments: [UInt32], values: [UInt64], temporary: [String]) = ([], [], [])

@@ -224,11 +224,8 @@ package enum DirectoryFormat {
         package var totalSize: Int
         package var earliestExpiry: Double
         var slotsStart: Int
-        /// Bytes from one slot to the next: ``slotLength``, or ``inlineUsesSlotLength`` in the layouts before.
-        var slotStride: Int
-        /// Where the first slot's uses are, and bytes from one slot's to the next's.
+        /// Where the first slot's uses are (in its slot, in the layouts before).
         var usesStart: Int
-        var usesStride: Int
         var arenaStart: Int
         var arenaLength: Int
         /// What the next use of an entry takes as its recency (above every slot's).
@@ -237,6 +234,11 @@ package enum DirectoryFormat {
         var identity: UInt64
         /// Whether the uses are an array of their own after the arena (this layout), which a key uses file can replace.
         var hasUsesArray: Bool
+
+        /// Bytes from one slot to the next: ``slotLength``, or ``inlineUsesSlotLength`` in the layouts before.
+        var slotStride: Int { hasUsesArray ? slotLength : inlineUsesSlotLength }
+        /// Bytes from one slot's uses to the next's.
+        var usesStride: Int { hasUsesArray ? usesLength : inlineUsesSlotLength }
     }
 
     /// Whether the array of uses of the directory `bytes` (the whole file, read with `header`) is the one
@@ -315,9 +317,8 @@ package enum DirectoryFormat {
         }
         return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: layout.offset, tailHash: load(96)),
                       segments: segments, maxFileID: load(88), count: layout.count, slotCount: layout.slotCount, totalSize: layout.totalSize,
-                      earliestExpiry: earliest, slotsStart: layout.slotsStart, slotStride: layout.inlineUses ? inlineUsesSlotLength : slotLength,
-                      usesStart: layout.inlineUses ? layout.slotsStart + slotLength : layout.bodyEnd,
-                      usesStride: layout.inlineUses ? inlineUsesSlotLength : usesLength, arenaStart: layout.arenaStart,
+                      earliestExpiry: earliest, slotsStart: layout.slotsStart,
+                      usesStart: layout.inlineUses ? layout.slotsStart + slotLength : layout.bodyEnd, arenaStart: layout.arenaStart,
                       arenaLength: layout.arenaLength, nextRecency: layout.ranked ? UInt64(layout.count) : load(104), identity: load(120),
                       hasUsesArray: !layout.inlineUses)
     }

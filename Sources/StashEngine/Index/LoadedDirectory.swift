@@ -27,6 +27,8 @@ package final class LoadedDirectory: @unchecked Sendable {
     /// from the first slot's at `uses` (16 in this layout; in the layouts before, within the 64-byte slots).
     private let uses: UnsafeMutableRawPointer
     private let usesStride: Int
+    /// Bytes from one slot to the next (``DirectoryFormat/Header/slotStride``), kept for the lookups' loads.
+    private let slotStride: Int
     /// What the next use of an entry took when this was read: the header's, or the uses file's (the
     /// index counts on from there, ``KeyDirectory``).
     let nextRecency: UInt64
@@ -91,7 +93,7 @@ package final class LoadedDirectory: @unchecked Sendable {
         }
         self.bytes = bytes
         (usesTaken, usesRejected) = (taken, rejected)
-        (uses, usesStride) = (bytes.baseAddress! + header.usesStart, header.usesStride)
+        (uses, usesStride, slotStride) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.slotStride)
         nextRecency = max(header.nextRecency, taken?.nextRecency ?? 0)
     }
 
@@ -110,8 +112,8 @@ package final class LoadedDirectory: @unchecked Sendable {
         }
         self.bytes = bytes
         self.header = header
-        (uses, usesStride, nextRecency) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.nextRecency)
-        (usesTaken, usesRejected) = (nil, false)
+        (uses, usesStride, slotStride) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.slotStride)
+        (nextRecency, usesTaken, usesRejected) = (header.nextRecency, nil, false)
     }
 
     deinit {
@@ -122,12 +124,12 @@ package final class LoadedDirectory: @unchecked Sendable {
 
     @inline(__always)
     private func load<I: FixedWidthInteger>(_ slot: Int, _ field: Int) -> I {
-        I(littleEndian: bytes.loadUnaligned(fromByteOffset: header.slotsStart + slot * header.slotStride + field, as: I.self))
+        I(littleEndian: bytes.loadUnaligned(fromByteOffset: header.slotsStart + slot * slotStride + field, as: I.self))
     }
 
     @inline(__always)
     private func store<I: FixedWidthInteger>(_ value: I, _ slot: Int, _ field: Int) {
-        bytes.storeBytes(of: value.littleEndian, toByteOffset: header.slotsStart + slot * header.slotStride + field, as: I.self)
+        bytes.storeBytes(of: value.littleEndian, toByteOffset: header.slotsStart + slot * slotStride + field, as: I.self)
     }
 
     package func hash(at slot: Int) -> UInt64 { load(slot, 0) }

@@ -115,16 +115,12 @@ extension StoreOpening {
         return LoadedDirectory.UsesFile(fd: offer.fd, path: path, header: uses)
     }
 
-    /// Whether `position` is at or after `start`, in a segment of `segments` with its salt, within it,
-    /// and after the bytes it was written after (its tail hash), as ``replay(_:from:)`` checks a directory's.
+    /// Whether `position` is at or after `start`, and a segment of `segments` holds it as ``replay(_:from:)``
+    /// checks a directory's (``window(before:in:toEnd:)``).
     private func holds(_ position: DirectoryPosition, from start: DirectoryPosition, segments: [SegmentFile]) -> Bool {
         guard position.segment > start.segment || (position.segment == start.segment && position.offset >= start.offset),
-              let file = segments.first(where: { $0.id == position.segment }), file.salt == position.salt,
-              position.offset >= file.recordsStart, let size = try? FileIO.size(file.fd, path: file.path), size >= position.offset else { return false }
-        let window = max(0, position.offset - DirectoryFormat.tailWindow)
-        guard let bytes = try? FileIO.read(file.fd, at: window, count: position.offset - window, path: file.path),
-              bytes.count == position.offset - window else { return false }
-        return bytes.withUnsafeBytes { DirectoryFormat.tailHash($0, at: $0.count) } == position.tailHash
+              let file = segments.first(where: { $0.id == position.segment }) else { return false }
+        return (try? window(before: position, in: file, toEnd: false)) != nil
     }
 
     /// Removes a key uses file an open did not take (a writer only): it would never be taken later. A

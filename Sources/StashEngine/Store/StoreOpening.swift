@@ -45,7 +45,7 @@ struct StoreOpening {
         }
         // The directory's own segment, not a later one its uses were written at: the segments up to it
         // must stay, since without the uses the records are replayed from the directory's position.
-        try finishOpening(valueFiles: files.values, directorySegment: directory == nil ? nil : store.withIndex { $0.base?.header.position.segment })
+        try finishOpening(valueFiles: files.values, directorySegment: store.withIndex { $0.base?.header.position.segment })
         // A durable store appends to a segment that a process without `durable` may have started (this
         // store's past, or another writer's): a durable record in it counts as written only once the
         // segment's name is on stable storage, as for the segments it starts itself.
@@ -77,13 +77,9 @@ struct StoreOpening {
             var start = file.recordsStart
             if let position = snapshot, id == position.segment {
                 // From the tail window before the position on: its hash must be the directory's.
-                let size = try FileIO.size(file.fd, path: file.path)
-                guard file.salt == position.salt, size >= position.offset, position.offset >= file.recordsStart else { return false }
-                let window = max(0, position.offset - DirectoryFormat.tailWindow)
-                bytes = try FileIO.read(file.fd, at: window, count: size - window, path: file.path)
-                guard bytes.count == size - window,
-                      bytes.withUnsafeBytes({ DirectoryFormat.tailHash($0, at: position.offset - window) }) == position.tailHash else { return false }
-                (base, start) = (window, position.offset - window)
+                guard let window = try window(before: position, in: file, toEnd: true) else { return false }
+                bytes = window.bytes
+                (base, start) = (window.start, position.offset - window.start)
             } else {
                 guard let all = try FileIO.readAll(file.fd, path: file.path) else { continue }
                 bytes = all
@@ -132,6 +128,21 @@ struct StoreOpening {
             }
         }
         return true
+    }
+
+    /// The bytes of `file` from the tail window before `position` to the file's end (`toEnd`) or to the
+    /// position, and the offset they start at; nil unless `file` is the position's segment (its salt),
+    /// reaches the position (not before its first record), and holds before it the bytes the position
+    /// was taken after (its tail hash).
+    func window(before position: DirectoryPosition, in file: SegmentFile, toEnd: Bool) throws -> (bytes: [UInt8], start: Int)? {
+        let size = try FileIO.size(file.fd, path: file.path)
+        guard file.salt == position.salt, size >= position.offset, position.offset >= file.recordsStart else { return nil }
+        let start = max(0, position.offset - DirectoryFormat.tailWindow)
+        let end = toEnd ? size : position.offset
+        let bytes = try FileIO.read(file.fd, at: start, count: end - start, path: file.path)
+        guard bytes.count == end - start,
+              bytes.withUnsafeBytes({ DirectoryFormat.tailHash($0, at: position.offset - start) }) == position.tailHash else { return nil }
+        return (bytes, start)
     }
 
     /// Accounting, clean-up and the active segment, once the index is rebuilt.

@@ -56,8 +56,7 @@ extension WritePath {
         let oldIndex = emptyIndex()
         // Listing a million keys takes a while: only for observers, who are told which keys went.
         let keys = store.client?.hasObservers == true ? oldIndex.keys : []
-        try? store.log.folder.handle.remove(StoreFolder.directoryName) // it names the old segments
-        try? store.log.folder.handle.remove(StoreFolder.usesName) // and it the directory
+        try? store.log.folder.removeDirectory() // it names the old segments
         for segment in retired { store.log.segments[segment.id] = nil }
         store.log.publishStructure()
         let folder = store.log.folder.handle // not the folder the store may have opened anew by then
@@ -107,8 +106,7 @@ extension WritePath {
     /// next write starts it.
     func deleteEverything() throws {
         let oldIndex = emptyIndex()
-        try? store.log.folder.handle.remove(StoreFolder.directoryName)
-        try? store.log.folder.handle.remove(StoreFolder.usesName)
+        try? store.log.folder.removeDirectory()
         for segment in store.log.segments.values.sorted(by: { $0.id < $1.id }) {
             segment.remove()
             store.log.segments[segment.id] = nil
