@@ -277,20 +277,35 @@ private enum FormatReader {
         }
     }
 
-    /// "Key directory": every entry, after the header's and the body's hashes verified.
+    /// "Page table": page `index` of the bytes `start..<end`, 4,096 bytes from `start` on (the last
+    /// one short).
+    static func page(_ index: Int, from start: Int, to end: Int) -> Range<Int> {
+        (start + 4096 * index)..<min(start + 4096 * (index + 1), end)
+    }
+
+    /// "Key directory": every entry, after the header's hash, the page table's hash and every page's
+    /// hash verified.
     static func keyDirectory(_ folder: String, store: UInt64) throws -> Directory? {
         guard FileManager.default.fileExists(atPath: folder + "/key-directory") else { return nil }
         let bytes = try read(folder + "/key-directory")
-        guard bytes.count >= 128, bytes[0..<8] == Array("STASHKD4".utf8), bytes.hash(0..<120) == bytes.u64(120),
-              bytes.u64(8) == store else { throw Failure("key directory header") }
+        guard bytes.count >= 128, bytes[0..<8] == Array("STASHKD5".utf8), bytes.hash(0..<120) == bytes.u64(120),
+              bytes.u64(8) == store, bytes.u64(112) == 0 else { throw Failure("key directory header") }
         let segmentCount = Int(bytes.u32(20))
         let (count, slotCount, arenaLength) = (Int(bytes.u64(40)), Int(bytes.u64(48)), Int(bytes.u64(56)))
         let slotsStart = 128 + 24 * segmentCount
         let arenaStart = slotsStart + 48 * slotCount
         let usesStart = arenaStart + arenaLength
-        guard bytes.count == usesStart + 16 * slotCount, count < slotCount else { throw Failure("key directory lengths") }
-        guard bytes.hash(128..<usesStart) == bytes.u64(80), bytes.hash(usesStart..<bytes.count) == bytes.u64(112) else {
-            throw Failure("key directory hashes")
+        let usesEnd = usesStart + 16 * slotCount
+        let bodyPages = (usesStart - 128 + 4095) / 4096
+        let usesPages = (16 * slotCount + 4095) / 4096
+        guard bytes.count == usesEnd + 8 * (bodyPages + usesPages), count < slotCount else { throw Failure("key directory lengths") }
+        // "Page table": its hash at 80, then one hash per body page, then one per uses page.
+        guard bytes.hash(usesEnd..<bytes.count) == bytes.u64(80) else { throw Failure("key directory page table hash") }
+        let bodyRanges = (0..<bodyPages).map { page($0, from: 128, to: usesStart) }
+        let usesRanges = (0..<usesPages).map { page($0, from: usesStart, to: usesEnd) }
+        let pages = bodyRanges + usesRanges
+        for (index, range) in pages.enumerated() where bytes.hash(range) != bytes.u64(usesEnd + 8 * index) {
+            throw Failure("key directory page \(index) of \(pages.count)")
         }
         var directory = Directory(store: store, slotCount: slotCount, slotsStart: slotsStart,
                                   hashes: (0..<slotCount).map { bytes.u64(slotsStart + 48 * $0) }, keys: [])
@@ -298,9 +313,14 @@ private enum FormatReader {
         var uses = (bytes: bytes, start: usesStart, next: bytes.u64(104))
         if FileManager.default.fileExists(atPath: folder + "/key-uses") {
             let file = try read(folder + "/key-uses")
-            guard file.count == 128 + 16 * slotCount, file[0..<8] == Array("STASHKU1".utf8), file.hash(0..<120) == file.u64(120),
-                  file.hash(128..<file.count) == file.u64(112), file.u64(8) == store, file.u64(48) == bytes.u64(120),
+            let fileUsesEnd = 128 + 16 * slotCount
+            guard file.count == fileUsesEnd + 8 * usesPages, file[0..<8] == Array("STASHKU2".utf8), file.hash(0..<120) == file.u64(120),
+                  file.hash(fileUsesEnd..<file.count) == file.u64(112), file.u64(8) == store, file.u64(48) == bytes.u64(120),
                   file.u64(56) == UInt64(slotCount), file.u64(64) >= bytes.u64(104) else { throw Failure("key uses header") }
+            // Its page `j` covers the slots of the directory's uses page `j`, and is checked against its own table.
+            for index in 0..<usesPages where file.hash(page(index, from: 128, to: fileUsesEnd)) != file.u64(fileUsesEnd + 8 * index) {
+                throw Failure("key uses page \(index) of \(usesPages)")
+            }
             uses = (file, 128, file.u64(64))
         }
         var totalSize = 0
