@@ -8,6 +8,7 @@ public func fuzzOneInput(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     fuzzJournal(bytes)
     fuzzSegment(bytes)
     fuzzDirectory(bytes, magic: DirectoryFormat.magic)
+    fuzzDirectory(bytes, magic: DirectoryFormat.wholeHashMagic)
     fuzzDirectory(bytes, magic: DirectoryFormat.inlineUsesMagic)
     fuzzUses(bytes)
     fuzzJSON(bytes)
@@ -60,7 +61,7 @@ private func fuzzDirectory(_ bytes: [UInt8], magic: [UInt8]) {
     // Its hashes made right wherever the header describes a layout of this length.
     sealed.withUnsafeMutableBytes { bytes in
         guard let layout = DirectoryFormat.layout(UnsafeRawBufferPointer(bytes), fileLength: bytes.count, checkingHash: false) else { return }
-        DirectoryFormat.sealHashes(bytes, usesStart: layout.bodyEnd)
+        DirectoryFormat.sealHashes(bytes, layout: layout.regions)
     }
     guard let mapped = sealed.withUnsafeBytes({ LoadedDirectory(copying: $0) }) else { return }
     var directory = KeyDirectory(seed: 7, base: mapped)
@@ -83,7 +84,9 @@ private func fuzzUses(_ bytes: [UInt8]) {
     let header = sealed[0..<120].withUnsafeBytes { XXH64.hash($0) }
     withUnsafeBytes(of: header.littleEndian) { sealed.replaceSubrange(120..<128, with: $0) }
     if let parsed = sealed.withUnsafeBytes({ UsesFormat.parseHeader($0, fileLength: sealed.count) }) {
-        precondition(sealed.count == UsesFormat.headerLength + parsed.slotCount * DirectoryFormat.usesLength && parsed.nextRecency < 1 << 62)
+        let body = parsed.slotCount * DirectoryFormat.usesLength
+        precondition(sealed.count == UsesFormat.headerLength + body + DirectoryFormat.pageCount(body) * 8 && parsed.nextRecency < 1 << 62)
+        precondition(parsed.tableStart == UsesFormat.headerLength + body)
     }
 }
 

@@ -18,8 +18,9 @@ package struct DirectoryPosition: Equatable {
     var tailHash: UInt64 = 0
 }
 
-/// The key directory file (`key-directory`): a hash table of every key, read whole when a store opens
-/// (one or two `pread`s, three hashes) instead of decoded, so opening builds nothing per key.
+/// The key directory file (`key-directory`): a hash table of every key, read a page at a time as
+/// lookups need it (each page checked against its hash in the page table at the end,
+/// ``DirectoryPages``) instead of decoded, so opening builds nothing per key and reads little.
 ///
 /// Written whole under a temporary name and renamed, never changed in place.
 /// Layout: Docs/Format.md, "Key directory".
@@ -37,10 +38,13 @@ package struct DirectoryPosition: Equatable {
 /// is one of another layout (another magic): `STASHKD1` held times as seconds since 1970, and a
 /// store that has one rebuilds it once.
 package enum DirectoryFormat {
-    package static let magic = Array("STASHKD4".utf8)
-    /// The layout before this one, still read: 64-byte slots with each entry's uses in its slot.
+    package static let magic = Array("STASHKD5".utf8)
+    /// The layout before this one, still read whole: as this one without the page table, with the
+    /// body's hash at 80 and the uses' at 112 instead.
+    static let wholeHashMagic = Array("STASHKD4".utf8)
+    /// The layout before that, still read: 64-byte slots with each entry's uses in its slot.
     static let inlineUsesMagic = Array("STASHKD3".utf8)
-    /// The layout before that, still read: as `STASHKD3`, but recency numbered 0…n−1 (so the next use
+    /// The layout before those, still read: as `STASHKD3`, but recency numbered 0…n−1 (so the next use
     /// takes n), with no next recency in the header.
     static let rankedMagic = Array("STASHKD2".utf8)
     /// The magic of the layout before (times in seconds since 1970): such a directory is older, not
@@ -139,10 +143,11 @@ package enum DirectoryFormat {
         let slotsStart = headerLength + segments.count * segmentEntryLength
         let arenaStart = slotsStart + slotCount * slotLength
         let usesStart = arenaStart + arenaLength
-        let bytes = HugePages.allocate(byteCount: usesStart + slotCount * usesLength)
+        let usesEnd = usesStart + slotCount * usesLength
+        let bytes = HugePages.allocate(byteCount: usesEnd + tableLength(usesStart: usesStart, usesEnd: usesEnd))
         // Zeros where nothing else is written (empty slots and their uses, reserved bytes); the arena is written whole.
         UnsafeMutableRawBufferPointer(rebasing: bytes[..<arenaStart]).initializeMemory(as: UInt8.self, repeating: 0)
-        UnsafeMutableRawBufferPointer(rebasing: bytes[usesStart...]).initializeMemory(as: UInt8.self, repeating: 0)
+        UnsafeMutableRawBufferPointer(rebasing: bytes[usesStart..<usesEnd]).initializeMemory(as: UInt8.self, repeating: 0)
         func put<I: FixedWidthInteger>(_ value: I, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: I.self) }
         for (number, id) in segments.enumerated() {
             put(id, headerLength + number * segmentEntryLength)
@@ -200,20 +205,30 @@ package enum DirectoryFormat {
         put(UInt64(position.offset), 32)
         put(position.tailHash, 96)
         put(summary.nextRecency, 104)
-        sealHashes(bytes, usesStart: usesStart)
+        sealHashes(bytes, layout: Layout.Regions(usesStart: usesStart, usesEnd: usesEnd, pageTable: true))
         return bytes
     }
 
-    /// Writes the hashes of the directory `bytes`, whose array of uses starts at `usesStart` (the end
-    /// of the file in the layouts before): the body's (before it), the uses' (this layout), the header's.
-    static func sealHashes(_ bytes: UnsafeMutableRawBufferPointer, usesStart: Int) {
+    /// Writes the hashes of the directory `bytes` whose parts lie at `regions`: in this layout every
+    /// page's (the page table), the table's (80) and 0 at 112; in `STASHKD4` the body's (80) and the
+    /// uses' (112); in the layouts before, the body's alone. Then the header's.
+    static func sealHashes(_ bytes: UnsafeMutableRawBufferPointer, layout regions: Layout.Regions) {
         func put(_ value: UInt64, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: UInt64.self) }
-        put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength..<usesStart])), 80)
-        put(usesStart == bytes.count ? 0 : XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[usesStart...])), 112)
+        let (usesStart, usesEnd) = (regions.usesStart, regions.usesEnd)
+        if regions.pageTable {
+            let table = UnsafeMutableRawBufferPointer(rebasing: bytes[usesEnd...])
+            hashPages(UnsafeRawBufferPointer(rebasing: bytes[headerLength..<usesStart]), into: table, from: 0)
+            hashPages(UnsafeRawBufferPointer(rebasing: bytes[usesStart..<usesEnd]), into: table, from: pageCount(usesStart - headerLength))
+            put(XXH64.hash(UnsafeRawBufferPointer(table)), 80)
+            put(0, 112)
+        } else {
+            put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength..<usesStart])), 80)
+            put(usesStart == usesEnd ? 0 : XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[usesStart..<usesEnd])), 112)
+        }
         put(XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])), 120)
     }
 
-    /// What a header says, once it and the body verified; nil for anything else. Never traps.
+    /// What a header says, once it verified (and the body, or in this layout the page table); nil for anything else. Never traps.
     package struct Header {
         package var store: UInt64
         package var position: DirectoryPosition
@@ -226,14 +241,19 @@ package enum DirectoryFormat {
         var slotsStart: Int
         /// Where the first slot's uses are (in its slot, in the layouts before).
         var usesStart: Int
+        /// Where the array of uses ends: the page table's start in this layout.
+        var usesEnd: Int
         var arenaStart: Int
         var arenaLength: Int
         /// What the next use of an entry takes as its recency (above every slot's).
         var nextRecency: UInt64
         /// The header's hash: what a key uses file names the directory by.
         var identity: UInt64
-        /// Whether the uses are an array of their own after the arena (this layout), which a key uses file can replace.
+        /// Whether the uses are an array of their own after the arena (`STASHKD4` and this layout).
         var hasUsesArray: Bool
+        /// Whether the file ends in a page table (this layout): its pages can be checked one at a time,
+        /// and a key uses file can stand in for its uses.
+        var hasPageTable: Bool
 
         /// Bytes from one slot to the next: ``slotLength``, or ``inlineUsesSlotLength`` in the layouts before.
         var slotStride: Int { hasUsesArray ? slotLength : inlineUsesSlotLength }
@@ -241,17 +261,11 @@ package enum DirectoryFormat {
         var usesStride: Int { hasUsesArray ? usesLength : inlineUsesSlotLength }
     }
 
-    /// Whether the array of uses of the directory `bytes` (the whole file, read with `header`) is the one
-    /// its header's uses hash names; true in the layouts before, which have none.
-    static func usesVerify(_ bytes: UnsafeRawBufferPointer, _ header: Header) -> Bool {
-        !header.hasUsesArray || XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[header.usesStart...]))
-            == UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 112, as: UInt64.self))
-    }
-
     /// Where the parts of a directory lie, as its first ``headerLength`` bytes say.
     struct Layout {
         var ranked: Bool
         var inlineUses: Bool
+        var pageTable: Bool
         var segmentCount: Int
         var count: Int
         var slotCount: Int
@@ -260,10 +274,21 @@ package enum DirectoryFormat {
         var offset: Int
         var slotsStart: Int
         var arenaStart: Int
-        /// Where the array of uses starts (this layout), which the body hash stops before; the end of
-        /// the file in the layouts before, whose uses are in their slots.
+        /// Where the array of uses starts: the end of the body; the end of the file in the layouts
+        /// before `STASHKD4`, whose uses are in their slots.
         var bodyEnd: Int
+        /// Where the array of uses ends: the page table's start (this layout), the file's end (`STASHKD4`).
+        var usesEnd: Int
         var end: Int
+
+        /// The parts the hashes cover.
+        struct Regions {
+            var usesStart: Int
+            var usesEnd: Int
+            var pageTable: Bool
+        }
+
+        var regions: Regions { Regions(usesStart: bodyEnd, usesEnd: usesEnd, pageTable: pageTable) }
     }
 
     /// The layout the header `head` (at least ``headerLength`` bytes of a file of `fileLength` bytes)
@@ -274,7 +299,8 @@ package enum DirectoryFormat {
         guard head.count >= headerLength, fileLength >= headerLength else { return nil }
         let ranked = head.prefix(8).elementsEqual(rankedMagic)
         let inlineUses = ranked || head.prefix(8).elementsEqual(inlineUsesMagic)
-        guard inlineUses || head.prefix(8).elementsEqual(magic) else { return nil }
+        let pageTable = head.prefix(8).elementsEqual(magic)
+        guard inlineUses || pageTable || head.prefix(8).elementsEqual(wholeHashMagic) else { return nil }
         func load<I: FixedWidthInteger>(_ offset: Int) -> I { I(littleEndian: head.loadUnaligned(fromByteOffset: offset, as: I.self)) }
         guard !checkingHash || XXH64.hash(UnsafeRawBufferPointer(rebasing: head[0..<120])) == load(120) as UInt64 else { return nil }
         let (count64, slotCount64, arenaLength64, totalSize64, offset64) = (load(40) as UInt64, load(48) as UInt64, load(56) as UInt64,
@@ -293,22 +319,41 @@ package enum DirectoryFormat {
               let usesBytes = FileNumber.product(slotCount, inlineUses ? 0 : usesLength, bitWidth: bitWidth),
               let arenaStart = FileNumber.sum(slotsStart, slotsLength, bitWidth: bitWidth),
               let bodyEnd = FileNumber.sum(arenaStart, arenaLength, bitWidth: bitWidth),
-              let end = FileNumber.sum(bodyEnd, usesBytes, bitWidth: bitWidth), fileLength == end else { return nil }
-        return Layout(ranked: ranked, inlineUses: inlineUses, segmentCount: segmentCount, count: count, slotCount: slotCount,
-                      arenaLength: arenaLength, totalSize: totalSize, offset: offset, slotsStart: slotsStart, arenaStart: arenaStart,
-                      bodyEnd: bodyEnd, end: end)
+              let usesEnd = FileNumber.sum(bodyEnd, usesBytes, bitWidth: bitWidth),
+              let end = FileNumber.sum(usesEnd, pageTable ? tableLength(usesStart: bodyEnd, usesEnd: usesEnd) : 0, bitWidth: bitWidth),
+              fileLength == end else { return nil }
+        return Layout(ranked: ranked, inlineUses: inlineUses, pageTable: pageTable, segmentCount: segmentCount, count: count,
+                      slotCount: slotCount, arenaLength: arenaLength, totalSize: totalSize, offset: offset, slotsStart: slotsStart,
+                      arenaStart: arenaStart, bodyEnd: bodyEnd, usesEnd: usesEnd, end: end)
     }
 
-    /// The header of the directory `bytes`, the whole file, or its first bytes up to its array of uses
-    /// (of a file of `fileLength` bytes; the array is then checked apart, ``usesVerify(_:_:)``); nil if
-    /// it is damaged, or describes more than an `Int` of `bitWidth` bits holds.
-    package static func parse(_ bytes: UnsafeRawBufferPointer, fileLength: Int? = nil, bitWidth: Int = Int.bitWidth) -> Header? {
-        guard let layout = layout(bytes, fileLength: fileLength ?? bytes.count, bitWidth: bitWidth),
-              bytes.count == layout.bodyEnd || bytes.count == layout.end else { return nil }
+    /// Whether the whole directory `bytes` of `layout` has the hashes its header names: in this layout
+    /// the page table's and every page's; in `STASHKD4` the body's and the uses'; before, the body's.
+    static func verify(_ bytes: UnsafeRawBufferPointer, _ layout: Layout) -> Bool {
+        func load(_ offset: Int) -> UInt64 { UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+        let body = UnsafeRawBufferPointer(rebasing: bytes[headerLength..<layout.bodyEnd])
+        let uses = UnsafeRawBufferPointer(rebasing: bytes[layout.bodyEnd..<layout.usesEnd])
+        guard layout.pageTable else {
+            return XXH64.hash(body) == load(80) && (layout.inlineUses || XXH64.hash(uses) == load(112))
+        }
+        let table = UnsafeRawBufferPointer(rebasing: bytes[layout.usesEnd..<layout.end])
+        return XXH64.hash(table) == load(80) && pagesVerify(body, table: table, from: 0)
+            && pagesVerify(uses, table: table, from: pageCount(body.count))
+    }
+
+    /// The header of the directory `bytes`, the whole file (of `fileLength` bytes, if `bytes` is not), of
+    /// any layout, once its hashes verified; nil if it is damaged, or describes more than an `Int` of
+    /// `bitWidth` bits holds.
+    package static func parse(_ bytes: UnsafeRawBufferPointer, bitWidth: Int = Int.bitWidth) -> Header? {
+        guard let layout = layout(bytes, fileLength: bytes.count, bitWidth: bitWidth), verify(bytes, layout) else { return nil }
+        return header(bytes, layout)
+    }
+
+    /// What the header and segment list in `bytes` (at least up to the slots) say, for `layout`: the
+    /// hashes that cover them already checked. Nil if a field is out of range.
+    static func header(_ bytes: UnsafeRawBufferPointer, _ layout: Layout) -> Header? {
+        guard bytes.count >= layout.slotsStart else { return nil }
         func load<I: FixedWidthInteger>(_ offset: Int) -> I { I(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: I.self)) }
-        guard XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[headerLength..<layout.bodyEnd])) == load(80) as UInt64,
-              layout.inlineUses || bytes.count == layout.bodyEnd
-                || XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[layout.bodyEnd...])) == load(112) as UInt64 else { return nil }
         let earliest = Double(bitPattern: load(72))
         guard !earliest.isNaN else { return nil }
         let segments = (0..<layout.segmentCount).map { number in
@@ -318,8 +363,9 @@ package enum DirectoryFormat {
         return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: layout.offset, tailHash: load(96)),
                       segments: segments, maxFileID: load(88), count: layout.count, slotCount: layout.slotCount, totalSize: layout.totalSize,
                       earliestExpiry: earliest, slotsStart: layout.slotsStart,
-                      usesStart: layout.inlineUses ? layout.slotsStart + slotLength : layout.bodyEnd, arenaStart: layout.arenaStart,
-                      arenaLength: layout.arenaLength, nextRecency: layout.ranked ? UInt64(layout.count) : load(104), identity: load(120),
-                      hasUsesArray: !layout.inlineUses)
+                      usesStart: layout.inlineUses ? layout.slotsStart + slotLength : layout.bodyEnd, usesEnd: layout.usesEnd,
+                      arenaStart: layout.arenaStart, arenaLength: layout.arenaLength,
+                      nextRecency: layout.ranked ? UInt64(layout.count) : load(104), identity: load(120),
+                      hasUsesArray: !layout.inlineUses, hasPageTable: layout.pageTable)
     }
 }

@@ -28,6 +28,13 @@ extension DiskStore {
         let tailHash = tail.withUnsafeBytes { DirectoryFormat.tailHash($0, at: $0.count) }
         let position = DirectoryPosition(segment: active.id, salt: active.salt, offset: active.length, tailHash: tailHash)
         if !thenLoad, try writeUsesOnly(at: position, durable: durable) { return }
+        // Every entry of the base read and checked: a page that fails (the file changed in place since
+        // the open) must not leave its entries out of the new directory. The old one goes instead, and
+        // the next open replays the segments.
+        guard withIndex({ $0.base?.loadAll() ?? true }) else {
+            StoreOpening(store: self).discardStaleDirectory()
+            throw StorageError.corrupted("the key directory changed on disk while the store had it open; it was removed")
+        }
         let salts = log.segments.mapValues(\.salt)
         let encoded = withIndex { index in
             DirectoryFormat.encode(index.directorySummary(), position: position, store: log.folder.storeID, segmentSalts: salts,
@@ -65,8 +72,10 @@ extension DiskStore {
         let wrote = try withIndex { index in
             // A directory of a layout before (its uses in its slots) is written anew instead, in this layout.
             guard index.changedOnlyUses, let base = index.base, let uses = base.usesArray else { return false }
-            let header = UsesFormat.header(of: uses, directory: base.header, position: position, nextRecency: index.nextRecency)
-            try header.withUnsafeBytes { try log.folder.handle.replaceFile(StoreFolder.usesName, [$0, uses], durable: durable) }
+            let (header, table) = UsesFormat.frame(of: uses, directory: base.header, position: position, nextRecency: index.nextRecency)
+            try header.withUnsafeBytes { header in
+                try table.withUnsafeBytes { try log.folder.handle.replaceFile(StoreFolder.usesName, [header, uses, $0], durable: durable) }
+            }
             return true
         }
         // No structure change: the files other processes read are the same (a reader's index is its own,
@@ -75,9 +84,60 @@ extension DiskStore {
         return wrote
     }
 
+    /// Before an operation on the queue: a base read lazily at open (``LoadedDirectory``: the first
+    /// open of a sole writer or a reader) is read and checked whole, once, so that no write, removal or
+    /// listing acts on an answer that a page failing its check left out. If one fails (the file changed
+    /// in place since the open), the directory is dropped (a writer removes it, a reader does not take
+    /// it again), and the store opens its files anew from the segments: nothing is lost, and it is
+    /// reported. If that open fails (an I/O error), the next operation tries again.
+    func checkIndexWhole() {
+        guard directoryPages.isPartial else { return }
+        if !directoryPages.needsRebuild {
+            let failed = withIndex { index -> UInt64? in
+                guard let base = index.base, !base.loadAll() else { return nil }
+                return base.header.identity
+            }
+            guard let failed else { return directoryPages.isPartial = false }
+            directoryPages.refused = failed
+            directoryPages.needsRebuild = true
+            StoreOpening(store: self).discardStaleDirectory()
+        }
+        do {
+            // A reader opens anew as it does after a writer's change (what it followed is dropped too).
+            if let catchingUp = sharing as? CatchingUp {
+                try catchingUp.openAgain(self, publishing: false)
+            } else {
+                try rebuildingIndex {
+                    forgetIndex(seed: log.folder.storeID)
+                    try open(publishing: writes)
+                }
+            }
+            directoryPages.needsRebuild = false
+            // After the open, which starts its report afresh (a reader's).
+            recoveryIssues.append(.corrupted("the key directory changed on disk while the store had it open; the segments were replayed whole"))
+        } catch {
+            // Tried again at the next operation; this one finds the index empty meanwhile.
+        }
+    }
+
     private func wroteDirectory() {
         changesSinceDirectory = 0
         accessesSinceDirectory = 0
         log.publishStructure()
     }
+}
+
+/// How a store reads its key directory's pages (``DiskStore/checkIndexWhole()``).
+struct DirectoryPagesState {
+    /// Whether the next open reads the directory lazily: only an engine's store's first, and not a
+    /// shared writer's (which could drop a directory only holding the folder's lock); an open anew
+    /// (a catch-up, a folder made anew) is on the queue already and reads it whole.
+    var nextOpenIsLazy = false
+    /// Whether the base has pages not read yet.
+    var isPartial = false
+    /// Whether a page failed and the store has not opened its files anew since.
+    var needsRebuild = false
+    /// The identity (header hash) of a directory a page of which failed: not taken again by a reader,
+    /// which cannot remove it.
+    var refused: UInt64?
 }

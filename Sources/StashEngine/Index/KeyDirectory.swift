@@ -59,6 +59,10 @@ package struct KeyDirectory {
 
     package func hash(_ key: String) -> UInt64 { KeyHash.of(key, seed: seed) }
 
+    /// Whether a page of the base failed its check (the file changed in place since the open): lookups
+    /// that needed it answered nothing, so none of them is an answer, and the store drops the base.
+    package var baseFailed: Bool { base?.failed == true }
+
     // MARK: Lookups
 
     func isShadowed(_ slot: Int) -> Bool {

@@ -7,22 +7,30 @@ import Glibc
 import Musl
 #endif
 
-/// A key directory file (``DirectoryFormat``), read into memory of its own when the store opens.
+/// A key directory file (``DirectoryFormat``), read into memory of its own: in this layout a page at a
+/// time, as lookups first need it (``DirectoryPages``), in the layouts before whole when the store opens.
 ///
 /// Read, not mapped: what a store believes of a file it checked must stay what it checked. A file
 /// mapped (even privately) shows later writes of other programs in every page this process has not
 /// written itself, so a directory rewritten in place (zeros, an older copy put back by
 /// `rsync --inplace` or `dd conv=notrunc`) would answer lookups from unverified bytes and be copied
-/// into the next directory. Held in memory, the bytes verified at open (the header's and the body's
-/// hashes) are the bytes every later lookup reads, whatever happens to the file; a read marks its
-/// entry used by writing the entry's recency and last access into its uses (the array at the end, read
-/// from a key uses file, ``UsesFormat``, where one was taken), and a change to an entry's record goes
-/// to the ``KeyDirectory``'s overlay. A file that cannot be read (an I/O error, a
-/// device locked under data protection) is an error, never a fault.
+/// into the next directory. Held in memory, the bytes verified (a page's hash, or the whole body's)
+/// are the bytes every later lookup reads, whatever happens to the file; a page read later that does
+/// not verify makes the directory ``failed``, and a lookup that needed it answers nothing (the store
+/// then drops the directory and replays its segments). A read marks its entry used by writing the
+/// entry's recency and last access into its uses (the array at the end, read from a key uses file,
+/// ``UsesFormat``, where one was taken), and a change to an entry's record goes to the
+/// ``KeyDirectory``'s overlay. A file that cannot be read at open (an I/O error, a device locked under
+/// data protection) is an error, never a fault.
 package final class LoadedDirectory: @unchecked Sendable {
     // @unchecked Sendable: only touched under the store's index lock.
     package let header: DirectoryFormat.Header
     private let bytes: UnsafeMutableRawBufferPointer
+    /// The pages not read yet (nil once every page is, or for a directory read whole).
+    private var pages: DirectoryPages?
+    /// Whether every page is read and checked (`pages` nil): what every lookup tests first, without
+    /// the retain and release that binding `pages` costs.
+    private var isWhole: Bool
     /// Every slot's uses in `bytes`: last access (f64), then recency (u64), `usesStride` bytes apart
     /// from the first slot's at `uses` (16 in this layout; in the layouts before, within the 64-byte slots).
     private let uses: UnsafeMutableRawPointer
@@ -34,8 +42,11 @@ package final class LoadedDirectory: @unchecked Sendable {
     let nextRecency: UInt64
     /// The key uses file whose uses were read in place of the directory's, if one was.
     let usesTaken: UsesFormat.Header?
-    /// Whether a key uses file was offered but its uses did not verify (the directory's own were read).
+    /// Whether a key uses file was offered but its page table did not verify (the directory's own uses are read).
     let usesRejected: Bool
+    /// Whether a page failed its check or its read: lookups that need it answer nothing, and the store
+    /// drops this directory.
+    private(set) var failed = false
 
     /// A key uses file offered to an open: its descriptor (closed by the caller) and what its header said.
     package struct UsesFile {
@@ -44,57 +55,78 @@ package final class LoadedDirectory: @unchecked Sendable {
         let header: UsesFormat.Header
     }
 
-    /// Reads and verifies the directory file `fd` (closed by the caller); nil if it is not intact, or
-    /// longer than `limit` bytes (a directory is never much larger than the records it indexes: a
-    /// file that is, sparse or planted, is not read into memory). `usesFile` is asked, once the header
-    /// is read, for a key uses file of this directory: its uses are then read in place of the
-    /// directory's array (no more bytes than the directory alone), and checked against its own hash; if
-    /// they do not verify, the directory's own are read (``usesRejected``).
+    /// Reads the directory file `fd` (closed by the caller; this layout keeps a descriptor of its own
+    /// to read pages later); nil if it is not intact, or longer than `limit` bytes (a directory is never
+    /// much larger than the records it indexes: a file that is, sparse or planted, is not read into
+    /// memory). In this layout the header, the page table and the segment list are read and checked,
+    /// and the other pages when first needed (`lazily`) or now (nil then if one does not verify). The
+    /// layouts before are read and checked whole. `usesFile` is asked, once the header is read, for a
+    /// key uses file of this directory: its pages then stand in for the directory's uses, if its page
+    /// table verifies (else ``usesRejected``).
     /// - Throws: An I/O error when the file cannot be read (its content then says nothing).
-    package init?(fd: Int32, path: String, limit: Int, usesFile: (DirectoryFormat.Header) -> UsesFile? = { _ in nil }) throws {
+    package init?(fd: Int32, path: String, limit: Int, lazily: Bool = false,
+                  usesFile: (DirectoryFormat.Header) -> UsesFile? = { _ in nil }) throws {
         let info = try FileIO.status(fd, path)
         guard info.st_mode & S_IFMT == S_IFREG, info.st_size >= DirectoryFormat.headerLength,
               let length = FileNumber.int(info.st_size), length <= limit else { return nil }
-        let bytes = HugePages.allocate(byteCount: length)
+        let head = try FileIO.read(fd, at: 0, count: DirectoryFormat.headerLength, path: path)
+        guard head.count == DirectoryFormat.headerLength,
+              let layout = head.withUnsafeBytes({ DirectoryFormat.layout($0, fileLength: length) }) else { return nil }
+        // A file that changed length meanwhile is not the one measured: its hashes decide.
+        let table = layout.pageTable ? try FileIO.read(fd, at: layout.usesEnd, count: layout.end - layout.usesEnd, path: path) : []
+        guard table.count == layout.end - layout.usesEnd,
+              table.withUnsafeBytes({ XXH64.hash($0) }) == head.withUnsafeBytes({ UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 80, as: UInt64.self)) })
+                || !layout.pageTable else { return nil }
+        // Memory touched only where pages are read: no huge pages, which a first page would fault in whole.
+        let bytes = lazily && layout.pageTable ? UnsafeMutableRawBufferPointer.allocate(byteCount: layout.usesEnd, alignment: 8)
+            : HugePages.allocate(byteCount: layout.usesEnd)
         var (taken, rejected): (UsesFormat.Header?, Bool) = (nil, false)
+        var pages: DirectoryPages?
         do {
-            // A file that changed length meanwhile is not the one measured: its hashes decide.
-            func read(_ range: Range<Int>, from fd: Int32, at offset: Int, path: String) throws -> Bool {
-                try FileIO.read(fd, at: offset, into: UnsafeMutableRawBufferPointer(rebasing: bytes[range]), path: path) == range.count
+            head.withUnsafeBytes { bytes.copyMemory(from: $0) }
+            if layout.pageTable {
+                pages = DirectoryPages(fd: fd, path: path, table: Self.hashes(table), usesStart: layout.bodyEnd, usesEnd: layout.usesEnd)
+            } else {
+                let rest = UnsafeMutableRawBufferPointer(rebasing: bytes[DirectoryFormat.headerLength...])
+                guard try FileIO.read(fd, at: DirectoryFormat.headerLength, into: rest, path: path) == rest.count,
+                      DirectoryFormat.verify(UnsafeRawBufferPointer(bytes), layout) else { throw Refused() }
             }
-            guard try read(0..<DirectoryFormat.headerLength, from: fd, at: 0, path: path),
-                  let layout = DirectoryFormat.layout(UnsafeRawBufferPointer(bytes), fileLength: length) else {
-                bytes.deallocate()
-                return nil
-            }
-            let usesRange = layout.bodyEnd..<length
-            guard try read(DirectoryFormat.headerLength..<layout.bodyEnd, from: fd, at: DirectoryFormat.headerLength, path: path),
-                  let header = DirectoryFormat.parse(UnsafeRawBufferPointer(rebasing: bytes[..<layout.bodyEnd]), fileLength: length) else {
-                bytes.deallocate()
-                return nil
-            }
-            if header.hasUsesArray, let file = usesFile(header) {
-                if try read(usesRange, from: file.fd, at: UsesFormat.headerLength, path: file.path),
-                   XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[usesRange])) == file.header.bodyHash {
+            guard pages?.ensure(DirectoryFormat.headerLength..<layout.slotsStart, in: bytes) ?? !layout.pageTable,
+                  let header = DirectoryFormat.header(UnsafeRawBufferPointer(bytes), layout) else { throw Refused() }
+            if let pages, let file = usesFile(header) {
+                let usesTable = try FileIO.read(file.fd, at: file.header.tableStart, count: DirectoryFormat.pageCount(header.usesEnd - header.usesStart) * 8,
+                                                path: file.path)
+                if usesTable.withUnsafeBytes({ XXH64.hash($0) }) == file.header.tableHash,
+                   pages.takeUses(fd: file.fd, path: file.path, table: Self.hashes(usesTable)) {
                     taken = file.header
                 } else {
                     rejected = true
                 }
             }
-            guard try taken != nil || read(usesRange, from: fd, at: layout.bodyEnd, path: path),
-                  taken != nil || DirectoryFormat.usesVerify(UnsafeRawBufferPointer(bytes), header) else {
-                bytes.deallocate()
-                return nil
+            if !lazily, let whole = pages {
+                guard whole.loadAll(into: bytes) else { throw Refused() }
+                pages = nil
             }
             self.header = header
         } catch {
             bytes.deallocate()
+            if error is Refused { return nil }
             throw error
         }
         self.bytes = bytes
+        self.pages = pages
+        isWhole = pages == nil
         (usesTaken, usesRejected) = (taken, rejected)
         (uses, usesStride, slotStride) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.slotStride)
         nextRecency = max(header.nextRecency, taken?.nextRecency ?? 0)
+    }
+
+    /// A directory that is not intact, found while it was read.
+    private struct Refused: Error {}
+
+    /// The page table `bytes` as hashes.
+    private static func hashes(_ bytes: [UInt8]) -> [UInt64] {
+        bytes.withUnsafeBytes { raw in (0..<raw.count / 8).map { UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 8, as: UInt64.self)) } }
     }
 
     /// A directory held in memory of its own, from `source`; nil if it is not intact (for tests and fuzzing).
@@ -112,6 +144,7 @@ package final class LoadedDirectory: @unchecked Sendable {
         }
         self.bytes = bytes
         self.header = header
+        isWhole = true
         (uses, usesStride, slotStride) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.slotStride)
         (nextRecency, usesTaken, usesRejected) = (header.nextRecency, nil, false)
     }
@@ -120,28 +153,76 @@ package final class LoadedDirectory: @unchecked Sendable {
         bytes.deallocate()
     }
 
+    /// Whether pages are still to be read (this layout, read lazily): a lookup may still find one that fails.
+    package var isPartial: Bool { !isWhole }
+    /// How many pages have been read, while some are still to be read (nil once every one is).
+    package var pagesRead: Int? { pages?.readCount }
+
+    /// Reads and checks every page not read yet (the uses' alone: `usesOnly`); false if one fails (then
+    /// ``failed``).
+    func loadAll(usesOnly: Bool = false) -> Bool {
+        guard let pages else { return !failed }
+        guard pages.loadAll(usesOnly: usesOnly, into: bytes) else {
+            failed = true
+            return false
+        }
+        if pages.isComplete { (self.pages, isWhole) = (nil, true) }
+        return true
+    }
+
+    /// Whether bytes `start..<start + count` are read and checked (read now if need be); false if a page failed.
+    @inline(__always)
+    private func ready(_ start: Int, _ count: Int) -> Bool {
+        isWhole || readPages(start, count)
+    }
+
+    /// ``ready(_:_:)`` where pages are still to be read.
+    @inline(never)
+    private func readPages(_ start: Int, _ count: Int) -> Bool {
+        guard let pages else { return !failed }
+        if pages.ensure(start..<start + count, in: bytes) { return true }
+        failed = true
+        return false
+    }
+
     var slotCount: Int { header.slotCount }
 
+    /// A field of `slot`; 0 where its page failed.
     @inline(__always)
     private func load<I: FixedWidthInteger>(_ slot: Int, _ field: Int) -> I {
-        I(littleEndian: bytes.loadUnaligned(fromByteOffset: header.slotsStart + slot * slotStride + field, as: I.self))
+        let start = header.slotsStart + slot * slotStride
+        guard ready(start, slotStride) else { return 0 }
+        return I(littleEndian: bytes.loadUnaligned(fromByteOffset: start + field, as: I.self))
     }
 
     @inline(__always)
     private func store<I: FixedWidthInteger>(_ value: I, _ slot: Int, _ field: Int) {
-        bytes.storeBytes(of: value.littleEndian, toByteOffset: header.slotsStart + slot * slotStride + field, as: I.self)
+        let start = header.slotsStart + slot * slotStride
+        guard ready(start, slotStride) else { return }
+        bytes.storeBytes(of: value.littleEndian, toByteOffset: start + field, as: I.self)
     }
 
+    /// Whether the uses of `slot` are read and checked (read now if need be).
+    @inline(__always)
+    private func usesReady(_ slot: Int) -> Bool {
+        isWhole || readPages(header.usesStart + slot * usesStride, DirectoryFormat.usesLength)
+    }
+
+    /// The key hash in `slot`; 0 (an empty slot) where its page failed.
     package func hash(at slot: Int) -> UInt64 { load(slot, 0) }
     func isOccupied(_ slot: Int) -> Bool { hash(at: slot) != 0 }
-    func recency(at slot: Int) -> UInt64 { UInt64(littleEndian: uses.loadUnaligned(fromByteOffset: slot * usesStride + 8, as: UInt64.self)) }
+    func recency(at slot: Int) -> UInt64 {
+        usesReady(slot) ? UInt64(littleEndian: uses.loadUnaligned(fromByteOffset: slot * usesStride + 8, as: UInt64.self)) : 0
+    }
     private func lastAccess(at slot: Int) -> Double {
-        Double(bitPattern: UInt64(littleEndian: uses.loadUnaligned(fromByteOffset: slot * usesStride, as: UInt64.self)))
+        usesReady(slot) ? Double(bitPattern: UInt64(littleEndian: uses.loadUnaligned(fromByteOffset: slot * usesStride, as: UInt64.self))) : 0
     }
 
-    /// The key's UTF-8 in the arena; nil if the slot points outside it (a crafted file: never trusted).
+    /// The key's UTF-8 in the arena; nil if the slot points outside it (a crafted file: never trusted),
+    /// or a page it is in failed.
     package func keyBytes(at slot: Int) -> UnsafeRawBufferPointer? {
-        keyRange(at: slot).map { UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[$0]) }
+        guard let range = keyRange(at: slot), ready(range.lowerBound, range.count) else { return nil }
+        return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[range])
     }
 
     /// Where the key of `slot` is in the file; nil if outside the arena.
@@ -185,7 +266,7 @@ package final class LoadedDirectory: @unchecked Sendable {
         probe(hash) { load($0, 16) as UInt32 == segment && load($0, 20) as UInt32 == offset }
     }
 
-    /// The record in `slot`; nil if the slot is not well formed (a crafted file).
+    /// The record in `slot`; nil if the slot is not well formed (a crafted file), or a page it needs failed.
     package func record(at slot: Int) -> DiskRecord? {
         let size: UInt64 = load(slot, 32)
         let flags: UInt32 = load(slot, 28)
@@ -193,13 +274,14 @@ package final class LoadedDirectory: @unchecked Sendable {
         let value: StoredValue
         if flags & 1 != 0 {
             let end = key.upperBound
-            guard end + 16 <= header.arenaStart + header.arenaLength else { return nil }
+            guard end + 16 <= header.arenaStart + header.arenaLength, ready(end, 16) else { return nil }
             value = .file(id: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: end, as: UInt64.self)), size: Int(size),
                           hash: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: end + 8, as: UInt64.self)))
         } else {
             value = .inline(size: Int(size))
         }
         let expiry = Double(bitPattern: load(slot, 40))
+        guard usesReady(slot), !failed else { return nil }
         let access = lastAccess(at: slot)
         return DiskRecord(segment: load(slot, 16), offset: load(slot, 20), length: load(slot, 24), value: value,
                           expiry: expiry.isNaN ? 0 : expiry, lastAccess: access.isNaN ? 0 : access, keyHash: hash(at: slot))
@@ -214,15 +296,18 @@ package final class LoadedDirectory: @unchecked Sendable {
 
     /// Marks `slot` used: its recency and last access.
     package func touch(_ slot: Int, recency: UInt64, time: Double) {
+        guard usesReady(slot) else { return }
         uses.storeBytes(of: time.bitPattern.littleEndian, toByteOffset: slot * usesStride, as: UInt64.self)
         uses.storeBytes(of: recency.littleEndian, toByteOffset: slot * usesStride + 8, as: UInt64.self)
     }
 
     // MARK: Uses apart
 
-    /// Every slot's uses as they are now, back to back (a key uses file's body), in this layout; nil in
-    /// the layouts before, whose uses are in their slots. Valid while the index lock is held.
+    /// Every slot's uses as they are now, back to back (a key uses file's body), read whole first, in
+    /// this layout; nil in the layouts before (a close writes them anew in this one instead), or if a
+    /// page of the uses failed. Valid while the index lock is held.
     var usesArray: UnsafeRawBufferPointer? {
-        header.hasUsesArray ? UnsafeRawBufferPointer(start: uses, count: slotCount * DirectoryFormat.usesLength) : nil
+        guard header.hasPageTable, loadAll(usesOnly: true) else { return nil }
+        return UnsafeRawBufferPointer(start: uses, count: slotCount * DirectoryFormat.usesLength)
     }
 }

@@ -19,6 +19,10 @@ extension StoreOpening {
         store.withIndex { $0 = KeyDirectory(seed: store.log.folder.storeID) }
         store.totalSize = 0
         store.earliestExpiry = .infinity
+        store.directoryPages.isPartial = false
+        // Pages read as lookups need them, the rest by the queue's first operation (``DiskStore/checkIndexWhole()``).
+        let lazily = store.directoryPages.nextOpenIsLazy
+        store.directoryPages.nextOpenIsLazy = false
         let fd: Int32
         do {
             fd = try store.log.folder.handle.open(StoreFolder.directoryName, O_RDONLY | O_NONBLOCK) // a FIFO in its place must not block
@@ -35,7 +39,8 @@ extension StoreOpening {
         defer { uses.close() }
         do {
             loaded = try LoadedDirectory(fd: fd, path: store.log.folder.handle.filePath(StoreFolder.directoryName),
-                                         limit: DirectoryFormat.lengthLimit(segmentBytes: segments.reduce(0) { $0 + $1.length }, segments: segments.count)) {
+                                         limit: DirectoryFormat.lengthLimit(segmentBytes: segments.reduce(0) { $0 + $1.length }, segments: segments.count),
+                                         lazily: lazily) {
                 offerUses(for: $0, segments: segments, offer: &uses)
             }
         } catch {
@@ -43,6 +48,8 @@ extension StoreOpening {
             store.recoveryIssues.append(.corrupted("the key directory could not be read (\(error)); the segments were replayed whole"))
             return nil
         }
+        // One a page of which failed while this store had it open (a reader, which cannot remove it): reported then.
+        if let loaded, loaded.header.identity == store.directoryPages.refused { return nil }
         // A segment it names may be gone if the floor supersedes it: a shared writer's compaction step
         // deletes the oldest segments once no entry is in them, and every entry the directory has there
         // moved by a record after its position (``Compaction/step()``).
@@ -64,6 +71,7 @@ extension StoreOpening {
         if let issue = uses.issue { store.recoveryIssues.append(.corrupted(issue)) }
         if uses.discard || uses.issue != nil { discardUses() }
         let position = loaded.usesTaken?.position ?? loaded.header.position
+        store.directoryPages.isPartial = loaded.isPartial
         store.withIndex { $0 = KeyDirectory(seed: store.log.folder.storeID, base: loaded) }
         store.totalSize = loaded.header.totalSize
         store.earliestExpiry = loaded.header.earliestExpiry
@@ -99,12 +107,17 @@ extension StoreOpening {
         }
         guard let info = FileIO.fileStatus(offer.fd), info.st_mode & S_IFMT == S_IFREG else { return nil } // not the store's: left alone
         let head = (try? FileIO.read(offer.fd, at: 0, count: UsesFormat.headerLength, path: path)) ?? []
+        // Of the layout before (one hash over its uses): no damage, and never taken: a writer removes it.
+        if head.starts(with: UsesFormat.formerMagic) {
+            offer.discard = true
+            return nil
+        }
         guard let length = FileNumber.int(info.st_size),
               let uses = head.withUnsafeBytes({ UsesFormat.parseHeader($0, fileLength: length) }), uses.store == store.log.folder.storeID else {
             offer.issue = "the key uses file was damaged; uses since the key directory were replayed"
             return nil
         }
-        guard uses.directory == header.identity, uses.slotCount == header.slotCount else {
+        guard uses.directory == header.identity, uses.slotCount == header.slotCount, header.hasPageTable else {
             offer.discard = true
             return nil
         }

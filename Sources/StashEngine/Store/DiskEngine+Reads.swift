@@ -12,7 +12,11 @@ extension DiskEngine {
     /// made just before it did not see yet) is no answer: the queue's, once it is whole, is.
     package func record(forKey key: String) -> DiskRecord? {
         prepareReadWithoutQueue()
-        let found = index.withLock { index in store.indexGeneration.value & 1 == 0 ? Optional(index.peek(key)) : nil }
+        let found = index.withLock { index -> DiskRecord?? in
+            guard store.indexGeneration.value & 1 == 0 else { return nil }
+            let record = index.peek(key)
+            return index.baseFailed ? nil : Optional(record) // a failed page of the directory: the queue drops it
+        }
         if let found { return found }
         return sync { $0.record(forKey: key) }
     }

@@ -71,6 +71,7 @@ extension DiskEngine {
         func operate() -> (before: UInt64, after: UInt64) {
             turn.lock()
             let before = client.lastPublished
+            store.checkIndexWhole()
             store.sharing.runOperation(store, readsWithoutLock: readsWithoutLock, body)
             let after = client.lastPublished
             turn.unlock()
@@ -94,6 +95,7 @@ extension DiskEngine {
             self.turn.lock()
             // As in ``run(readsWithoutLock:_:)``; what other processes changed reaches observers off the queue.
             let before = self.client.lastPublished
+            self.store.checkIndexWhole()
             self.store.sharing.beginOperation(self.store)
             let caughtUp = self.client.lastPublished
             if caughtUp > before { DispatchQueue.global().async { self.client.deliver(through: caughtUp) } }

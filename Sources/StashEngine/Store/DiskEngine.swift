@@ -60,7 +60,8 @@ package final class DiskEngine: @unchecked Sendable {
         self.sharing = sharing
         self.maxSize = maxSize
         self.durable = durable
-        store = try DiskStore(directory: directory, sharing: sharing, durable: durable, mapsSegments: mapsSegments, client: client)
+        store = try DiskStore(directory: directory, sharing: sharing, durable: durable, mapsSegments: mapsSegments, client: client,
+                              lazyDirectory: true)
         storeTurn = StoreTurn(turn: turn, queuedBlocks: queuedBlocks, store: store)
         index = store.sharedIndex
         folder = Locked(store.log.folder.handle, order: .engineFolder)

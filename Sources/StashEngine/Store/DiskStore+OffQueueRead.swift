@@ -31,7 +31,10 @@ extension DiskStore {
         // missing yet nor a value a later record supersedes is an answer (the queue's read waits).
         let (generation, found) = withIndex { index -> (UInt64, DiskRecord?) in
             let generation = indexGeneration.value
-            return (generation, generation & 1 == 0 ? index.touch(key, time: time) : nil)
+            guard generation & 1 == 0 else { return (generation, nil) }
+            let found = index.touch(key, time: time)
+            // A page of the key directory that failed its check answers nothing: the queue drops the directory.
+            return (index.baseFailed ? 1 : generation, found)
         }
         guard generation & 1 == 0 else { return .unsure }
         guard let record = found else { return .missing }

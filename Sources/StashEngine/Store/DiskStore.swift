@@ -91,6 +91,8 @@ package final class DiskStore {
         get { log.accessesSinceDirectory }
         set { log.accessesSinceDirectory = newValue }
     }
+    /// The key directory's pages as this store reads them (``checkIndexWhole()``, on the queue only).
+    var directoryPages = DirectoryPagesState()
     /// Bumped by ``WritePath/removeAll()`` and folder loss: a compaction begun before is discarded.
     @exclusivity(unchecked) var epoch = 0
     @exclusivity(unchecked) var isCompacting = false
@@ -149,8 +151,10 @@ package final class DiskStore {
     /// The longest key, in UTF-8 bytes.
     static let maxKeyLength = 1 << 20
 
+    /// - Parameter lazyDirectory: Whether the open reads the key directory's pages as lookups first need
+    ///   them (the engine's stores, whose every operation first calls ``checkIndexWhole()``), not whole.
     package init(directory: String, sharing mode: SharingMode, durable: Bool = false, mapsSegments: Bool = true,
-                 client: (any EngineClient)? = nil) throws {
+                 client: (any EngineClient)? = nil, lazyDirectory: Bool = false) throws {
         self.directory = directory
         self.client = client
         self.durable = durable
@@ -162,6 +166,7 @@ package final class DiskStore {
                          durable: durable, segmentLimit: thresholds.segmentLimit, mapsSegments: mapsSegments,
                          mapsAppends: mapsSegments && mode == .soleWriter && thresholds.appendsThroughMapping)
         recoveryIssues += folder.issues
+        directoryPages.nextOpenIsLazy = lazyDirectory && mode != .sharedWriter
         try sharing.open(self)
     }
 
