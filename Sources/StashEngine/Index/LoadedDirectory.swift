@@ -31,6 +31,8 @@ package final class LoadedDirectory: @unchecked Sendable {
     /// Whether every page is read and checked (`pages` nil): what every lookup tests first, without
     /// the retain and release that binding `pages` costs.
     private var isWhole: Bool
+    /// Whether `bytes` are ``PageMemory`` (else the allocator's).
+    private let isMapped: Bool
     /// Every slot's uses in `bytes`: last access (f64), then recency (u64), `usesStride` bytes apart
     /// from the first slot's at `uses` (16 in this layout; in the layouts before, within the 64-byte slots).
     private let uses: UnsafeMutableRawPointer
@@ -77,9 +79,11 @@ package final class LoadedDirectory: @unchecked Sendable {
         guard table.count == layout.end - layout.usesEnd,
               table.withUnsafeBytes({ XXH64.hash($0) }) == head.withUnsafeBytes({ UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 80, as: UInt64.self)) })
                 || !layout.pageTable else { return nil }
-        // Memory touched only where pages are read: no huge pages, which a first page would fault in whole.
-        let bytes = lazily && layout.pageTable ? UnsafeMutableRawBufferPointer.allocate(byteCount: layout.usesEnd, alignment: 8)
-            : HugePages.allocate(byteCount: layout.usesEnd)
+        // Memory touched only where pages are read (``PageMemory``), and no huge pages, which a first
+        // lookup would fault in whole; read whole, huge pages (``HugePages``).
+        let paged = lazily && layout.pageTable ? PageMemory.allocate(byteCount: layout.usesEnd) : nil
+        let bytes = paged ?? HugePages.allocate(byteCount: layout.usesEnd)
+        let release = { paged != nil ? PageMemory.release(bytes) : bytes.deallocate() }
         var (taken, rejected): (UsesFormat.Header?, Bool) = (nil, false)
         var pages: DirectoryPages?
         do {
@@ -109,11 +113,12 @@ package final class LoadedDirectory: @unchecked Sendable {
             }
             self.header = header
         } catch {
-            bytes.deallocate()
+            release()
             if error is Refused { return nil }
             throw error
         }
         self.bytes = bytes
+        isMapped = paged != nil
         self.pages = pages
         isWhole = pages == nil
         (usesTaken, usesRejected) = (taken, rejected)
@@ -144,13 +149,13 @@ package final class LoadedDirectory: @unchecked Sendable {
         }
         self.bytes = bytes
         self.header = header
-        isWhole = true
+        (isWhole, isMapped) = (true, false)
         (uses, usesStride, slotStride) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.slotStride)
         (nextRecency, usesTaken, usesRejected) = (header.nextRecency, nil, false)
     }
 
     deinit {
-        bytes.deallocate()
+        if isMapped { PageMemory.release(bytes) } else { bytes.deallocate() }
     }
 
     /// Whether pages are still to be read (this layout, read lazily): a lookup may still find one that fails.

@@ -36,3 +36,25 @@ enum HugePages {
         return bytes
     }
 }
+
+/// Memory straight from the system (an anonymous private mapping), not from the allocator: a key
+/// directory read a page at a time (``LoadedDirectory``) takes its file's length of it at open, and only
+/// the pages read are ever resident. From the allocator, the whole length counted as heap in use, and
+/// was released through it.
+enum PageMemory {
+    /// `byteCount` bytes of zeroed pages, nil if the system refuses them; released with ``release(_:)``.
+    static func allocate(byteCount: Int) -> UnsafeMutableRawBufferPointer? {
+        #if canImport(Darwin)
+        let anonymous = MAP_ANON
+        #else
+        let anonymous = MAP_ANONYMOUS
+        #endif
+        guard byteCount > 0, let address = mmap(nil, byteCount, PROT_READ | PROT_WRITE, MAP_PRIVATE | anonymous, -1, 0),
+              address != MAP_FAILED else { return nil }
+        return UnsafeMutableRawBufferPointer(start: address, count: byteCount)
+    }
+
+    static func release(_ bytes: UnsafeMutableRawBufferPointer) {
+        if let base = bytes.baseAddress { munmap(base, bytes.count) }
+    }
+}

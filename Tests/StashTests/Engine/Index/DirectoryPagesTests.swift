@@ -66,6 +66,27 @@ struct DirectoryPagesTests {
         }
     }
 
+    @Test("readers on four threads load pages while a write on the queue reads the rest: every answer right")
+    func readersLoadPagesBesideFirstWrite() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: path, directoryMinimum: 1) {
+            try Self.makeStore(path)
+            let storage = try openDataStore(path)
+            let wrong = Locked(0)
+            DispatchQueue.concurrentPerform(iterations: 4) { thread in
+                for step in 0..<Self.count / 4 {
+                    let index = (step * 4 + thread) * 7_919 % Self.count // every key once across the threads, in a scattered order
+                    if thread == 0, step == Self.count / 16 { try? storage.setObject(Self.payload(0, 1), forKey: "extra") }
+                    if (try? storage.object(forKey: "key \(index)")) != Self.payload(index, 0) { wrong.withLock { $0 += 1 } }
+                }
+            }
+            #expect(wrong.withLock { $0 } == 0)
+            #expect(Self.pages(storage) == (false, nil))
+            #expect(try storage.object(forKey: "extra") == Self.payload(0, 1))
+        }
+    }
+
     /// What the store does first once the directory's pages are flipped in place.
     enum FirstCall: String, CaseIterable {
         /// Reads off the queue, which find a failed page and go to the queue.
