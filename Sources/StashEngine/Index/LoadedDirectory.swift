@@ -97,7 +97,8 @@ package final class LoadedDirectory: @unchecked Sendable {
             }
             guard pages?.ensure(DirectoryFormat.headerLength..<layout.slotsStart, in: bytes) ?? !layout.pageTable,
                   let header = DirectoryFormat.header(UnsafeRawBufferPointer(bytes), layout) else { throw Refused() }
-            if let pages, let file = usesFile(header) {
+            // Asked in every layout, so that a uses file this directory cannot take is seen (and a writer removes it).
+            if let file = usesFile(header), let pages {
                 let usesTable = try FileIO.read(file.fd, at: file.header.tableStart, count: DirectoryFormat.pageCount(header.usesEnd - header.usesStart) * 8,
                                                 path: file.path)
                 if usesTable.withUnsafeBytes({ XXH64.hash($0) }) == file.header.tableHash,

@@ -37,12 +37,16 @@ struct StoreOpening {
         // A page read for the replay that failed its check: the directory is damaged, not stale. A store
         // with value files removes those no entry names (``finishOpening(valueFiles:directorySegment:)``):
         // its directory is read whole first, so that no entry of a page failing its check is left out.
-        let damaged = store.withIndex { index in !(files.values.isEmpty || index.base?.loadAll() != false) || index.baseFailed }
+        let damaged = store.withIndex { index in
+            if !files.values.isEmpty { _ = index.base?.loadAll() } // a page that fails marks the base failed
+            return index.baseFailed
+        }
         if !matched || damaged {
             // The directory did not match the segments: start again from the segments alone.
             store.recoveryIssues.append(.corrupted(damaged ? "the key directory was damaged; the segments were replayed whole"
                                                             : "the key directory did not match the segments; they were replayed whole"))
             directory = nil
+            store.directoryPages.isPartial = false
             discardStaleDirectory()
             store.withIndex { $0 = KeyDirectory(seed: store.log.folder.storeID) }
             store.totalSize = 0

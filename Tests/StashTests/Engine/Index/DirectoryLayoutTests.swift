@@ -26,12 +26,21 @@ struct DirectoryLayoutTests {
         try DiskStorage(config: directory.diskConfig(maxSize: maxSize), transformer: TransformerFactory.forData(), now: clock.function)
     }
 
-    /// Rewrites the directory `file` as a layout before wrote it (`magic`: `STASHKD3` or `STASHKD2`):
-    /// each slot 64 bytes with its uses in its last 16, for `STASHKD2` recency numbered 0…n−1 in the
-    /// same order and no next recency; both hashes sealed again.
+    /// Rewrites the directory `file` as a layout before wrote it (`magic`): `STASHKD4`, the same without
+    /// the page table, a hash of the body and one of the uses; `STASHKD3` or `STASHKD2`, each slot 64
+    /// bytes with its uses in its last 16, for `STASHKD2` recency numbered 0…n−1 in the same order and
+    /// no next recency; the hashes sealed again.
     private func rewrite(_ file: String, as magic: [UInt8]) throws {
         let current = try Damage.bytes(file)
         let header = try #require(current.withUnsafeBytes { DirectoryFormat.parse($0) })
+        if magic == DirectoryFormat.wholeHashMagic {
+            var bytes = Array(current[..<header.usesEnd])
+            bytes.replaceSubrange(0..<8, with: magic)
+            bytes.withUnsafeMutableBytes {
+                DirectoryFormat.sealHashes($0, layout: .init(usesStart: header.usesStart, usesEnd: header.usesEnd, pageTable: false))
+            }
+            return try Damage.write(bytes, to: file)
+        }
         let (slots, slotCount) = (header.slotsStart, header.slotCount)
         func u64(_ at: Int) -> UInt64 { current.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: UInt64.self)) } }
         var bytes = Array(current[..<slots])
@@ -56,7 +65,7 @@ struct DirectoryLayoutTests {
     }
 
     @Test("a directory of a layout before is read as it is: no replay, no report, the LRU order kept; a use after it is the most recent",
-          arguments: [DirectoryFormat.rankedMagic, DirectoryFormat.inlineUsesMagic])
+          arguments: [DirectoryFormat.rankedMagic, DirectoryFormat.inlineUsesMagic, DirectoryFormat.wholeHashMagic])
     func layoutBeforeIsRead(magic: [UInt8]) throws {
         let directory = TemporaryDirectory()
         let clock = TestClock()
@@ -67,9 +76,13 @@ struct DirectoryLayoutTests {
             try makeStore(directory, clock: clock, order: order)
             try #require(Array(try Damage.bytes(file)[0..<8]) == DirectoryFormat.magic, "the close wrote no key directory")
             try rewrite(file, as: magic)
+            // A key uses file of the layout before `STASHKU2` beside it: not taken, not reported, removed.
+            let usesFile = directory.storePath() + "/" + StoreFolder.usesName
+            try Damage.write(UsesFormat.formerMagic + [UInt8](repeating: 1, count: 200), to: usesFile)
             do {
                 let disk = try openDisk(directory, clock: clock)
                 #expect(disk.recoveryIssues.isEmpty, "\(disk.recoveryIssues)")
+                #expect(!FileManager.default.fileExists(atPath: usesFile), "a key uses file of the layout before was left")
                 // A writer removes a directory it did not use: this one is still there.
                 #expect(Array(try Damage.bytes(file)[0..<8]) == magic)
                 #expect(disk.entryInfos.map(\.key) == order)
@@ -84,7 +97,7 @@ struct DirectoryLayoutTests {
     }
 
     @Test("a close after reads alone writes only the uses: the directory as it was, and a key uses file that says what the access records say",
-          arguments: [DirectoryFormat.magic, DirectoryFormat.inlineUsesMagic, DirectoryFormat.rankedMagic])
+          arguments: [DirectoryFormat.magic, DirectoryFormat.wholeHashMagic, DirectoryFormat.inlineUsesMagic, DirectoryFormat.rankedMagic])
     func closeAfterReadsAlone(layout: [UInt8]) throws {
         let directory = TemporaryDirectory()
         let clock = TestClock()

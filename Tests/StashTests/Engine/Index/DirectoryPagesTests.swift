@@ -3,6 +3,11 @@ import Testing
 import StashTestSupport
 @testable import Stash
 @testable import StashEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The key directory read a page at a time (Docs/Format.md, "Key directory"): an open reads the header,
 /// the page table and the segment list, a lookup the pages it needs, and the queue's first operation the
@@ -21,6 +26,23 @@ struct DirectoryPagesTests {
     static func makeStore(_ path: String) throws {
         let storage = try openDataStore(path)
         try storage.setObjects(Dictionary(uniqueKeysWithValues: (0..<count).map { ("key \($0)", payload($0, 0)) }))
+    }
+
+    /// Runs `body` with the path of a new store of ``count`` keys whose key directory was written at close.
+    static func withStore(_ body: (String) throws -> Void) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: path, directoryMinimum: 1) {
+            try makeStore(path)
+            try body(path)
+        }
+    }
+
+    /// Records an issue for each key `storage` does not read back as written at first.
+    static func expectEveryKey(_ storage: DiskStorage<Data>, _ context: String) {
+        for index in 0..<count where (try? storage.object(forKey: "key \(index)")) != payload(index, 0) {
+            Issue.record("key \(index) wrong \(context)")
+        }
     }
 
     /// Whether the store's directory still has pages to read, and how many it read.
@@ -44,10 +66,7 @@ struct DirectoryPagesTests {
 
     @Test("an open reads the header, the page table and the pages its lookups need; the first operation on the queue reads the rest")
     func openReadsPagesAsNeeded() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        try withEngineThresholds(in: path, directoryMinimum: 1) {
-            try Self.makeStore(path)
+        try Self.withStore { path in
             let storage = try openDataStore(path)
             let opened = Self.pages(storage)
             #expect(opened.partial)
@@ -68,10 +87,7 @@ struct DirectoryPagesTests {
 
     @Test("readers on four threads load pages while a write on the queue reads the rest: every answer right")
     func readersLoadPagesBesideFirstWrite() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        try withEngineThresholds(in: path, directoryMinimum: 1) {
-            try Self.makeStore(path)
+        try Self.withStore { path in
             let storage = try openDataStore(path)
             let wrong = Locked(0)
             DispatchQueue.concurrentPerform(iterations: 4) { thread in
@@ -100,10 +116,7 @@ struct DirectoryPagesTests {
     @Test("pages changed in place before their first read: every answer stays right, the damage is reported once, the next open replays nothing lost",
           arguments: FirstCall.allCases)
     func pagesChangedBeforeFirstRead(first: FirstCall) throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        try withEngineThresholds(in: path, directoryMinimum: 1) {
-            try Self.makeStore(path)
+        try Self.withStore { path in
             do {
                 let storage = try openDataStore(path)
                 #expect(try storage.object(forKey: "key 1") == Self.payload(1, 0))
@@ -131,12 +144,25 @@ struct DirectoryPagesTests {
         }
     }
 
+    @Test("a directory cut short in place while open: the pages past the cut fail their reads, every answer stays right")
+    func directoryCutWhileOpen() throws {
+        try Self.withStore { path in
+            do {
+                let storage = try openDataStore(path)
+                #expect(try storage.object(forKey: "key 1") == Self.payload(1, 0))
+                #expect(truncate(Self.directoryPath(path), off_t(try Damage.size(Self.directoryPath(path)) / 3)) == 0)
+                Self.expectEveryKey(storage, "while open")
+                #expect(Self.reports(storage) == 1)
+            }
+            let storage = try openDataStore(path)
+            #expect(storage.engine.store.recoveryIssues.isEmpty, "\(storage.engine.store.recoveryIssues)")
+            #expect(storage.allKeys.count == Self.count)
+        }
+    }
+
     @Test("pages of a key uses file changed in place before their first read: every answer stays right, and the damage is reported")
     func usesPagesChangedBeforeFirstRead() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        try withEngineThresholds(in: path, directoryMinimum: 1) {
-            try Self.makeStore(path)
+        try Self.withStore { path in
             do {
                 let storage = try openDataStore(path) // reads every key: its close writes a key uses file
                 for index in 0..<Self.count { _ = try storage.object(forKey: "key \(index)") }
@@ -147,9 +173,7 @@ struct DirectoryPagesTests {
             for offset in stride(from: UsesFormat.headerLength + 3, to: usesLength, by: DirectoryFormat.pageLength) {
                 try Damage.flip(Self.usesPath(path), at: offset)
             }
-            for index in 0..<Self.count where (try? storage.object(forKey: "key \(index)")) != Self.payload(index, 0) {
-                Issue.record("key \(index) wrong while open")
-            }
+            Self.expectEveryKey(storage, "while open")
             #expect(Self.reports(storage) == 1)
         }
     }
@@ -174,16 +198,11 @@ struct DirectoryPagesTests {
 
     @Test("a reader whose directory page fails replays the segments and does not take that directory again")
     func readerDropsFailedDirectory() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        try withEngineThresholds(in: path, directoryMinimum: 1) {
-            try Self.makeStore(path)
+        try Self.withStore { path in
             let reader = try openDataStore(path, readOnly: true)
             #expect(try reader.object(forKey: "key 1") == Self.payload(1, 0))
             try Self.flipEveryPage(ofDirectory: Self.directoryPath(path))
-            for index in 0..<Self.count where (try? reader.object(forKey: "key \(index)")) != Self.payload(index, 0) {
-                Issue.record("key \(index) wrong in the reader")
-            }
+            Self.expectEveryKey(reader, "in the reader")
             #expect(reader.allKeys.count == Self.count)
             // Reported as it reopened: by the page check, or by the reader's own look at the files (without a live writer, at every call).
             #expect(reader.engine.store.recoveryIssues.contains { "\($0)".contains("key directory") }, "\(reader.engine.store.recoveryIssues)")
