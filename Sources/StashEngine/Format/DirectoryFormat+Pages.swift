@@ -12,23 +12,36 @@ extension DirectoryFormat {
         8 * (pageCount(usesStart - headerLength) + pageCount(usesEnd - usesStart))
     }
 
+    /// A page's hash in the page table: XXH64 (seed 0) of its bytes.
+    static func pageHash(_ page: UnsafeRawBufferPointer) -> UInt64 { XXH64.hash(page) }
+
+    /// Page `number` of `region`.
+    private static func page(_ number: Int, of region: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        let start = number * pageLength
+        return UnsafeRawBufferPointer(rebasing: region[start..<min(start + pageLength, region.count)])
+    }
+
     /// Writes the hash of each page of `region` into `table`, as its entries `first`, `first + 1`, ….
     static func hashPages(_ region: UnsafeRawBufferPointer, into table: UnsafeMutableRawBufferPointer, from first: Int) {
-        for page in 0..<pageCount(region.count) {
-            let start = page * pageLength
-            let hash = XXH64.hash(UnsafeRawBufferPointer(rebasing: region[start..<min(start + pageLength, region.count)]))
-            table.storeBytes(of: hash.littleEndian, toByteOffset: (first + page) * 8, as: UInt64.self)
+        for number in 0..<pageCount(region.count) {
+            table.storeBytes(of: pageHash(page(number, of: region)).littleEndian, toByteOffset: (first + number) * 8, as: UInt64.self)
         }
     }
 
     /// Whether every page of `region` has the hash `table` lists for it from entry `first` on.
     static func pagesVerify(_ region: UnsafeRawBufferPointer, table: UnsafeRawBufferPointer, from first: Int) -> Bool {
         guard (first + pageCount(region.count)) * 8 <= table.count else { return false }
-        for page in 0..<pageCount(region.count) {
-            let start = page * pageLength
-            let hash = XXH64.hash(UnsafeRawBufferPointer(rebasing: region[start..<min(start + pageLength, region.count)]))
-            guard hash == UInt64(littleEndian: table.loadUnaligned(fromByteOffset: (first + page) * 8, as: UInt64.self)) else { return false }
+        return (0..<pageCount(region.count)).allSatisfy {
+            pageHash(page($0, of: region)) == UInt64(littleEndian: table.loadUnaligned(fromByteOffset: (first + $0) * 8, as: UInt64.self))
         }
-        return true
+    }
+
+    /// The page table of `count` entries at `offset` of the file `fd`, if its hash is `expected`; nil otherwise.
+    /// - Throws: An I/O error when the file cannot be read.
+    static func readPageTable(_ fd: Int32, at offset: Int, count: Int, expected: UInt64, path: String) throws -> [UInt64]? {
+        var table = [UInt64](repeating: 0, count: count)
+        let read = try table.withUnsafeMutableBytes { try FileIO.read(fd, at: offset, into: $0, path: path) }
+        guard read == count * 8, table.withUnsafeBytes({ XXH64.hash($0) }) == expected else { return nil }
+        return table.map { UInt64(littleEndian: $0) }
     }
 }

@@ -38,11 +38,10 @@ final class DirectoryPages {
     }
 
     /// The pages of the directory open as `fd` (duplicated: the caller closes its own), whose page table
-    /// `table` verified, with its uses at `usesStart..<usesEnd`; nil if no descriptor is left.
-    init?(fd: Int32, path: String, table: [UInt64], usesStart: Int, usesEnd: Int) {
-        let own = fcntl(fd, F_DUPFD_CLOEXEC, 0)
-        guard own >= 0 else { return nil }
-        file = Source(fd: own, path: path)
+    /// `table` verified, with its uses at `usesStart..<usesEnd`.
+    /// - Throws: An I/O error if no descriptor is left (`EMFILE`): the file says nothing wrong then.
+    init(fd: Int32, path: String, table: [UInt64], usesStart: Int, usesEnd: Int) throws {
+        file = Source(fd: try Self.duplicate(fd, path), path: path)
         hashes = table
         bodyPages = DirectoryFormat.pageCount(usesStart - DirectoryFormat.headerLength)
         (self.usesStart, self.usesEnd) = (usesStart, usesEnd)
@@ -55,13 +54,21 @@ final class DirectoryPages {
         if let usesFile { FileIO.closeDescriptor(usesFile.fd) }
     }
 
-    /// Reads the uses from the key uses file `fd` (duplicated) from now on, whose page table `table` verified.
-    func takeUses(fd: Int32, path: String, table: [UInt64]) -> Bool {
-        let own = fcntl(fd, F_DUPFD_CLOEXEC, 0)
-        guard own >= 0, table.count == hashes.count - bodyPages else { return false }
-        usesFile = Source(fd: own, path: path)
+    /// Reads the uses from the key uses file `fd` (duplicated) from now on, whose page table `table`
+    /// verified; false if the table is not one of these uses.
+    /// - Throws: An I/O error if no descriptor is left.
+    func takeUses(fd: Int32, path: String, table: [UInt64]) throws -> Bool {
+        guard table.count == hashes.count - bodyPages else { return false }
+        usesFile = Source(fd: try Self.duplicate(fd, path), path: path)
         hashes.replaceSubrange(bodyPages..., with: table)
         return true
+    }
+
+    /// A descriptor of this object's own for `fd`, closed with it.
+    private static func duplicate(_ fd: Int32, _ path: String) throws -> Int32 {
+        let own = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        guard own >= 0 else { throw FileIO.error("fcntl(F_DUPFD_CLOEXEC)", path) }
+        return own
     }
 
     /// Whether every page has been read and checked.
@@ -128,8 +135,7 @@ final class DirectoryPages {
             return false
         }
         for page in pages {
-            let bytes = range(of: page)
-            guard XXH64.hash(UnsafeRawBufferPointer(rebasing: image[bytes])) == hashes[page] else {
+            guard DirectoryFormat.pageHash(UnsafeRawBufferPointer(rebasing: image[range(of: page)])) == hashes[page] else {
                 failed = true
                 return false
             }

@@ -133,7 +133,9 @@ struct DirectoryPagesState {
     /// shared writer's (which could drop a directory only holding the folder's lock); an open anew
     /// (a catch-up, a folder made anew) is on the queue already and reads it whole.
     var nextOpenIsLazy = false
-    /// Whether the base has pages not read yet.
+    /// Whether the base has pages not read yet: set at open, cleared by the next ``DiskStore/checkIndexWhole()``
+    /// (true a little longer where the base was replaced meanwhile, by a removeAll or a directory
+    /// written: that check then finds no page to read, and clears it).
     var isPartial = false
     /// Whether a page failed and the store has not opened its files anew since.
     var needsRebuild = false

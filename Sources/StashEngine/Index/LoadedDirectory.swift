@@ -47,8 +47,8 @@ package final class LoadedDirectory: @unchecked Sendable {
     /// Whether a key uses file was offered but its page table did not verify (the directory's own uses are read).
     let usesRejected: Bool
     /// Whether a page failed its check or its read: lookups that need it answer nothing, and the store
-    /// drops this directory.
-    private(set) var failed = false
+    /// drops this directory. (A failed page is never read, so `pages` is kept once one failed.)
+    var failed: Bool { !isWhole && pages?.failed == true }
 
     /// A key uses file offered to an open: its descriptor (closed by the caller) and what its header said.
     package struct UsesFile {
@@ -75,10 +75,11 @@ package final class LoadedDirectory: @unchecked Sendable {
         guard head.count == DirectoryFormat.headerLength,
               let layout = head.withUnsafeBytes({ DirectoryFormat.layout($0, fileLength: length) }) else { return nil }
         // A file that changed length meanwhile is not the one measured: its hashes decide.
-        let table = layout.pageTable ? try FileIO.read(fd, at: layout.usesEnd, count: layout.end - layout.usesEnd, path: path) : []
-        guard table.count == layout.end - layout.usesEnd,
-              table.withUnsafeBytes({ XXH64.hash($0) }) == head.withUnsafeBytes({ UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 80, as: UInt64.self)) })
-                || !layout.pageTable else { return nil }
+        let tableHash = head.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 80, as: UInt64.self)) }
+        let table = layout.pageTable
+            ? try DirectoryFormat.readPageTable(fd, at: layout.usesEnd, count: (layout.end - layout.usesEnd) / 8, expected: tableHash, path: path)
+            : []
+        guard let table else { return nil }
         // Memory touched only where pages are read (``PageMemory``), and no huge pages, which a first
         // lookup would fault in whole; read whole, huge pages (``HugePages``).
         let paged = lazily && layout.pageTable ? PageMemory.allocate(byteCount: layout.usesEnd) : nil
@@ -89,7 +90,7 @@ package final class LoadedDirectory: @unchecked Sendable {
         do {
             head.withUnsafeBytes { bytes.copyMemory(from: $0) }
             if layout.pageTable {
-                pages = DirectoryPages(fd: fd, path: path, table: Self.hashes(table), usesStart: layout.bodyEnd, usesEnd: layout.usesEnd)
+                pages = try DirectoryPages(fd: fd, path: path, table: table, usesStart: layout.bodyEnd, usesEnd: layout.usesEnd)
             } else {
                 let rest = UnsafeMutableRawBufferPointer(rebasing: bytes[DirectoryFormat.headerLength...])
                 guard try FileIO.read(fd, at: DirectoryFormat.headerLength, into: rest, path: path) == rest.count,
@@ -99,10 +100,9 @@ package final class LoadedDirectory: @unchecked Sendable {
                   let header = DirectoryFormat.header(UnsafeRawBufferPointer(bytes), layout) else { throw Refused() }
             // Asked in every layout, so that a uses file this directory cannot take is seen (and a writer removes it).
             if let file = usesFile(header), let pages {
-                let usesTable = try FileIO.read(file.fd, at: file.header.tableStart, count: DirectoryFormat.pageCount(header.usesEnd - header.usesStart) * 8,
-                                                path: file.path)
-                if usesTable.withUnsafeBytes({ XXH64.hash($0) }) == file.header.tableHash,
-                   pages.takeUses(fd: file.fd, path: file.path, table: Self.hashes(usesTable)) {
+                let usesTable = try DirectoryFormat.readPageTable(file.fd, at: file.header.tableStart, count: DirectoryFormat.pageCount(header.usesEnd - header.usesStart),
+                                                                  expected: file.header.tableHash, path: file.path)
+                if let usesTable, try pages.takeUses(fd: file.fd, path: file.path, table: usesTable) {
                     taken = file.header
                 } else {
                     rejected = true
@@ -129,11 +129,6 @@ package final class LoadedDirectory: @unchecked Sendable {
 
     /// A directory that is not intact, found while it was read.
     private struct Refused: Error {}
-
-    /// The page table `bytes` as hashes.
-    private static func hashes(_ bytes: [UInt8]) -> [UInt64] {
-        bytes.withUnsafeBytes { raw in (0..<raw.count / 8).map { UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 8, as: UInt64.self)) } }
-    }
 
     /// A directory held in memory of its own, from `source`; nil if it is not intact (for tests and fuzzing).
     package convenience init?(copying source: UnsafeRawBufferPointer) {
@@ -167,11 +162,8 @@ package final class LoadedDirectory: @unchecked Sendable {
     /// Reads and checks every page not read yet (the uses' alone: `usesOnly`); false if one fails (then
     /// ``failed``).
     func loadAll(usesOnly: Bool = false) -> Bool {
-        guard let pages else { return !failed }
-        guard pages.loadAll(usesOnly: usesOnly, into: bytes) else {
-            failed = true
-            return false
-        }
+        guard let pages else { return true }
+        guard pages.loadAll(usesOnly: usesOnly, into: bytes) else { return false }
         if pages.isComplete { (self.pages, isWhole) = (nil, true) }
         return true
     }
@@ -185,10 +177,7 @@ package final class LoadedDirectory: @unchecked Sendable {
     /// ``ready(_:_:)`` where pages are still to be read.
     @inline(never)
     private func readPages(_ start: Int, _ count: Int) -> Bool {
-        guard let pages else { return !failed }
-        if pages.ensure(start..<start + count, in: bytes) { return true }
-        failed = true
-        return false
+        pages?.ensure(start..<start + count, in: bytes) ?? true
     }
 
     var slotCount: Int { header.slotCount }
