@@ -155,8 +155,21 @@ package final class FolderHandle: Sendable {
     /// Writes `parts`, one after the other, as `name` atomically, as ``replaceFile(_:_:durable:)-(_,Data,_)`` does.
     func replaceFile(_ name: String, _ parts: [UnsafeRawBufferPointer], durable: Bool) throws {
         try writeFile(name + ".tmp", parts, durable: durable)
-        try rename(name + ".tmp", name)
+        try lettingGo(of: name) { try rename(name + ".tmp", name) }
         if durable { try sync() }
+    }
+
+    /// Runs `change` (a rename over `name`) holding a reference to the file `name` names now, let go of
+    /// on a thread of its own (``BackgroundRelease``): the system frees a file's pages when its last name
+    /// and reference go, which for a key uses file of 23 MB on tmpfs took 5 ms of a store's close. (Linux:
+    /// an `O_PATH` reference, which opens nothing; elsewhere the file goes where it goes.)
+    private func lettingGo(of name: String, _ change: () throws -> Void) rethrows {
+        #if os(Linux) && (arch(x86_64) || arch(arm64))
+        let pathOnly: Int32 = 0o10000000 // O_PATH, which Glibc's module leaves out (it needs _GNU_SOURCE)
+        let previous = MemoryVolume.isVirtual(fd) ? -1 : name.withCString { openat(fd, $0, pathOnly | O_CLOEXEC | O_NOFOLLOW) }
+        defer { if previous >= 0 { BackgroundRelease.close(previous) } }
+        #endif
+        try change()
     }
 }
 

@@ -19,7 +19,8 @@ import Musl
 /// sees the short file) instead of ending the process.
 ///
 /// Immutable once made; unmapped when the last reference goes, which the segment holds, and with it
-/// every table of reads off the queue (a reader copies while holding its table).
+/// every table of reads off the queue (a reader copies while holding its table): on a thread of its
+/// own (``BackgroundRelease``), so that a closing store does not wait for it.
 final class SegmentMapping: @unchecked Sendable {
     // @unchecked Sendable: immutable, and only read.
     let base: UnsafeRawPointer
@@ -42,7 +43,7 @@ final class SegmentMapping: @unchecked Sendable {
     }
 
     deinit {
-        munmap(UnsafeMutableRawPointer(mutating: base), length)
+        BackgroundRelease.unmap(UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(mutating: base), count: length))
     }
 
     /// Copies the `bytes.count` bytes at `offset` into `bytes`; false if they are not all mapped, or

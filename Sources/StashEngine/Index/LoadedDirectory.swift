@@ -150,8 +150,9 @@ package final class LoadedDirectory: @unchecked Sendable {
         (nextRecency, usesTaken, usesRejected) = (header.nextRecency, nil, false)
     }
 
+    /// Its memory is given back on a thread of its own (``BackgroundRelease``): a store closing, or taking a new directory, does not wait.
     deinit {
-        if isMapped { PageMemory.release(bytes) } else { bytes.deallocate() }
+        if isMapped { PageMemory.release(bytes) } else { BackgroundRelease.deallocate(bytes) }
     }
 
     /// Whether pages are still to be read (this layout, read lazily): a lookup may still find one that fails.

@@ -54,7 +54,8 @@ enum PageMemory {
         return UnsafeMutableRawBufferPointer(start: address, count: byteCount)
     }
 
+    /// Gives `bytes` back (on a thread of its own where large, ``BackgroundRelease``).
     static func release(_ bytes: UnsafeMutableRawBufferPointer) {
-        if let base = bytes.baseAddress { munmap(base, bytes.count) }
+        BackgroundRelease.unmap(bytes)
     }
 }

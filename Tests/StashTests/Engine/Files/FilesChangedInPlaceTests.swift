@@ -246,6 +246,7 @@ struct FilesChangedInPlaceTests {
             try storage.setObject(Data("\(round)".utf8), forKey: "k")
             #expect(try storage.object(forKey: "k") == Data("\(round)".utf8))
         }
+        BackgroundRelease.finish() // large mappings are unmapped on a thread of their own
         let after = try #require(Self.openFiles(under: directory.path))
         #expect(after.descriptors <= before.descriptors + 2, "descriptors: \(before.descriptors) before, \(after.descriptors) after 50 moves")
         #expect(after.mappings <= before.mappings + 2, "mappings: \(before.mappings) before, \(after.mappings) after 50 moves")

@@ -103,6 +103,7 @@ struct MappedAppendAttackTests: KeyDirectoryScenario {
             try Self.set(store!, "key \(round)", Self.payload(round))
             store = nil // a crash: no close
         }
+        BackgroundRelease.finish() // large mappings are unmapped on a thread of their own
         if let left = MappedReadAttackTests.mappings(under: directory.path) { #expect(left == 0, "mappings left: \(left)") }
         let reopened = try DiskStore(directory: path, readOnly: false)
         defer { reopened.close() }

@@ -263,6 +263,7 @@ struct MappedReadAttackTests {
                     #expect(try storage.object(forKey: key) == Self.value(key + " \(round)"))
                 }
             }
+            BackgroundRelease.finish() // large mappings are unmapped on a thread of their own
             let after = try #require(Self.mappings(under: directory.path))
             #expect(after <= before + 4, "mappings: \(before) before, \(after) after 40 removals")
         }
