@@ -32,7 +32,7 @@ extension DirectoryFormat {
         let perRun = (pages + runs - 1) / runs
         let parts = PageRuns(region: region, table: table)
         DispatchQueue.concurrentPerform(iterations: runs) { run in
-            for number in (run * perRun)..<min(pages, (run + 1) * perRun) {
+            for number in min(pages, run * perRun)..<min(pages, (run + 1) * perRun) {
                 let hash = pageHash(page(number, of: parts.region))
                 parts.table.storeBytes(of: hash.littleEndian, toByteOffset: (first + number) * 8, as: UInt64.self)
             }

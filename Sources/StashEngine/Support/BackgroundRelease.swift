@@ -13,11 +13,30 @@ import Musl
 /// 35–50 ms of the close (`perf`: the kernel tearing down one page-table entry per 4 KiB page, and
 /// freeing the directory's pages). Redis frees large values the same way (`lazyfree`), for the
 /// same reason. Nothing waits for it: no one reads the memory any more, and a process that exits
-/// meanwhile gives it back all the same. Small regions are released at once (a hop would cost more).
+/// meanwhile gives it back all the same. Small regions are released at once (a hop would cost more),
+/// and so is any region while ``pendingLimit`` bytes wait already: a process that lets go of memory
+/// faster than this thread gives it back does not pile it up.
 enum BackgroundRelease {
     private static let queue = DispatchQueue(label: "Stash.background-release", qos: .utility)
     /// Below this, memory is released where it is let go of.
     static let minimumLength = 1 << 20
+    /// At most this many bytes (of address space: at most that much memory) wait to be released.
+    static let pendingLimit = 4 << 30
+    private static let pending = Locked(0)
+
+    /// Runs `release` (of `length` bytes) on the release thread, or here if it is small or too much waits already.
+    private static func release(length: Int, _ release: @escaping @Sendable () -> Void) {
+        let queued = length >= minimumLength && pending.withLock { waiting in
+            guard waiting + length <= pendingLimit else { return false }
+            waiting += length
+            return true
+        }
+        guard queued else { return release() }
+        queue.async {
+            release()
+            pending.withLock { $0 -= length }
+        }
+    }
 
     /// Memory no one will read again.
     private struct Region: @unchecked Sendable {
@@ -27,17 +46,15 @@ enum BackgroundRelease {
 
     /// Unmaps `bytes`, a mapping (``SegmentMapping``, ``PageMemory``).
     static func unmap(_ bytes: UnsafeMutableRawBufferPointer) {
-        guard let base = bytes.baseAddress else { return }
-        guard bytes.count >= minimumLength else { return _ = munmap(base, bytes.count) }
+        guard bytes.baseAddress != nil else { return }
         let region = Region(bytes: bytes)
-        queue.async { _ = munmap(region.bytes.baseAddress, region.bytes.count) }
+        release(length: bytes.count) { _ = munmap(region.bytes.baseAddress, region.bytes.count) }
     }
 
     /// Deallocates `bytes`, memory of the allocator.
     static func deallocate(_ bytes: UnsafeMutableRawBufferPointer) {
-        guard bytes.count >= minimumLength else { return bytes.deallocate() }
         let region = Region(bytes: bytes)
-        queue.async { region.bytes.deallocate() }
+        release(length: bytes.count) { region.bytes.deallocate() }
     }
 
     /// Closes `fd`, the last reference to a file whose last name is gone (its pages are freed then).

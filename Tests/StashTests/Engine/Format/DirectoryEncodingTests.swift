@@ -89,4 +89,24 @@ struct DirectoryEncodingTests {
         #expect(Self.encode(Self.summary(summed), handing: [summed[0], ("b", Self.record("b", file: true))]) == nil)
         #expect(Self.encode(DirectoryFormat.Summary(), handing: summed) == nil)
     }
+
+    @Test("a page table hashed on several threads (a region of 4 MiB and more) lists each page's own XXH64, the short last page included")
+    func pageTableOfLargeRegion() {
+        var generator = SystemRandomNumberGenerator()
+        let length = DirectoryFormat.parallelHashMinimum + 3 * DirectoryFormat.pageLength + 123
+        let region = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let pages = DirectoryFormat.pageCount(length)
+        var table = [UInt8](repeating: 0, count: (pages + 2) * 8)
+        region.withUnsafeBytes { region in
+            table.withUnsafeMutableBytes { DirectoryFormat.hashPages(region, into: $0, from: 2) }
+            table.withUnsafeBytes { table in
+                #expect(table.loadUnaligned(as: UInt64.self) == 0, "an entry before `from` was written")
+                for page in 0..<pages {
+                    let bytes = UnsafeRawBufferPointer(rebasing: region[(page * DirectoryFormat.pageLength)..<min(length, (page + 1) * DirectoryFormat.pageLength)])
+                    #expect(UInt64(littleEndian: table.loadUnaligned(fromByteOffset: (page + 2) * 8, as: UInt64.self)) == XXH64.hash(bytes), "page \(page)")
+                }
+                #expect(DirectoryFormat.pagesVerify(region, table: table, from: 2))
+            }
+        }
+    }
 }
