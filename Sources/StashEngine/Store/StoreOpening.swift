@@ -83,8 +83,10 @@ struct StoreOpening {
             // The directory's segment is read from its position on only (the records before it are in
             // the directory): a store of one large segment opens without reading it.
             var base = 0
-            let bytes: [UInt8]
+            var bytes: [UInt8]
             var start = file.recordsStart
+            let isLast = number == own.count - 1
+            let published = isLast ? publishedEnd(of: file) : nil
             if let position = snapshot, id == position.segment {
                 // From the tail window before the position on: its hash must be the directory's.
                 guard let window = try window(before: position, in: file, toEnd: true) else { return false }
@@ -94,6 +96,10 @@ struct StoreOpening {
                 guard let all = try FileIO.readAll(file.fd, path: file.path) else { continue }
                 bytes = all
             }
+            // Past the published length, a copy in progress: a read is not atomic against a writer's copy
+            // into a mapping of the file, and may see its later pages written and its earlier ones not
+            // yet (zeros before whole records, which a scan would call damage). Read on the next call.
+            if let published, published - base >= start, published - base < bytes.count { bytes.removeSubrange((published - base)...) }
             let total = base + bytes.count
             file.length = total
             let scan = bytes.withUnsafeBytes { raw in
@@ -101,7 +107,6 @@ struct StoreOpening {
                     store.withIndex { replayer.visit(record, segment: id, offset: base + offset, length: length, store: store, index: &$0) }
                 }
             }
-            let isLast = number == own.count - 1
             // A reader beside a live writer: a partial record at the end of the last segment is a
             // write in progress, not damage (the reader replays it once it is published).
             let isWriteInProgress = isLast && store.log.folder.writerIsActive
@@ -138,6 +143,19 @@ struct StoreOpening {
             }
         }
         return true
+    }
+
+    /// Where the records a live writer published end in `file`, the segment it appends to, for a store
+    /// that only reads (nil otherwise): read before the file's bytes are, with acquire ordering, so every
+    /// byte before it is written.
+    private func publishedEnd(of file: SegmentFile) -> Int? {
+        let folder = store.log.folder
+        guard !store.writes, folder.writerIsActive, let shared = folder.shared, shared.describes(store: folder.storeID) else { return nil }
+        let structure = shared.structure
+        let length = shared.publishedLength
+        shared.acquire()
+        guard structure.segment == file.id, structure.salt == file.salt, length >= file.recordsStart else { return nil }
+        return length
     }
 
     /// The bytes of `file` from the tail window before `position` to the file's end (`toEnd`) or to the

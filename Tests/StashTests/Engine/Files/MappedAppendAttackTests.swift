@@ -92,6 +92,34 @@ struct MappedAppendAttackTests: KeyDirectoryScenario {
         }
     }
 
+    @Test("a reader that opens while a record is being copied into the writer's mapping (zeros where it goes, the next record whole after them, both past the published length) reports nothing and reads only what was published")
+    func readerOpensDuringACopy() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let writer = try DiskStore(directory: path, readOnly: false)
+        defer { writer.close() }
+        for index in 0..<10 { try Self.set(writer, "key \(index)", Self.payload(index)) }
+        let active = try #require(writer.log.active)
+        let published = active.length
+        try Self.set(writer, "copied", Data(repeating: 1, count: 3000))
+        let copiedEnd = active.length
+        try Self.set(writer, "later", Data("later".utf8))
+        // What a read of the file can see while the writer copies: a copy's later pages written and
+        // its earlier ones not yet, the length not yet published past them.
+        writer.log.folder.shared?.publish(length: published)
+        let fd = open(Self.segmentPath(path, active.id), O_WRONLY)
+        #expect(fd >= 0)
+        let zeros = [UInt8](repeating: 0, count: copiedEnd - published)
+        #expect(zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(published)) } == zeros.count)
+        close(fd)
+
+        let reader = try DiskStore(directory: path, readOnly: true)
+        defer { reader.close() }
+        #expect(reader.recoveryIssues.isEmpty, "the reader took a copy in progress for damage: \(reader.recoveryIssues)")
+        for index in 0..<10 { #expect(Self.value(reader, "key \(index)") == Self.payload(index)) }
+        #expect(Self.value(reader, "later") == nil, "the reader read a record past the published length")
+    }
+
     @Test("a writer released without a close, 60 times over: each open takes the room left for the end of the records, loses nothing, reports nothing, and no mapping of the folder's files is left")
     func releasedWithoutCloseAgainAndAgain() throws {
         let directory = TemporaryDirectory()
