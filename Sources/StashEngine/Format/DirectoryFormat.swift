@@ -157,27 +157,20 @@ package enum DirectoryFormat {
         var arena = arenaStart
         var written = 0
         var matches = true
+        let table = SlotTable(bytes: bytes, slotsStart: slotsStart, usesStart: usesStart, slotCount: slotCount)
+        var pending = PendingSlots()
         forEach { key, record, recency in
             // Never past the table or the arena, whatever `forEach` hands over.
             guard matches, written < count, arena + key.count + (record.fileID == nil ? 0 : 16) <= usesStart else {
                 matches = false
                 return
             }
-            var slot = home(record.keyHash, slotCount: slotCount)
-            while (bytes.load(fromByteOffset: slotsStart + slot * slotLength, as: UInt64.self)) != 0 {
-                slot = slot + 1 == slotCount ? 0 : slot + 1
-            }
-            let at = slotsStart + slot * slotLength
-            put(record.keyHash, at)
-            put(UInt64(arena - arenaStart) << 24 | UInt64(key.count), at + 8)
-            put(record.segment, at + 16)
-            put(record.offset, at + 20)
-            put(record.length, at + 24)
-            put(UInt32(record.fileID == nil ? 0 : 1), at + 28)
-            put(UInt64(record.size), at + 32)
-            put(record.expiry.bitPattern, at + 40)
-            put(record.lastAccess.bitPattern, usesStart + slot * usesLength)
-            put(recency, usesStart + slot * usesLength + 8)
+            let slot = PendingSlot(home: home(record.keyHash, slotCount: slotCount), words: (
+                record.keyHash, UInt64(arena - arenaStart) << 24 | UInt64(key.count),
+                UInt64(record.segment) | UInt64(record.offset) << 32, UInt64(record.length) | UInt64(record.fileID == nil ? 0 : 1) << 32,
+                UInt64(record.size), record.expiry.bitPattern, record.lastAccess.bitPattern, recency))
+            table.prefetch(slot.home)
+            if let due = pending.push(slot) { table.place(due) }
             written += 1
             UnsafeMutableRawBufferPointer(rebasing: bytes[arena..<(arena + key.count)]).copyMemory(from: key)
             arena += key.count
@@ -187,6 +180,7 @@ package enum DirectoryFormat {
                 arena += 16
             }
         }
+        while let due = pending.pop() { table.place(due) }
         guard matches, written == count, arena == usesStart else {
             bytes.deallocate()
             return nil

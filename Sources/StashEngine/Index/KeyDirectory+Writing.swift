@@ -36,7 +36,7 @@ extension KeyDirectory {
                 }
             }
         }
-        for entry in overlay.entries { summary.add(keyLength: entry.key.utf8.count, entry.record, recency: entry.recency) }
+        overlay.forEachEntryBytes { key, record, recency in summary.add(keyLength: key.count, record, recency: recency) }
         return summary
     }
 
@@ -57,9 +57,6 @@ extension KeyDirectory {
                 visit(key, record, base.recency(at: slot))
             }
         }
-        for entry in overlay.entries {
-            var key = entry.key
-            key.withUTF8 { visit(UnsafeRawBufferPointer($0), entry.record, entry.recency) }
-        }
+        overlay.forEachEntryBytes(visit)
     }
 }
