@@ -159,14 +159,19 @@ package final class FolderHandle: Sendable {
         if durable { try sync() }
     }
 
-    /// Runs `change` (a rename over `name`) holding a reference to the file `name` names now, let go of
-    /// on a thread of its own (``BackgroundRelease``): the system frees a file's pages when its last name
-    /// and reference go, which for a key uses file of 23 MB on tmpfs took 5 ms of a store's close. (Linux:
-    /// an `O_PATH` reference, which opens nothing; elsewhere the file goes where it goes.)
+    /// Runs `change` (a rename over `name`) holding a reference to the file `name` names now, if it is
+    /// large, let go of on a thread of its own (``BackgroundRelease``): the system frees a file's pages
+    /// when its last name and reference go, which for a key uses file of 23 MB on tmpfs took 5 ms of a
+    /// store's close. (Linux: an `O_PATH` reference, which opens nothing; elsewhere the file goes where
+    /// it goes.)
     private func lettingGo(of name: String, _ change: () throws -> Void) rethrows {
         #if os(Linux) && (arch(x86_64) || arch(arm64))
         let pathOnly: Int32 = 0o10000000 // O_PATH, which Glibc's module leaves out (it needs _GNU_SOURCE)
-        let previous = MemoryVolume.isVirtual(fd) ? -1 : name.withCString { openat(fd, $0, pathOnly | O_CLOEXEC | O_NOFOLLOW) }
+        var previous = MemoryVolume.isVirtual(fd) ? -1 : name.withCString { openat(fd, $0, pathOnly | O_CLOEXEC | O_NOFOLLOW) }
+        if previous >= 0, let info = FileIO.fileStatus(previous), info.st_size < BackgroundRelease.minimumLength {
+            FileIO.closeDescriptor(previous) // a small file is freed at once, where it goes
+            previous = -1
+        }
         defer { if previous >= 0 { BackgroundRelease.close(previous) } }
         #endif
         try change()

@@ -233,6 +233,7 @@ package final class SegmentFile: @unchecked Sendable {
 
     /// Removes the file from its folder (through the folder, never by path).
     package func remove() {
+        mapping?.isOfRemovedFile = true
         try? folder.remove((path as NSString).lastPathComponent)
     }
 }

@@ -22,7 +22,7 @@ import Musl
 /// every table of reads off the queue (a reader copies while holding its table): on a thread of its
 /// own (``BackgroundRelease``), so that a closing store does not wait for it.
 final class SegmentMapping: @unchecked Sendable {
-    // @unchecked Sendable: immutable, and only read.
+    // @unchecked Sendable: immutable but for ``isOfRemovedFile``, which only the queue writes and only deinit reads.
     let base: UnsafeRawPointer
     /// The bytes mapped: the file's length when mapped, or more for a segment still growing (the
     /// pages past the file's end are reserved, and fault until the file reaches them).
@@ -42,8 +42,14 @@ final class SegmentMapping: @unchecked Sendable {
         (base, self.length) = (UnsafeRawPointer(address), length)
     }
 
+    /// Whether its file was removed: the file's blocks are freed only once no mapping of it is left, and
+    /// a removal on a full disk (``WritePath``'s `removeAll`) must leave the space free when it returns.
+    /// Set on the store's queue before the last reference goes.
+    var isOfRemovedFile = false
+
     deinit {
-        BackgroundRelease.unmap(UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(mutating: base), count: length))
+        let bytes = UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(mutating: base), count: length)
+        if isOfRemovedFile { munmap(bytes.baseAddress, length) } else { BackgroundRelease.unmap(bytes) }
     }
 
     /// Copies the `bytes.count` bytes at `offset` into `bytes`; false if they are not all mapped, or

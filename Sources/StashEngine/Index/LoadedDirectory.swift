@@ -27,7 +27,13 @@ package final class LoadedDirectory: @unchecked Sendable {
     package let header: DirectoryFormat.Header
     private let bytes: UnsafeMutableRawBufferPointer
     /// The pages not read yet (nil once every page is, or for a directory read whole).
-    private var pages: DirectoryPages?
+    private var pages: DirectoryPages? {
+        didSet { pagesReference = pages.map(Unmanaged.passUnretained) }
+    }
+    /// `pages`, reached without the retain and release a strong reference costs: ``readPages(_:_:)``
+    /// runs a few times a lookup, and those two atomic operations were a twentieth of a read off the
+    /// queue while the directory was partial (`perf`).
+    private var pagesReference: Unmanaged<DirectoryPages>?
     /// Whether every page is read and checked (`pages` nil): what every lookup tests first, without
     /// the retain and release that binding `pages` costs.
     private var isWhole: Bool
@@ -68,6 +74,8 @@ package final class LoadedDirectory: @unchecked Sendable {
     /// - Throws: An I/O error when the file cannot be read (its content then says nothing).
     package init?(fd: Int32, path: String, limit: Int, lazily: Bool = false,
                   usesFile: (DirectoryFormat.Header) -> UsesFile? = { _ in nil }) throws {
+        // A memory volume's descriptor cannot be duplicated for later reads: its directory is read whole.
+        let lazily = lazily && !MemoryVolume.isVirtual(fd)
         let info = try FileIO.status(fd, path)
         guard info.st_mode & S_IFMT == S_IFREG, info.st_size >= DirectoryFormat.headerLength,
               let length = FileNumber.int(info.st_size), length <= limit else { return nil }
@@ -90,7 +98,7 @@ package final class LoadedDirectory: @unchecked Sendable {
         do {
             head.withUnsafeBytes { bytes.copyMemory(from: $0) }
             if layout.pageTable {
-                pages = try DirectoryPages(fd: fd, path: path, table: table, usesStart: layout.bodyEnd, usesEnd: layout.usesEnd)
+                pages = try DirectoryPages(fd: fd, path: path, table: table, usesStart: layout.bodyEnd, usesEnd: layout.usesEnd, borrowing: !lazily)
             } else {
                 let rest = UnsafeMutableRawBufferPointer(rebasing: bytes[DirectoryFormat.headerLength...])
                 guard try FileIO.read(fd, at: DirectoryFormat.headerLength, into: rest, path: path) == rest.count,
@@ -121,6 +129,7 @@ package final class LoadedDirectory: @unchecked Sendable {
         self.bytes = bytes
         isMapped = paged != nil
         self.pages = pages
+        pagesReference = pages.map(Unmanaged.passUnretained)
         isWhole = pages == nil
         (usesTaken, usesRejected) = (taken, rejected)
         (uses, usesStride, slotStride) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.slotStride)
@@ -178,7 +187,8 @@ package final class LoadedDirectory: @unchecked Sendable {
     /// ``ready(_:_:)`` where pages are still to be read.
     @inline(never)
     private func readPages(_ start: Int, _ count: Int) -> Bool {
-        pages?.ensure(start..<start + count, in: bytes) ?? true
+        guard let pagesReference else { return true }
+        return pagesReference._withUnsafeGuaranteedRef { $0.ensure(start..<start + count, in: bytes) }
     }
 
     var slotCount: Int { header.slotCount }
@@ -209,9 +219,6 @@ package final class LoadedDirectory: @unchecked Sendable {
     func isOccupied(_ slot: Int) -> Bool { hash(at: slot) != 0 }
     func recency(at slot: Int) -> UInt64 {
         usesReady(slot) ? UInt64(littleEndian: uses.loadUnaligned(fromByteOffset: slot * usesStride + 8, as: UInt64.self)) : 0
-    }
-    private func lastAccess(at slot: Int) -> Double {
-        usesReady(slot) ? Double(bitPattern: UInt64(littleEndian: uses.loadUnaligned(fromByteOffset: slot * usesStride, as: UInt64.self))) : 0
     }
 
     /// The key's UTF-8 in the arena; nil if the slot points outside it (a crafted file: never trusted),
@@ -264,8 +271,12 @@ package final class LoadedDirectory: @unchecked Sendable {
 
     /// The record in `slot`; nil if the slot is not well formed (a crafted file), or a page it needs failed.
     package func record(at slot: Int) -> DiskRecord? {
-        let size: UInt64 = load(slot, 32)
-        let flags: UInt32 = load(slot, 28)
+        // The slot's page(s) and its uses' checked once, then its fields read as they are.
+        let start = header.slotsStart + slot * slotStride
+        guard ready(start, slotStride), usesReady(slot) else { return nil }
+        func field<I: FixedWidthInteger>(_ offset: Int) -> I { I(littleEndian: bytes.loadUnaligned(fromByteOffset: start + offset, as: I.self)) }
+        let size: UInt64 = field(32)
+        let flags: UInt32 = field(28)
         guard size <= UInt64(Int.max), flags & ~1 == 0, let key = keyRange(at: slot) else { return nil }
         let value: StoredValue
         if flags & 1 != 0 {
@@ -276,11 +287,10 @@ package final class LoadedDirectory: @unchecked Sendable {
         } else {
             value = .inline(size: Int(size))
         }
-        let expiry = Double(bitPattern: load(slot, 40))
-        guard usesReady(slot), !failed else { return nil }
-        let access = lastAccess(at: slot)
-        return DiskRecord(segment: load(slot, 16), offset: load(slot, 20), length: load(slot, 24), value: value,
-                          expiry: expiry.isNaN ? 0 : expiry, lastAccess: access.isNaN ? 0 : access, keyHash: hash(at: slot))
+        let expiry = Double(bitPattern: field(40))
+        let access = Double(bitPattern: UInt64(littleEndian: uses.loadUnaligned(fromByteOffset: slot * usesStride, as: UInt64.self)))
+        return DiskRecord(segment: field(16), offset: field(20), length: field(24), value: value,
+                          expiry: expiry.isNaN ? 0 : expiry, lastAccess: access.isNaN ? 0 : access, keyHash: field(0))
     }
 
     /// Points `slot` at another copy of its record (compaction moved it).

@@ -50,6 +50,9 @@ package final class SharedState: @unchecked Sendable {
         package var counter: UInt64
         package var segment: UInt32
         var salt: UInt64
+        /// The active segment's published length, read with the rest (a store that opens reads that
+        /// segment no further, ``StoreOpening``).
+        var length = 0
     }
 
     package let fd: Int32
@@ -237,7 +240,7 @@ package final class SharedState: @unchecked Sendable {
         var before = load(.structure)
         for _ in 0..<16 {
             acquireFence()
-            let read = Structure(counter: before, segment: UInt32(truncatingIfNeeded: load(.segment)), salt: load(.salt))
+            let read = Structure(counter: before, segment: UInt32(truncatingIfNeeded: load(.segment)), salt: load(.salt), length: publishedLength)
             acquireFence()
             let after = load(.structure)
             if after == before { return read }

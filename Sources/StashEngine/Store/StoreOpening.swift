@@ -151,11 +151,12 @@ struct StoreOpening {
     private func publishedEnd(of file: SegmentFile) -> Int? {
         let folder = store.log.folder
         guard !store.writes, folder.writerIsActive, let shared = folder.shared, shared.describes(store: folder.storeID) else { return nil }
+        // The length read with the segment it is of: a writer that moved to its next segment between the
+        // two reads would otherwise cut this one at the next one's length.
         let structure = shared.structure
-        let length = shared.publishedLength
         shared.acquire()
-        guard structure.segment == file.id, structure.salt == file.salt, length >= file.recordsStart else { return nil }
-        return length
+        guard structure.segment == file.id, structure.salt == file.salt, structure.length >= file.recordsStart else { return nil }
+        return structure.length
     }
 
     /// The bytes of `file` from the tail window before `position` to the file's end (`toEnd`) or to the

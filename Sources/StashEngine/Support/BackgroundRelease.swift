@@ -1,4 +1,4 @@
-import Dispatch
+import Foundation
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -20,8 +20,9 @@ enum BackgroundRelease {
     private static let queue = DispatchQueue(label: "Stash.background-release", qos: .utility)
     /// Below this, memory is released where it is let go of.
     static let minimumLength = 1 << 20
-    /// At most this many bytes (of address space: at most that much memory) wait to be released.
-    static let pendingLimit = 4 << 30
+    /// At most this many bytes (of address space: at most that much memory) wait to be released: an
+    /// eighth of the machine's memory, and no more than 4 GiB.
+    static let pendingLimit = Int(min(UInt64(4) << 30, ProcessInfo.processInfo.physicalMemory / 8))
     private static let pending = Locked(0)
 
     /// Runs `release` (of `length` bytes) on the release thread, or here if it is small or too much waits already.
@@ -65,5 +66,13 @@ enum BackgroundRelease {
     /// Returns once everything handed over before is released (tests that count mappings).
     package static func finish() {
         queue.sync {}
+    }
+
+    /// Runs `body` with nothing released on the release thread meanwhile (tests of what must be released
+    /// where it is let go of: a removed file's space).
+    package static func holdingReleases<Result>(_ body: () throws -> Result) rethrows -> Result {
+        queue.suspend()
+        defer { queue.resume() }
+        return try body()
     }
 }

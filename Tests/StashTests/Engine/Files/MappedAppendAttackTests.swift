@@ -92,10 +92,18 @@ struct MappedAppendAttackTests: KeyDirectoryScenario {
         }
     }
 
-    @Test("a reader that opens while a record is being copied into the writer's mapping (zeros where it goes, the next record whole after them, both past the published length) reports nothing and reads only what was published")
-    func readerOpensDuringACopy() throws {
+    @Test("a reader that opens while a record is being copied into the writer's mapping (zeros where it goes, the next record whole after them, both past the published length) reports nothing and reads only what was published; with a key directory too (its segment read from the directory's position on)",
+          arguments: [0, 1_200])
+    func readerOpensDuringACopy(entriesBefore: Int) throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
+        if entriesBefore > 0 {
+            // A store large enough to keep a key directory, closed: the next open reads it and the records after it.
+            let first = try DiskStore(directory: path, readOnly: false)
+            for index in 0..<entriesBefore { try Self.set(first, "before \(index)", Self.payload(index)) }
+            first.close()
+            #expect(FileManager.default.fileExists(atPath: Self.directoryPath(path)))
+        }
         let writer = try DiskStore(directory: path, readOnly: false)
         defer { writer.close() }
         for index in 0..<10 { try Self.set(writer, "key \(index)", Self.payload(index)) }
@@ -117,6 +125,7 @@ struct MappedAppendAttackTests: KeyDirectoryScenario {
         defer { reader.close() }
         #expect(reader.recoveryIssues.isEmpty, "the reader took a copy in progress for damage: \(reader.recoveryIssues)")
         for index in 0..<10 { #expect(Self.value(reader, "key \(index)") == Self.payload(index)) }
+        for index in stride(from: 0, to: entriesBefore, by: 97) { #expect(Self.value(reader, "before \(index)") == Self.payload(index)) }
         #expect(Self.value(reader, "later") == nil, "the reader read a record past the published length")
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import StashTestSupport
 @testable import StashEngine
 
 /// The key directory is written in two passes: the index sums its entries (``DirectoryFormat/Summary``)
@@ -92,15 +93,19 @@ struct DirectoryEncodingTests {
 
     @Test("a page table hashed on several threads (a region of 4 MiB and more) lists each page's own XXH64, the short last page included")
     func pageTableOfLargeRegion() {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator(seed: 32)
         let length = DirectoryFormat.parallelHashMinimum + 3 * DirectoryFormat.pageLength + 123
-        let region = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        var region = [UInt8](repeating: 0, count: length)
+        region.withUnsafeMutableBytes { bytes in
+            for word in 0..<length / 8 { bytes.storeBytes(of: generator.next(), toByteOffset: word * 8, as: UInt64.self) }
+        }
         let pages = DirectoryFormat.pageCount(length)
         var table = [UInt8](repeating: 0, count: (pages + 2) * 8)
         region.withUnsafeBytes { region in
             table.withUnsafeMutableBytes { DirectoryFormat.hashPages(region, into: $0, from: 2) }
             table.withUnsafeBytes { table in
-                #expect(table.loadUnaligned(as: UInt64.self) == 0, "an entry before `from` was written")
+                #expect(table.loadUnaligned(fromByteOffset: 0, as: UInt64.self) == 0 && table.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == 0,
+                        "an entry before `from` was written")
                 for page in 0..<pages {
                     let bytes = UnsafeRawBufferPointer(rebasing: region[(page * DirectoryFormat.pageLength)..<min(length, (page + 1) * DirectoryFormat.pageLength)])
                     #expect(UInt64(littleEndian: table.loadUnaligned(fromByteOffset: (page + 2) * 8, as: UInt64.self)) == XXH64.hash(bytes), "page \(page)")
