@@ -6,8 +6,9 @@ import Foundation
 extension DirectoryFormat {
     static let pageLength = 4096
 
-    /// The pages `length` bytes are cut into: the last one may be shorter.
-    static func pageCount(_ length: Int) -> Int { (length + pageLength - 1) / pageLength }
+    /// The pages `length` bytes are cut into: the last one may be shorter. Never overflows, whatever
+    /// length a crafted header gives.
+    static func pageCount(_ length: Int) -> Int { length / pageLength + (length % pageLength == 0 ? 0 : 1) }
 
     /// The length of the page table of a directory whose uses lie at `usesStart..<usesEnd`.
     static func tableLength(usesStart: Int, usesEnd: Int) -> Int {

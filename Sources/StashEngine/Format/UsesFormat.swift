@@ -65,6 +65,7 @@ package enum UsesFormat {
         // Checked as Ints of this platform: where Int has 32 bits, a crafted header does not trap.
         guard let slots = FileNumber.int(slotCount), let body = FileNumber.product(slots, DirectoryFormat.usesLength),
               offset <= UInt64(UInt32.max), let position = FileNumber.int(offset), nextRecency < 1 << 62,
+              body <= fileLength - headerLength, // before the sum below: a crafted count must not overflow it
               fileLength - headerLength == body + DirectoryFormat.pageCount(body) * 8 else { return nil }
         return Header(store: load(8), position: DirectoryPosition(segment: load(16), salt: load(24), offset: position, tailHash: load(40)),
                       directory: load(48), slotCount: slots, nextRecency: nextRecency, tableHash: load(112))

@@ -114,4 +114,19 @@ struct DirectoryEncodingTests {
             }
         }
     }
+
+    @Test("a key uses header whose slot count is crafted near the top of the integers is refused, never traps (found by the fuzzer); page counts never overflow")
+    func usesHeaderWithHugeSlotCount() {
+        for slots: UInt64 in [0x07FF_FFFF_FFFF_FFFF, 0x07FF_FFFF_FFFF_FF00, UInt64(Int.max) / 16, 1 << 59] {
+            var head = [UInt8](repeating: 0, count: UsesFormat.headerLength)
+            head.withUnsafeMutableBytes { bytes in
+                UsesFormat.magic.withUnsafeBytes { bytes.copyMemory(from: $0) }
+                bytes.storeBytes(of: slots.littleEndian, toByteOffset: 56, as: UInt64.self)
+                bytes.storeBytes(of: XXH64.hash(UnsafeRawBufferPointer(rebasing: bytes[0..<120])).littleEndian, toByteOffset: 120, as: UInt64.self)
+            }
+            #expect(head.withUnsafeBytes { UsesFormat.parseHeader($0, fileLength: UsesFormat.headerLength + 4096) } == nil, "slot count \(slots)")
+        }
+        #expect(DirectoryFormat.pageCount(Int.max) == Int.max / DirectoryFormat.pageLength + 1)
+        #expect(DirectoryFormat.pageCount(0) == 0 && DirectoryFormat.pageCount(1) == 1 && DirectoryFormat.pageCount(4096) == 1 && DirectoryFormat.pageCount(4097) == 2)
+    }
 }
