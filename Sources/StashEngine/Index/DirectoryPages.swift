@@ -31,12 +31,11 @@ final class DirectoryPages {
     /// Whether a page failed its check or its read: every later read of a page fails too.
     private(set) var failed = false
 
-    /// A file the pages are read from: a descriptor (of its own, closed with this, unless `borrowed`),
+    /// A file the pages are read from: a descriptor (of its own, closed with this, unless ``borrows``),
     /// and its path for errors.
     private struct Source {
         let fd: Int32
         let path: String
-        var borrowed = false
     }
     /// Whether the descriptors are the caller's, who keeps them open as long as this lives (a directory
     /// read whole as it opens), rather than duplicates of its own (one read as lookups need it).
@@ -47,7 +46,7 @@ final class DirectoryPages {
     /// - Throws: An I/O error if no descriptor is left (`EMFILE`): the file says nothing wrong then.
     init(fd: Int32, path: String, table: [UInt64], usesStart: Int, usesEnd: Int, borrowing: Bool = false) throws {
         borrows = borrowing
-        file = Source(fd: borrowing ? fd : try Self.duplicate(fd, path), path: path, borrowed: borrowing)
+        file = Source(fd: borrowing ? fd : try Self.duplicate(fd, path), path: path)
         hashes = table
         bodyPages = DirectoryFormat.pageCount(usesStart - DirectoryFormat.headerLength)
         (self.usesStart, self.usesEnd) = (usesStart, usesEnd)
@@ -56,7 +55,9 @@ final class DirectoryPages {
     }
 
     deinit {
-        for source in [file, usesFile] { if let source, !source.borrowed { FileIO.closeDescriptor(source.fd) } }
+        guard !borrows else { return }
+        FileIO.closeDescriptor(file.fd)
+        if let usesFile { FileIO.closeDescriptor(usesFile.fd) }
     }
 
     /// Reads the uses from the key uses file `fd` (duplicated) from now on, whose page table `table`
@@ -64,7 +65,7 @@ final class DirectoryPages {
     /// - Throws: An I/O error if no descriptor is left.
     func takeUses(fd: Int32, path: String, table: [UInt64]) throws -> Bool {
         guard table.count == hashes.count - bodyPages else { return false }
-        usesFile = Source(fd: borrows ? fd : try Self.duplicate(fd, path), path: path, borrowed: borrows)
+        usesFile = Source(fd: borrows ? fd : try Self.duplicate(fd, path), path: path)
         hashes.replaceSubrange(bodyPages..., with: table)
         return true
     }

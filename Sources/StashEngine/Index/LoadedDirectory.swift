@@ -34,9 +34,9 @@ package final class LoadedDirectory: @unchecked Sendable {
     /// runs a few times a lookup, and those two atomic operations were a twentieth of a read off the
     /// queue while the directory was partial (`perf`).
     private var pagesReference: Unmanaged<DirectoryPages>?
-    /// Whether every page is read and checked (`pages` nil): what every lookup tests first, without
-    /// the retain and release that binding `pages` costs.
-    private var isWhole: Bool
+    /// Whether every page is read and checked (`pages` nil): what every lookup tests first, one load
+    /// without the retain and release that binding `pages` costs.
+    private var isWhole: Bool { pagesReference == nil }
     /// Whether `bytes` are ``PageMemory`` (else the allocator's).
     private let isMapped: Bool
     /// Every slot's uses in `bytes`: last access (f64), then recency (u64), `usesStride` bytes apart
@@ -130,7 +130,6 @@ package final class LoadedDirectory: @unchecked Sendable {
         isMapped = paged != nil
         self.pages = pages
         pagesReference = pages.map(Unmanaged.passUnretained)
-        isWhole = pages == nil
         (usesTaken, usesRejected) = (taken, rejected)
         (uses, usesStride, slotStride) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.slotStride)
         nextRecency = max(header.nextRecency, taken?.nextRecency ?? 0)
@@ -154,7 +153,7 @@ package final class LoadedDirectory: @unchecked Sendable {
         }
         self.bytes = bytes
         self.header = header
-        (isWhole, isMapped) = (true, false)
+        isMapped = false
         (uses, usesStride, slotStride) = (bytes.baseAddress! + header.usesStart, header.usesStride, header.slotStride)
         (nextRecency, usesTaken, usesRejected) = (header.nextRecency, nil, false)
     }
@@ -174,7 +173,7 @@ package final class LoadedDirectory: @unchecked Sendable {
     func loadAll(usesOnly: Bool = false) -> Bool {
         guard let pages else { return true }
         guard pages.loadAll(usesOnly: usesOnly, into: bytes) else { return false }
-        if pages.isComplete { (self.pages, isWhole) = (nil, true) }
+        if pages.isComplete { self.pages = nil }
         return true
     }
 
