@@ -24,6 +24,8 @@ import Darwin
 //       writes its key directory), prints `closed`, reopens it and overwrites 50 random keys, printing
 //       `set KEY SEQ SIZE` per write, like `write`. With `--reads`, each round reads every key once, in
 //       random order, instead, and prints `read`: a process that only read (its close writes a key uses file).
+//       Its key directories are written whole at close; with `--kept`, kept as each session goes (a
+//       builder from its 32nd write on), and only named at close.
 //   increment, move, sum, transact, migrate: read-modify-write and migrations across processes and under kills (Updates.swift).
 //   share DIR --seed N --tag T --private P [--ops COUNT]
 //       One of several writer processes of one store (SharedWriters.swift says what it does).
@@ -291,7 +293,7 @@ func main(_ arguments: [String]) -> Never {
     func option(_ name: String) -> String? {
         arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     }
-    let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N [--reads]"
+    let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N [--reads] [--kept]"
         + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture lock-folder DIR | StashTorture hold DIR | StashTorture step DIR [--shared] | StashTorture follow DIR | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
         + " | StashTorture soak DIR [--seconds N] [--seed S] [--stash PATH] [--without-deletions]"
         + " | StashTorture increment DIR --count N | StashTorture move DIR --count N --seed S | StashTorture sum DIR --total T"
@@ -309,6 +311,7 @@ func main(_ arguments: [String]) -> Never {
             try runWrite(arguments[1], seed: seed, maxSize: maxSize, keys: keys, fill: arguments.contains("--fill"))
         case "snapshot":
             guard let seed = option("--seed").flatMap(UInt64.init), seed < 1 << 40 else { fail(usage, status: 2) }
+            writeDirectories(in: arguments[1], kept: arguments.contains("--kept"))
             try runSnapshot(arguments[1], seed: seed, readsOnly: arguments.contains("--reads"))
         case "hold":
             try runHold(arguments[1])

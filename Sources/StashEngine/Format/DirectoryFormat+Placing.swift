@@ -12,8 +12,17 @@ extension DirectoryFormat {
     /// An entry to place: its home slot, then its slot's six words (key hash, key reference, segment and
     /// offset, length and flags, size, expiry) and its uses' two (last access, recency), as stored.
     struct PendingSlot {
+        typealias Words = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
         var home: Int
-        var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+        var words: Words
+    }
+
+    /// The six words of the slot of an entry whose record is `record`, whose key lies at `keyAt` of the
+    /// arena (`keyLength` bytes, its value file's number and hash after it), then its uses' two.
+    static func slotWords(_ record: DiskRecord, keyAt: Int, keyLength: Int, recency: UInt64) -> PendingSlot.Words {
+        (record.keyHash, UInt64(keyAt) << 24 | UInt64(keyLength),
+         UInt64(record.segment) | UInt64(record.offset) << 32, UInt64(record.length) | UInt64(record.fileID == nil ? 0 : 1) << 32,
+         UInt64(record.size), record.expiry.bitPattern, record.lastAccess.bitPattern, recency)
     }
 
     /// The entries come in and not placed yet, first in first out.
@@ -62,14 +71,22 @@ extension DirectoryFormat {
             stash_prefetch_for_write(base + usesStart + slot * usesLength)
         }
 
-        /// Puts `entry` in the first empty slot from its home on (linear probing, wrapping at the end).
-        func place(_ entry: PendingSlot) {
+        /// Puts `entry` in the first empty slot from its home on (linear probing, wrapping at the end);
+        /// returns that slot.
+        @discardableResult
+        func place(_ entry: PendingSlot) -> Int {
             var slot = entry.home
             while bytes.load(fromByteOffset: slotsStart + slot * slotLength, as: UInt64.self) != 0 {
                 slot = slot + 1 == slotCount ? 0 : slot + 1
             }
+            write(entry.words, at: slot)
+            return slot
+        }
+
+        /// Writes `words` as the slot and uses of `slot`.
+        func write(_ words: PendingSlot.Words, at slot: Int) {
             func put(_ value: UInt64, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: UInt64.self) }
-            let (at, uses, words) = (slotsStart + slot * slotLength, usesStart + slot * usesLength, entry.words)
+            let (at, uses) = (slotsStart + slot * slotLength, usesStart + slot * usesLength)
             put(words.0, at)
             put(words.1, at + 8)
             put(words.2, at + 16)

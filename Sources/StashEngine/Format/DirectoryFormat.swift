@@ -165,10 +165,8 @@ package enum DirectoryFormat {
                 matches = false
                 return
             }
-            let slot = PendingSlot(home: home(record.keyHash, slotCount: slotCount), words: (
-                record.keyHash, UInt64(arena - arenaStart) << 24 | UInt64(key.count),
-                UInt64(record.segment) | UInt64(record.offset) << 32, UInt64(record.length) | UInt64(record.fileID == nil ? 0 : 1) << 32,
-                UInt64(record.size), record.expiry.bitPattern, record.lastAccess.bitPattern, recency))
+            let slot = PendingSlot(home: home(record.keyHash, slotCount: slotCount),
+                                   words: slotWords(record, keyAt: arena - arenaStart, keyLength: key.count, recency: recency))
             table.prefetch(slot.home)
             if let due = pending.push(slot) { table.place(due) }
             written += 1
@@ -203,6 +201,13 @@ package enum DirectoryFormat {
         return bytes
     }
 
+    /// Writes the page table of the directory `bytes` whose parts lie at `regions` (this layout) into `table`.
+    static func hashPages(of bytes: UnsafeRawBufferPointer, _ regions: Layout.Regions, into table: UnsafeMutableRawBufferPointer) {
+        hashPages(UnsafeRawBufferPointer(rebasing: bytes[headerLength..<regions.usesStart]), into: table, from: 0)
+        hashPages(UnsafeRawBufferPointer(rebasing: bytes[regions.usesStart..<regions.usesEnd]), into: table,
+                  from: pageCount(regions.usesStart - headerLength))
+    }
+
     /// Writes the hashes of the directory `bytes` whose parts lie at `regions`: in this layout every
     /// page's (the page table), the table's (80) and 0 at 112; in `STASHKD4` the body's (80) and the
     /// uses' (112); in the layouts before, the body's alone. Then the header's.
@@ -211,8 +216,7 @@ package enum DirectoryFormat {
         let (usesStart, usesEnd) = (regions.usesStart, regions.usesEnd)
         if regions.pageTable {
             let table = UnsafeMutableRawBufferPointer(rebasing: bytes[usesEnd...])
-            hashPages(UnsafeRawBufferPointer(rebasing: bytes[headerLength..<usesStart]), into: table, from: 0)
-            hashPages(UnsafeRawBufferPointer(rebasing: bytes[usesStart..<usesEnd]), into: table, from: pageCount(usesStart - headerLength))
+            hashPages(of: UnsafeRawBufferPointer(bytes), regions, into: table)
             put(XXH64.hash(UnsafeRawBufferPointer(table)), 80)
             put(0, 112)
         } else {

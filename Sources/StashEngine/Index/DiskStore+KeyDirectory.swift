@@ -28,6 +28,15 @@ extension DiskStore {
         let tailHash = tail.withUnsafeBytes { DirectoryFormat.tailHash($0, at: $0.count) }
         let position = DirectoryPosition(segment: active.id, salt: active.salt, offset: active.length, tailHash: tailHash)
         if !thenLoad, try writeUsesOnly(at: position, durable: durable) { return }
+        if !thenLoad, !durable, let builder = directoryBuilder {
+            directoryBuilder = nil
+            // What the next open reads no more of: a kept file with room to spare may be longer.
+            let limit = DirectoryFormat.lengthLimit(segmentBytes: log.segments.values.reduce(0) { $0 + $1.length }, segments: log.segments.count)
+            if try builder.finish(at: position, salts: log.segments.mapValues(\.salt), totalSize: totalSize, lengthLimit: limit) {
+                try? log.folder.handle.remove(StoreFolder.usesName) // it names the directory replaced
+                return wroteDirectory()
+            }
+        }
         // Every entry of the base read and checked: a page that fails (the file changed in place since
         // the open) must not leave its entries out of the new directory. The old one goes instead, and
         // the next open replays the segments.
@@ -120,7 +129,16 @@ extension DiskStore {
         }
     }
 
+    /// After many entries were written since the key directory, a sole writer starts keeping the next one
+    /// as it goes (``DirectoryBuilder``); once per directory written (one that stopped is not started again).
+    func startDirectoryBuilderIfDue() {
+        guard directoryBuilder == nil, sharing.mode == .soleWriter,
+              withIndex({ $0.overlayCount }) >= thresholds.directoryBuilderMinimum else { return }
+        directoryBuilder = DirectoryBuilder.start(for: self)
+    }
+
     private func wroteDirectory() {
+        directoryBuilder = nil // one still running stops: the index it kept is folded in
         changesSinceDirectory = 0
         accessesSinceDirectory = 0
         log.publishStructure()

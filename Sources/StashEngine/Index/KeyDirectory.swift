@@ -26,6 +26,8 @@ package struct KeyDirectory {
     private(set) var basePositionsMoved = false
     /// The keys in order (``KeyOrder``): nil until the first prefix query asks for it, then kept as keys come and go.
     var order: KeyOrder?
+    /// The changes since a ``DirectoryBuilder`` last took them, while one keeps a directory as the store goes.
+    var journal: DirectoryJournal?
     /// Last, away from what every look-up reads: a read off the queue on one thread counts it up
     /// (``touch(_:time:)``) while others look keys up (the cache line would bounce between them).
     private(set) var nextRecency: UInt64 = 0
@@ -58,6 +60,11 @@ package struct KeyDirectory {
     }
 
     package func hash(_ key: String) -> UInt64 { KeyHash.of(key, seed: seed) }
+
+    /// How many entries were written or changed since the base (the overlay's).
+    var overlayCount: Int { overlay.count }
+    /// The entries written or changed since the base, as they are now (a copy: the index copies its own on its next change).
+    var overlaySnapshot: KeyTable { overlay }
 
     /// Whether a page of the base failed its check (the file changed in place since the open): lookups
     /// that needed it answered nothing, so none of them is an answer, and the store drops the base.
@@ -114,12 +121,16 @@ package struct KeyDirectory {
             nextRecency += 1
             overlay[position].recency = recency
             overlay[position].record.lastAccess = time
-            return overlay[position].record
+            let record = overlay[position].record
+            journal?.touch(record, recency: recency, time: time)
+            return record
         }
         guard let slot = baseSlot(key, hash: hash) else { return nil }
         nextRecency += 1
         base?.touch(slot, recency: recency, time: time)
-        return base?.record(at: slot)
+        let record = base?.record(at: slot)
+        if journal != nil, let record { journal?.touch(record, recency: recency, time: time) }
+        return record
     }
 
     /// Marks used the base entry whose record is at `offset` of `segment` (an access record replayed),
@@ -127,6 +138,7 @@ package struct KeyDirectory {
     mutating func touchBase(hash: UInt64, segment: UInt32, offset: UInt32, time: Double) -> Bool {
         guard let base, let slot = base.find(hash: hash, segment: segment, offset: offset), !isShadowed(slot) else { return false }
         base.touch(slot, recency: nextRecency, time: time)
+        if journal != nil, let record = base.record(at: slot) { journal?.touch(record, recency: nextRecency, time: time) }
         nextRecency += 1
         return true
     }
@@ -145,16 +157,20 @@ package struct KeyDirectory {
         if let position = overlay.position(of: key, hash: record.keyHash) {
             let old = overlay[position].record
             (overlay[position].record, overlay[position].recency) = (record, recency) // the key keeps its spelling
+            journal?.set(overlay[position].key, record, recency: recency, replacing: old)
             return old
         }
         overlay.insert(KeyTable.Entry(key: key, record: record, recency: recency))
         if let slot = baseSlot(key, hash: record.keyHash) {
             shadow(slot)
             order?.note(key) // now spelled as `key` (the overlay's)
-            return base?.record(at: slot)
+            let old = base?.record(at: slot)
+            journal?.set(key, record, recency: recency, replacing: old)
+            return old
         }
         count += 1
         order?.note(key)
+        journal?.set(key, record, recency: recency, replacing: nil)
         return nil
     }
 
@@ -182,13 +198,16 @@ package struct KeyDirectory {
     private mutating func removeEntry(at place: Location.Place) -> DiskRecord? {
         changes &+= 1
         count -= 1
+        let removed: DiskRecord?
         switch place {
         case .overlay(let position):
-            return overlay.remove(at: position).record
+            removed = overlay.remove(at: position).record
         case .base(let slot):
             shadow(slot)
-            return base?.record(at: slot)
+            removed = base?.record(at: slot)
         }
+        if let removed { journal?.remove(removed) }
+        return removed
     }
 
     /// Changes the record of `key` in place, keeping its recency; false if absent.
@@ -197,8 +216,11 @@ package struct KeyDirectory {
         guard let hash = lookupHash(key) else { return false }
         changes &+= 1
         if let position = overlay.position(of: key, hash: hash) {
+            let old = overlay[position].record
             change(&overlay[position].record)
             overlay[position].record.keyHash = hash // what the entry is found by
+            // Under its spelling in the overlay, which the builder keeps (it replaces the entry in place).
+            journal?.set(overlay[position].key, overlay[position].record, recency: overlay[position].recency, replacing: old)
             return true
         }
         guard let base, let slot = baseSlot(key, hash: hash), let old = base.record(at: slot) else { return false }
@@ -208,11 +230,13 @@ package struct KeyDirectory {
             // Only where the record is changed (compaction): in place, in the private copy of the page.
             base.move(slot, segment: record.segment, offset: record.offset, length: record.length)
             basePositionsMoved = true
+            journal?.move(old, to: record)
             return true
         }
         shadow(slot)
         record.keyHash = hash
         overlay.insert(KeyTable.Entry(key: key, record: record, recency: base.recency(at: slot)))
+        journal?.set(key, record, recency: base.recency(at: slot), replacing: old)
         order?.note(key)
         queue = [] // the queue names the slot: built again when needed
         return true
@@ -220,6 +244,7 @@ package struct KeyDirectory {
 
     package mutating func removeAll() {
         changes &+= 1
+        journal = nil // its builder stops: the directory it keeps is of entries gone
         base = nil
         basePositionsMoved = false
         shadowed = []

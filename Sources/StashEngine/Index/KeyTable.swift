@@ -50,6 +50,8 @@ struct KeyTable {
     }
 
     var isEmpty: Bool { entries.isEmpty }
+    /// The bytes of every entry's key, as UTF-8.
+    var keyBytes: Int { entries.reduce(0) { $0 + $1.key.utf8.count } }
     var count: Int { entries.count }
 
     /// The position in ``entries`` of `key`, whose hash is `hash`.

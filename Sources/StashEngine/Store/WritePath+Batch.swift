@@ -115,6 +115,7 @@ extension WritePath {
             }
         }
         store.changesSinceDirectory += 1
+        store.startDirectoryBuilderIfDue()
         // One commit, one change to observe: an observer showing a state never shows half a batch.
         // Nobody observing: no events are made. (Asked here, after memory dropped the keys, as
         // `publish` itself asks: an observer registered before a read of memory that still saw the

@@ -95,6 +95,7 @@ extension WritePath {
         store.totalSize = 0
         store.earliestExpiry = .infinity
         store.changesSinceDirectory += 1
+        store.directoryBuilder = nil // its index is gone (it stops): a store filled again may start another
         store.log.dropPendingAccesses()
         return oldIndex
     }

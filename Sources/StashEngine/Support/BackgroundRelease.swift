@@ -58,6 +58,12 @@ enum BackgroundRelease {
         release(length: bytes.count) { region.bytes.deallocate() }
     }
 
+    /// Lets go of `object`, which holds about `length` bytes in many small allocations (a store's index:
+    /// a key each), on the release thread: its last reference goes there, and its memory with it.
+    static func letGo(of object: some AnyObject & Sendable, length: Int) {
+        release(length: length) { withExtendedLifetime(object) {} }
+    }
+
     /// Closes `fd`, the last reference to a file whose last name is gone (its pages are freed then).
     static func close(_ fd: Int32) {
         queue.async { FileIO.closeDescriptor(fd) }

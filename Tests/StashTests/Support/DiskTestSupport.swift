@@ -11,8 +11,11 @@ import Testing
 /// open, keep the standard ones.
 func withEngineThresholds<Result>(in folder: String, compactionMinimum: Int? = nil, directoryMinimum: Int? = nil,
                                   segmentLimit: Int? = nil, upgradeSegmentLimit: Int? = nil, compactionStep: Int? = nil,
+                                  directoryBuilderMinimum: Int? = nil, keptDirectoryCapacity: Int? = nil,
                                   _ body: () throws -> Result) rethrows -> Result {
     var thresholds = DiskStore.Thresholds.standard
+    if let directoryBuilderMinimum { thresholds.directoryBuilderMinimum = directoryBuilderMinimum }
+    if let keptDirectoryCapacity { thresholds.keptDirectoryCapacity = keptDirectoryCapacity }
     if let compactionMinimum { thresholds.compactionMinimum = compactionMinimum }
     if let directoryMinimum { thresholds.directoryMinimum = directoryMinimum }
     if let segmentLimit { thresholds.segmentLimit = segmentLimit }

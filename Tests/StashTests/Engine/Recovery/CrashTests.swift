@@ -134,6 +134,28 @@ struct CrashTests {
         print("crash: killed inside a key directory write at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), \(checked) values checked")
     }
 
+    @Test("a kill while a kept key directory is named (before its link into the folder, before its rename) loses nothing",
+          .enabled(if: Strace.isAvailable),
+          arguments: [("linkat", 1), ("linkat", 2), ("?rename,renameat,renameat2", 2), ("?rename,renameat,renameat2", 3)])
+    func killWhileAKeptDirectoryIsNamed(syscall: String, occurrence: Int) throws {
+        // On the main thread the marker of a new store takes the first rename; each close then seals the
+        // directory its builder kept (no write into a named file), links it in as `key-directory.tmp`
+        // and renames that, before the child prints `closed`.
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
+            [try torture().path, "snapshot", store, "--seed", "\(occurrence)", "--kept"]))
+        try #require(child.wait(upTo: TestDeadline.long), "the child never named a kept key directory")
+        #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
+        let named = syscall.contains("rename")
+        #expect(FileManager.default.fileExists(atPath: store + "/key-directory.tmp") == named, "the kill was not where the directory is named")
+        let lines = child.lines()
+        #expect(lines.filter { $0 == "closed" }.count == (occurrence == (named ? 3 : 2) ? 1 : 0))
+        let checked = try checkSnapshotStore(store, after: lines)
+        #expect(!FileManager.default.fileExists(atPath: store + "/key-directory.tmp"), "the next open removes a directory linked in but not renamed")
+        print("crash: killed while a kept key directory was named at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), \(checked) values checked")
+    }
+
     @Test("a kill inside a key uses write (a process that only read: while its file is written, before its rename) loses nothing",
           .enabled(if: Strace.isAvailable), arguments: [(Strace.writes, 1), (Strace.writes, 2), ("?rename,renameat,renameat2", 3), ("?rename,renameat,renameat2", 4)])
     func killInsideUsesWrite(syscall: String, occurrence: Int) throws {
