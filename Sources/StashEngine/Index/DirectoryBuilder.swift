@@ -26,6 +26,8 @@ final class DirectoryBuilder: @unchecked Sendable {
 
     /// The fewest entries a file has room for (``DiskStore/Thresholds/keptDirectoryCapacity``).
     private let minimumCapacity: Int
+    /// The most entries written since the directory a builder starts with (``DiskStore/startDirectoryBuilderIfDue()``).
+    static let overlayLimit = 1 << 18
     /// Base slots taken under one hold of the index's lock.
     static let slotsPerHold = 4096
 
@@ -52,6 +54,13 @@ final class DirectoryBuilder: @unchecked Sendable {
         queue.async { self.drain() }
     }
 
+    /// Stops it (a store that closes without its directory, or opens its files anew): it does no more
+    /// work, and its file and journal go once what it is doing ends.
+    func cancel() {
+        isStopped.store(1)
+        queue.async { self.stop() }
+    }
+
     /// Stops: the file goes (it never had a name), and the index's journal if it is still this builder's.
     private func stop() {
         isStopped.store(1)
@@ -63,10 +72,11 @@ final class DirectoryBuilder: @unchecked Sendable {
 
     private func build(overlay: KeyTable, base: LoadedDirectory?) {
         let entries = overlay.count + (base?.header.count ?? 0)
-        let keyBytes = overlay.keyBytes + (base?.header.arenaLength ?? 0)
         let capacity = max(minimumCapacity, 2 * entries)
-        guard let file = KeptDirectory(in: folder, capacity: capacity, arenaCapacity: Self.arenaCapacity(for: capacity, bytes: keyBytes, entries: entries),
-                                       segmentRoom: Self.segmentRoom) else { return stop() }
+        // Keys as long as the overlay's on average (a base's arena length may count keys no slot names, and
+        // room a kept one had): a file made larger when they are not.
+        let arena = Self.arenaCapacity(for: capacity, bytes: overlay.keyBytes, entries: overlay.count)
+        guard let file = KeptDirectory(in: folder, capacity: capacity, arenaCapacity: arena, segmentRoom: Self.segmentRoom) else { return stop() }
         kept = file
         var placed = true
         overlay.forEachEntryBytes { key, record, recency in

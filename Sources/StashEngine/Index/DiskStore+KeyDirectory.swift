@@ -32,7 +32,8 @@ extension DiskStore {
             directoryBuilder = nil
             // What the next open reads no more of: a kept file with room to spare may be longer.
             let limit = DirectoryFormat.lengthLimit(segmentBytes: log.segments.values.reduce(0) { $0 + $1.length }, segments: log.segments.count)
-            if try builder.finish(at: position, salts: log.segments.mapValues(\.salt), totalSize: totalSize, lengthLimit: limit) {
+            // An error naming it (a link refused, no `/proc` any more) leaves the directory to be written whole.
+            if (try? builder.finish(at: position, salts: log.segments.mapValues(\.salt), totalSize: totalSize, lengthLimit: limit)) == true {
                 try? log.folder.handle.remove(StoreFolder.usesName) // it names the directory replaced
                 return wroteDirectory()
             }
@@ -131,10 +132,16 @@ extension DiskStore {
 
     /// After many entries were written since the key directory, a sole writer starts keeping the next one
     /// as it goes (``DirectoryBuilder``); once per directory written (one that stopped is not started again).
+    /// Not where no file can be kept (``KeptDirectory``: Linux, a folder on disk), nor for an index that
+    /// already has more than ``DirectoryBuilder/overlayLimit`` entries written since its directory (after
+    /// a replay of many records): the builder's copy of them costs the next write a copy of the index's.
     func startDirectoryBuilderIfDue() {
-        guard directoryBuilder == nil, sharing.mode == .soleWriter,
-              withIndex({ $0.overlayCount }) >= thresholds.directoryBuilderMinimum else { return }
+        #if os(Linux)
+        guard directoryBuilder == nil, sharing.mode == .soleWriter, !log.folder.handle.isInMemory else { return }
+        let overlay = withIndex { $0.overlayCount }
+        guard overlay >= thresholds.directoryBuilderMinimum, overlay <= DirectoryBuilder.overlayLimit else { return }
         directoryBuilder = DirectoryBuilder.start(for: self)
+        #endif
     }
 
     private func wroteDirectory() {

@@ -49,6 +49,7 @@ extension DiskStore {
         }
         totalSize = 0
         earliestExpiry = .infinity
+        directoryBuilder = nil // it stops (its index is gone); the index rebuilt may start another
         log.forgetSegments()
     }
 }

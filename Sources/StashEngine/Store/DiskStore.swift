@@ -197,6 +197,8 @@ package final class DiskStore {
         try? log.flushAccesses()
         let count = withIndex { $0.count }
         if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, keepsDirectory { try? writeDirectory(thenLoad: false, durable: false) }
+        directoryBuilder?.cancel() // one the close did not use: its file goes now, not with the store
+        directoryBuilder = nil
         try? log.groupCommit.switchFile(to: nil)
         log.active?.endAppends() // its reserved room cut off: the file ends where its records do
     }

@@ -77,9 +77,9 @@ package struct WritePath {
         store.totalSize += record.size
         store.earliestExpiry = min(store.earliestExpiry, expiry)
         store.changesSinceDirectory += 1
-        // Asked when the store reaches the minimum, then every 64 writes (each asks the index).
+        // Asked at each of the 64 writes from the minimum on, then every 64 (each asks the index).
         let beyond = store.changesSinceDirectory - store.thresholds.directoryBuilderMinimum
-        if beyond >= 0, beyond & 63 == 0 { store.startDirectoryBuilderIfDue() }
+        if beyond >= 0, beyond < 64 || beyond & 63 == 0, store.directoryBuilder == nil { store.startDirectoryBuilderIfDue() }
         store.client?.publish(.set(key: key, value: data, previous: previousData))
         var outcome = WriteOutcome(path: log.filePath(of: record), replaced: previous?.fileID.map(log.values.ref),
                                    syncPosition: durable ? location.end : nil)

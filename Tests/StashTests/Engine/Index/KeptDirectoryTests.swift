@@ -117,6 +117,27 @@ struct KeptDirectoryTests: KeyDirectoryScenario {
         }
     }
 
+    @Test("sessions that each write many entries keep the directory's arena the size of its keys, not growing at each")
+    func arenaStaysTheSizeOfItsKeys() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: path, directoryMinimum: 1, directoryBuilderMinimum: 40, keptDirectoryCapacity: 16) {
+            for session in 0..<6 {
+                do {
+                    let storage = try openDataStore(path)
+                    for number in 0..<100 { try storage.setObject(Self.value(number, session), forKey: "session \(session) key \(number)") }
+                }
+                #expect(try Self.wasKept(path), "session \(session)")
+            }
+            // 600 keys of ~18 bytes: an arena of its least size (64 KiB), not one sized from the last one's room.
+            let header = try #require(try Self.directoryHeader(path))
+            #expect(header.arenaLength <= 1 << 17)
+            let storage = try openDataStore(path)
+            #expect(storage.recoveryIssues.isEmpty)
+            #expect(storage.entryInfos.count == 600)
+        }
+    }
+
     @Test("a store that opened with a directory keeps its entries in the next one, with their uses")
     func baseEntriesAndUses() throws {
         let directory = TemporaryDirectory()
