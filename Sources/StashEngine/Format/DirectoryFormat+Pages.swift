@@ -29,7 +29,7 @@ extension DirectoryFormat {
     /// uses a close writes after reads took 4 ms of it on one.
     static func hashPages(_ region: UnsafeRawBufferPointer, into table: UnsafeMutableRawBufferPointer, from first: Int) {
         let pages = pageCount(region.count)
-        let runs = region.count < parallelHashMinimum ? 1 : min(ProcessInfo.processInfo.activeProcessorCount, 8)
+        let runs = region.count < parallelHashMinimum ? 1 : hashRuns
         let perRun = (pages + runs - 1) / runs
         let parts = PageRuns(region: region, table: table)
         DispatchQueue.concurrentPerform(iterations: runs) { run in
@@ -42,6 +42,10 @@ extension DirectoryFormat {
 
     /// Below this, a region's pages are hashed on the calling thread alone.
     static let parallelHashMinimum = 4 << 20
+
+    /// How many runs a large region is hashed in: the cores, up to 8. Read once (on Linux, Foundation
+    /// reads the cgroup's files for it at every call).
+    private static let hashRuns = min(ProcessInfo.processInfo.activeProcessorCount, 8)
 
     /// What the runs of ``hashPages(_:into:from:)`` share: each reads its own pages and writes its own
     /// entries of the table.

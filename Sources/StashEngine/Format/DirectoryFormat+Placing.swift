@@ -71,16 +71,13 @@ extension DirectoryFormat {
             stash_prefetch_for_write(base + usesStart + slot * usesLength)
         }
 
-        /// Puts `entry` in the first empty slot from its home on (linear probing, wrapping at the end);
-        /// returns that slot.
-        @discardableResult
-        func place(_ entry: PendingSlot) -> Int {
+        /// Puts `entry` in the first empty slot from its home on (linear probing, wrapping at the end).
+        func place(_ entry: PendingSlot) {
             var slot = entry.home
             while bytes.load(fromByteOffset: slotsStart + slot * slotLength, as: UInt64.self) != 0 {
                 slot = slot + 1 == slotCount ? 0 : slot + 1
             }
             write(entry.words, at: slot)
-            return slot
         }
 
         /// Writes `words` as the slot and uses of `slot`.

@@ -147,9 +147,9 @@ final class KeptDirectory {
     /// Adds the entry `key`, which the file does not hold; false if it has no room (then unchanged).
     func insert(key: UnsafeRawBufferPointer, _ record: DiskRecord, recency: UInt64) -> Bool {
         guard count < capacity, let at = appendKey(key, for: record) else { return false }
-        table.place(DirectoryFormat.PendingSlot(home: DirectoryFormat.home(record.keyHash, slotCount: slotCount),
-                                                words: DirectoryFormat.slotWords(record, keyAt: at, keyLength: key.count, recency: recency)))
-        add(record)
+        let words = DirectoryFormat.slotWords(record, keyAt: at, keyLength: key.count, recency: recency)
+        table.place(DirectoryFormat.PendingSlot(home: DirectoryFormat.home(record.keyHash, slotCount: slotCount), words: words))
+        add(words, fileID: record.fileID ?? 0)
         return true
     }
 
@@ -172,8 +172,9 @@ final class KeptDirectory {
             arenaLive -= 16 // the old reference stays, named by no slot
         }
         subtract(old)
-        table.write(DirectoryFormat.slotWords(record, keyAt: at, keyLength: key.count, recency: recency), at: slot)
-        add(record)
+        let words = DirectoryFormat.slotWords(record, keyAt: at, keyLength: key.count, recency: recency)
+        table.write(words, at: slot)
+        add(words, fileID: record.fileID ?? 0)
         return true
     }
 
@@ -217,12 +218,14 @@ final class KeptDirectory {
     }
 
     /// Counts the entry whose record is `record` (count, live bytes, size, expiry, value files).
-    private func add(_ record: DiskRecord) {
+    /// Counts the entry of slot `words` (count, live bytes, size, expiry), whose value file's number,
+    /// if it has one, is `fileID`.
+    private func add(_ words: DirectoryFormat.PendingSlot.Words, fileID: UInt64) {
         count += 1
-        liveBySegment[record.segment, default: 0] += FileNumber.saturating(record.length)
-        totalSize += record.size
-        earliestExpiry = min(earliestExpiry, record.expiry)
-        maxFileID = max(maxFileID, record.fileID ?? 0)
+        countLive(words, 1)
+        totalSize += Int(words.4)
+        earliestExpiry = min(earliestExpiry, Double(bitPattern: words.5))
+        maxFileID = max(maxFileID, fileID)
     }
 
     /// Takes away what the entry of slot `words` counted for (count, live bytes, size).
@@ -259,14 +262,8 @@ final class KeptDirectory {
         var moved = words
         moved.1 = UInt64(at) << 24 | UInt64(keyLength)
         table.place(DirectoryFormat.PendingSlot(home: DirectoryFormat.home(words.0, slotCount: slotCount), words: moved))
-        count += 1
-        let segment = UInt32(truncatingIfNeeded: words.2)
-        liveBySegment[segment, default: 0] += FileNumber.saturating(UInt32(truncatingIfNeeded: words.3))
-        totalSize += Int(words.4)
-        earliestExpiry = min(earliestExpiry, Double(bitPattern: words.5))
-        if words.3 >> 32 & 1 != 0 {
-            maxFileID = max(maxFileID, UInt64(littleEndian: keyAndFile.loadUnaligned(fromByteOffset: keyLength, as: UInt64.self)))
-        }
+        let hasFile = words.3 >> 32 & 1 != 0
+        add(moved, fileID: hasFile ? UInt64(littleEndian: keyAndFile.loadUnaligned(fromByteOffset: keyLength, as: UInt64.self)) : 0)
         return true
     }
 

@@ -195,12 +195,14 @@ package final class DiskStore {
     func finishWriting() {
         housekeeping.wait()
         try? log.flushAccesses()
+        try? log.groupCommit.switchFile(to: nil)
+        // The active segment's reserved room is cut off before the directory is written: on ext4 that
+        // `ftruncate` waited 25 ms behind the freeing of the replaced directory or uses file.
+        log.active?.endAppends()
         let count = withIndex { $0.count }
         if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, keepsDirectory { try? writeDirectory(thenLoad: false, durable: false) }
         directoryBuilder?.cancel() // one the close did not use: its file goes now, not with the store
         directoryBuilder = nil
-        try? log.groupCommit.switchFile(to: nil)
-        log.active?.endAppends() // its reserved room cut off: the file ends where its records do
     }
 
     /// Whether the store is large enough to keep a key directory (``Thresholds/directoryMinimum``,

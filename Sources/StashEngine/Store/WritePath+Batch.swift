@@ -90,8 +90,10 @@ extension WritePath {
         let base = location.offset - places[places.count - 1].start
         store.log.active?.deadBytes += overhead
         var outcome = BatchOutcome(syncPosition: durable ? location.end : nil)
+        var overlay = 0 // the entries written since the directory, once the batch is in
         let removed: [Bool] = store.withIndex { index in
             store.invalidateMemory(changes.map(\.key)) // in the index's hold: see `sharedIndex`
+            defer { overlay = index.overlayCount }
             return changes.enumerated().map { number, change in
                 let old: DiskRecord?
                 switch change {
@@ -115,7 +117,8 @@ extension WritePath {
             }
         }
         store.changesSinceDirectory += 1
-        store.startDirectoryBuilderIfDue()
+        // Asked only once the batch could be due: the ask takes the index's lock again.
+        if store.directoryBuilder == nil, overlay >= store.thresholds.directoryBuilderMinimum { store.startDirectoryBuilderIfDue() }
         // One commit, one change to observe: an observer showing a state never shows half a batch.
         // Nobody observing: no events are made. (Asked here, after memory dropped the keys, as
         // `publish` itself asks: an observer registered before a read of memory that still saw the
