@@ -11,13 +11,15 @@ func appendWithPwrite(in path: String) {
 
 /// How the key directory is written at close in `path` (`snapshot`): whole, as the kill tests of its
 /// write need (`kept` false: no builder, whatever the store's size), or kept as the store goes by a
-/// builder from the first few writes of a session on (`--kept`), for the kill tests of its naming.
+/// builder from the first few writes of a session on (`--kept`), for the kill tests of its naming. The
+/// key uses file likewise: written at close, or written over a file made ready ahead (`--kept`).
 func writeDirectories(in path: String, kept: Bool) {
     let folder = URL(fileURLWithPath: path).standardizedFileURL.path
     DiskStore.thresholdOverrides.withLock { overrides in
         var thresholds = overrides[folder] ?? DiskStore.Thresholds.standard
         thresholds.directoryBuilderMinimum = kept ? 32 : .max
         thresholds.keptDirectoryCapacity = kept ? 16 : thresholds.keptDirectoryCapacity
+        thresholds.preparedUsesMinimum = kept ? 0 : .max
         overrides[folder] = thresholds
     }
 }

@@ -25,7 +25,8 @@ import Darwin
 //       `set KEY SEQ SIZE` per write, like `write`. With `--reads`, each round reads every key once, in
 //       random order, instead, and prints `read`: a process that only read (its close writes a key uses file).
 //       Its key directories are written whole at close; with `--kept`, kept as each session goes (a
-//       builder from its 32nd write on), and only named at close.
+//       builder from its 32nd write on), and only named at close (and its key uses files written over
+//       a file made ready during the reads, then named).
 //   increment, move, sum, transact, migrate: read-modify-write and migrations across processes and under kills (Updates.swift).
 //   share DIR --seed N --tag T --private P [--ops COUNT]
 //       One of several writer processes of one store (SharedWriters.swift says what it does).
@@ -209,6 +210,9 @@ func runSnapshot(_ path: String, seed: UInt64, readsOnly: Bool) throws -> Never 
         let storage = try openStore(path, maxSize: 0)
         if readsOnly {
             for index in (0..<SnapshotRun.keys).shuffled(using: &random) { _ = try storage.object(forKey: "s\(index)") }
+            // On the store's queue, after the reads' access records were written there (and, with
+            // `--kept`, the uses file made ready): a store released before then closes at once.
+            _ = storage.entryInfos
             emit("read")
             continue
         }

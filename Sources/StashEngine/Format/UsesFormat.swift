@@ -29,6 +29,12 @@ package enum UsesFormat {
         var tableStart: Int { headerLength + slotCount * DirectoryFormat.usesLength }
     }
 
+    /// The length of the uses file of a directory of `slotCount` slots: header, uses, page table.
+    static func fileLength(slotCount: Int) -> Int {
+        let body = slotCount * DirectoryFormat.usesLength
+        return headerLength + body + DirectoryFormat.pageCount(body) * 8
+    }
+
     /// The header and the page table for the uses `body` (``DirectoryFormat/usesLength`` bytes a slot)
     /// of the directory `header`, at `position`, with `nextRecency` above every recency in them: what
     /// goes before and after the body.

@@ -79,12 +79,18 @@ extension DiskStore {
     /// index lock, so that no read off the queue marks an entry used while the uses are hashed and
     /// written. Returns whether it did.
     private func writeUsesOnly(at position: DirectoryPosition, durable: Bool) throws -> Bool {
+        preparedUses?.wait() // not holding the index's lock, which reads off the queue take
         let wrote = try withIndex { index in
             // A directory of a layout before (its uses in its slots) is written anew instead, in this layout.
             guard index.changedOnlyUses, let base = index.base, let uses = base.usesArray else { return false }
             let (header, table) = UsesFormat.frame(of: uses, directory: base.header, position: position, nextRecency: index.nextRecency)
             try header.withUnsafeBytes { header in
-                try table.withUnsafeBytes { try log.folder.handle.replaceFile(StoreFolder.usesName, [header, uses, $0], durable: durable) }
+                try table.withUnsafeBytes { table in
+                    let parts = [header, uses, table]
+                    if !durable, let prepared = preparedUses, prepared.directory == base.header.identity,
+                       prepared.write(parts, as: StoreFolder.usesName, in: log.folder.handle) { return }
+                    try log.folder.handle.replaceFile(StoreFolder.usesName, parts, durable: durable)
+                }
             }
             return true
         }
@@ -141,6 +147,22 @@ extension DiskStore {
         let overlay = withIndex { $0.overlayCount }
         guard overlay >= thresholds.directoryBuilderMinimum, overlay <= DirectoryBuilder.overlayLimit else { return }
         directoryBuilder = DirectoryBuilder.start(for: self)
+        #endif
+    }
+
+    /// Once a store that only read since its directory has read enough for its close to write a key uses
+    /// file (as ``finishWriting()`` decides), has that file made ready (``PreparedUsesFile``). Asked when
+    /// access records are written.
+    func prepareUsesFileIfDue() {
+        #if os(Linux)
+        guard preparedUses == nil, changesSinceDirectory == 0, sharing.mode == .soleWriter, !log.folder.handle.isInMemory else { return }
+        let due = withIndex { index -> (length: Int, directory: UInt64)? in
+            guard accessesSinceDirectory > index.count / 8, index.changedOnlyUses, let base = index.base, base.usesArray != nil else { return nil }
+            let length = UsesFormat.fileLength(slotCount: base.header.slotCount)
+            return length >= thresholds.preparedUsesMinimum ? (length, base.header.identity) : nil
+        }
+        guard let due else { return }
+        preparedUses = PreparedUsesFile.start(in: log.folder.handle, length: due.length, directory: due.directory)
         #endif
     }
 

@@ -62,7 +62,12 @@ extension DiskEngine {
         switch store.readOffQueue(key, now: now) {
         case .found(let data, let record, let generation, let flushDue):
             // Not holding the engine: a storage released before the queue came to it closes at once.
-            if flushDue { asyncUnlessClosed { try? $0.log.flushAccesses() } }
+            if flushDue {
+                asyncUnlessClosed { store in
+                    try? store.log.flushAccesses()
+                    store.prepareUsesFileIfDue()
+                }
+            }
             return (data, record, record.fileID.map(values.path(of:)), generation)
         case .missing:
             throw StorageError.notFound(key: key)

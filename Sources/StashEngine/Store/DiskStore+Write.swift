@@ -30,7 +30,10 @@ extension DiskStore {
         guard writes else { return }
         log.pendingAccesses.append((record.segment, record.offset, time, record.keyHash))
         accessesSinceDirectory += 1
-        if log.pendingAccesses.count >= 256, sharing.mayWriteNow { try? log.flushAccesses() }
+        if log.pendingAccesses.count >= 256, sharing.mayWriteNow {
+            try? log.flushAccesses()
+            prepareUsesFileIfDue()
+        }
     }
 
     /// A record that no longer holds a live value: its bytes become dead, its value file goes later.

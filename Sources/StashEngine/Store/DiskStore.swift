@@ -83,8 +83,12 @@ package final class DiskStore {
     var schedule: @Sendable (@escaping @Sendable (DiskStore) -> Void) -> Void = { _ in }
     /// No entry expires before this (a lower bound), so most calls of ``WritePath/removeExpired(now:)`` scan nothing.
     @exclusivity(unchecked) var earliestExpiry = Double.infinity
-    /// Changes since the key directory was written (none at close: not written again).
-    @exclusivity(unchecked) var changesSinceDirectory = 0
+    /// Changes since the key directory was written (none at close: not written again). A change lets a
+    /// uses file made ready go at once: the close writes a directory instead, and the file's blocks may
+    /// be what the next write needs.
+    @exclusivity(unchecked) var changesSinceDirectory = 0 {
+        didSet { if preparedUses != nil { preparedUses = nil } }
+    }
     /// Reads recorded (access records) since the key directory was written: many of them make the next
     /// open replay them all, so a close writes the directory anew then too (as a checkpoint).
     var accessesSinceDirectory: Int {
@@ -93,6 +97,8 @@ package final class DiskStore {
     }
     /// The next key directory, kept as the store goes once it wrote many entries (a sole writer's).
     var directoryBuilder: DirectoryBuilder?
+    /// The key uses file this store's close will write, made ready ahead (``prepareUsesFileIfDue()``).
+    var preparedUses: PreparedUsesFile?
     /// The key directory's pages as this store reads them (``checkIndexWhole()``, on the queue only).
     var directoryPages = DirectoryPagesState()
     /// Bumped by ``WritePath/removeAll()`` and folder loss: a compaction begun before is discarded.
@@ -127,6 +133,9 @@ package final class DiskStore {
         var directoryBuilderMinimum = 1 << 14
         /// The fewest entries a kept directory's file has room for (it doubles from there as entries come).
         var keptDirectoryCapacity = 1 << 15
+        /// A store that only read makes its key uses file ready ahead (``PreparedUsesFile``) when that
+        /// file has at least this many bytes (~45,000 entries): a smaller one is written at close in little time.
+        var preparedUsesMinimum = 1 << 20
         /// The size at which the version-1 upgrade starts a new segment.
         var upgradeSegmentLimit = 64 << 20
         /// Whether a writer that keeps the folder to itself appends through a mapping of its active
@@ -203,6 +212,7 @@ package final class DiskStore {
         if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, keepsDirectory { try? writeDirectory(thenLoad: false, durable: false) }
         directoryBuilder?.cancel() // one the close did not use: its file goes now, not with the store
         directoryBuilder = nil
+        preparedUses = nil
     }
 
     /// Whether the store is large enough to keep a key directory (``Thresholds/directoryMinimum``,

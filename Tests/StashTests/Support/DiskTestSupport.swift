@@ -12,8 +12,9 @@ import Testing
 func withEngineThresholds<Result>(in folder: String, compactionMinimum: Int? = nil, directoryMinimum: Int? = nil,
                                   segmentLimit: Int? = nil, upgradeSegmentLimit: Int? = nil, compactionStep: Int? = nil,
                                   directoryBuilderMinimum: Int? = nil, keptDirectoryCapacity: Int? = nil,
-                                  _ body: () throws -> Result) rethrows -> Result {
+                                  preparedUsesMinimum: Int? = nil, _ body: () throws -> Result) rethrows -> Result {
     var thresholds = DiskStore.Thresholds.standard
+    if let preparedUsesMinimum { thresholds.preparedUsesMinimum = preparedUsesMinimum }
     if let directoryBuilderMinimum { thresholds.directoryBuilderMinimum = directoryBuilderMinimum }
     if let keptDirectoryCapacity { thresholds.keptDirectoryCapacity = keptDirectoryCapacity }
     if let compactionMinimum { thresholds.compactionMinimum = compactionMinimum }

@@ -177,6 +177,28 @@ struct CrashTests {
         print("crash: killed inside a key uses write at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), \(checked) values checked")
     }
 
+    @Test("a kill while a key uses file made ready ahead is named (before its link into the folder, before its rename) loses nothing",
+          .enabled(if: Strace.isAvailable),
+          arguments: [("linkat", 2), ("linkat", 3), ("?rename,renameat,renameat2", 3), ("?rename,renameat,renameat2", 4)])
+    func killWhileAPreparedUsesFileIsNamed(syscall: String, occurrence: Int) throws {
+        // The marker takes the first rename, the fill's kept directory the first link and the second
+        // rename; each close after a round of reads then writes over the uses file made ready during
+        // them, links it in as `key-uses.tmp` and renames that.
+        let folder = TemporaryDirectory()
+        let store = folder.storePath()
+        let child = try ChildProcess(try strace(), Strace.arguments(killAt: syscall, occurrence: occurrence, command:
+            [try torture().path, "snapshot", store, "--seed", "\(occurrence)", "--reads", "--kept"]))
+        try #require(child.wait(upTo: TestDeadline.long), "the child never named a key uses file")
+        #expect(child.wasKilled, "not killed: \(child.status) \(child.errors)")
+        let named = syscall.contains("rename")
+        #expect(FileManager.default.fileExists(atPath: store + "/\(StoreFolder.usesName).tmp") == named, "the kill was not where the uses file is named")
+        let lines = child.lines()
+        #expect(lines.filter { $0 == "read" }.count == occurrence - (named ? 2 : 1))
+        let checked = try checkSnapshotStore(store, after: lines)
+        #expect(!FileManager.default.fileExists(atPath: store + "/\(StoreFolder.usesName).tmp"), "the next open removes a uses file linked in but not renamed")
+        print("crash: killed while a key uses file made ready was named at \(syscall.split(separator: ",").first!.trimmingCharacters(in: ["?"])) call #\(occurrence), \(checked) values checked")
+    }
+
     @Test("a kill inside the rebuild of a damaged key directory (while its file is written, before its rename) loses nothing",
           .enabled(if: Strace.isAvailable), arguments: [(Strace.writes, 1), ("?rename,renameat,renameat2", 1)])
     func killInsideDirectoryRebuild(syscall: String, occurrence: Int) throws {
