@@ -154,12 +154,15 @@ package final class SegmentFile: @unchecked Sendable {
     }
 
     /// Ends appends through the mapping and cuts off the room it reserved, so that the file ends where
-    /// its records do: when the segment is sealed, and when the store closes.
-    func endAppends() {
-        guard window != nil else { return }
-        window = nil
+    /// its records do: when the segment is sealed, and when the store closes. Returns the mapping, which
+    /// goes (is unmapped, on the release thread) with its last reference: a caller may keep it a while.
+    @discardableResult
+    func endAppends() -> SegmentWriteWindow? {
+        guard let window else { return nil }
+        self.window = nil
         // Whatever the window reserved, also by a reservation that failed partway.
         _ = FileIO.truncate(fd, to: length)
+        return window
     }
 
     /// Gives an unpublished compaction output its segment name (the caller then flushes the folder).

@@ -156,14 +156,21 @@ extension DiskStore {
     func prepareUsesFileIfDue() {
         #if os(Linux)
         guard preparedUses == nil, changesSinceDirectory == 0, sharing.mode == .soleWriter, !log.folder.handle.isInMemory else { return }
+        // Not `usesArray`, which reads and checks every uses page not read yet: the close does, once.
         let due = withIndex { index -> (length: Int, directory: UInt64)? in
-            guard accessesSinceDirectory > index.count / 8, index.changedOnlyUses, let base = index.base, base.usesArray != nil else { return nil }
+            guard accessesSinceDirectory > index.count / 8, index.changedOnlyUses, let base = index.base, base.header.hasPageTable else { return nil }
             let length = UsesFormat.fileLength(slotCount: base.header.slotCount)
             return length >= thresholds.preparedUsesMinimum ? (length, base.header.identity) : nil
         }
         guard let due else { return }
         preparedUses = PreparedUsesFile.start(in: log.folder.handle, length: due.length, directory: due.directory)
         #endif
+    }
+
+    /// Lets the uses file made ready go, its blocks given back now (``PreparedUsesFile/discard()``).
+    func dropPreparedUses() {
+        preparedUses?.discard()
+        preparedUses = nil
     }
 
     private func wroteDirectory() {

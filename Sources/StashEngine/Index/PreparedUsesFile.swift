@@ -9,15 +9,20 @@ import Foundation
 ///
 /// The file gets its name only at close, once whole (``write(_:as:in:)``); a crash before leaves nothing.
 /// Where it cannot be made (no unnamed files, a memory volume), or was made for a directory that is
-/// no longer the store's, the close writes the uses file as before.
+/// no longer the store's, the close writes the uses file as before. Its blocks are the disk's again as
+/// soon as it cannot be used: a fill that failed (a full disk) and a file dropped (``discard()``: the
+/// store is about to change) are cut to nothing there and then, not when the file goes.
 final class PreparedUsesFile: @unchecked Sendable {
-    // @unchecked Sendable: `isReady` is set on `queue` and read after a `queue.sync`; the rest never changes.
+    // @unchecked Sendable: `isReady` is set on `queue` and read after a `queue.sync`; `isNamed` is touched
+    // on the store's queue alone; the rest never changes.
     private let queue = DispatchQueue(label: "Stash.uses-file", qos: .utility)
     private let fd: Int32
     /// The file's length: that of the uses file of the directory whose header hash is `directory`.
     let length: Int
     let directory: UInt64
     private var isReady = false
+    private var isNamed = false
+    private let isCancelled = AtomicWord()
     /// How many were written and named, in this process (tests see that a close used one).
     static let named = AtomicWord()
 
@@ -41,11 +46,23 @@ final class PreparedUsesFile: @unchecked Sendable {
         var offset = 0
         while offset < length {
             let count = min(zeros.count, length - offset)
-            // A full disk, say: the close writes the file as before.
-            guard (try? FileIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: zeros[0..<count]), at: offset, path: "")) != nil else { return }
+            // Dropped meanwhile, or a full disk: the blocks written go back (the close writes the file as before).
+            guard isCancelled.value == 0,
+                  (try? FileIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: zeros[0..<count]), at: offset, path: "")) != nil else {
+                _ = FileIO.truncate(fd, to: 0)
+                return
+            }
             offset += count
         }
         isReady = true
+    }
+
+    /// Stops it and gives its blocks back now (unless it was named: then it is the store's uses file).
+    /// On the store's queue; waits for at most the part of the fill under way.
+    func discard() {
+        isCancelled.store(1)
+        wait()
+        if !isNamed { _ = FileIO.truncate(fd, to: 0) }
     }
 
     /// Returns once the file is made ready (or could not be): bounded by about the work of writing it.
@@ -65,6 +82,7 @@ final class PreparedUsesFile: @unchecked Sendable {
             offset += part.count
         }
         guard (try? folder.name(fd, as: name)) != nil else { return false }
+        isNamed = true
         Self.named.increment()
         return true
     }

@@ -23,6 +23,9 @@ extension DiskStore {
     package func checkWritable() throws {
         if !writes { throw StorageError.readOnly(directory: directory) }
         try sharing.checkOperation()
+        // A change is coming: a uses file made ready will not be used, and its blocks may be what this
+        // change needs (a full disk).
+        if preparedUses != nil { dropPreparedUses() }
     }
 
     /// Buffers an access record for `record` (a read, or a memory hit): the LRU order survives a restart.

@@ -3,6 +3,11 @@ import StashTestSupport
 import Testing
 @testable import Stash
 @testable import StashEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The key uses file made ready ahead (``PreparedUsesFile``): a store that only read writes its uses at
 /// close over a file made ready while it read, and that file says what a uses file written at close says;
@@ -103,6 +108,88 @@ struct PreparedUsesFileTests: KeyDirectoryScenario {
             #expect((PreparedUsesFile.named.value > named) == (change == .compaction))
             #expect(FileManager.default.fileExists(atPath: Self.usesPath(path)) == (change == .compaction))
             try Self.expectHolds(path, order, "after a \(change)")
+        }
+    }
+}
+
+/// On a full disk, a uses file made ready never holds space the store needs: its blocks go back as soon
+/// as a change comes, and where the disk could not hold it whole.
+@Suite("A key uses file made ready ahead, on a full disk", .serialized)
+struct PreparedUsesFileFullDiskTests {
+    static let count = 13_000 // ~300 KB of uses
+
+    /// A store of ``count`` entries, closed with its directory, in a tmpfs of 16 MiB mounted for the test.
+    static func withSmallDisk(_ body: (_ mountPoint: String, _ path: String) throws -> Void) throws {
+        let directory = TemporaryDirectory()
+        let mountPoint = directory.path + "/small"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        let mount = try FullDiskTests.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", mountPoint])
+        try #require(mount.status == 0, "mount: \(mount.ending): \(mount.stderr)")
+        defer { _ = try? FullDiskTests.run("/usr/bin/umount", ["-l", mountPoint]) }
+        let path = mountPoint + "/store"
+        try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
+            do {
+                let storage = try openDataStore(path)
+                for number in 0..<count { try storage.setObject(Data("value \(number)".utf8), forKey: "key \(number)") }
+            }
+            try body(mountPoint, path)
+        }
+    }
+
+    /// Fills the disk at `mountPoint` but for `free` bytes.
+    static func fill(_ mountPoint: String, leaving free: Int) throws {
+        let fd = open(mountPoint + "/filler", O_WRONLY | O_CREAT, 0o644)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        let page = [UInt8](repeating: 1, count: 4096)
+        var size = 0
+        while write(fd, page, page.count) == page.count { size += page.count }
+        try #require(ftruncate(fd, off_t(max(0, size - free))) == 0)
+    }
+
+    /// Returns once `storage`'s uses file made ready (if any) is filled or gave up.
+    static func awaitFill(_ storage: DiskStorage<Data>) throws {
+        PreparedUsesFileTests.awaitAccessFlush(storage)
+        storage.engine.sync { $0.preparedUses?.wait() }
+    }
+
+    @Test("a write that needs the space a uses file made ready holds gets it: the file goes before the write",
+          .enabled(if: FullDiskTests.canMount, "needs root and permission to mount a tmpfs"))
+    func writeGetsItsSpace() throws {
+        try Self.withSmallDisk { mountPoint, path in
+            do {
+                let storage = try openDataStore(path)
+                for number in 0..<Self.count { _ = try storage.object(forKey: "key \(number)") }
+                try Self.awaitFill(storage)
+                // Room for the value's file only with the uses file's blocks (~300 KB) given back.
+                try Self.fill(mountPoint, leaving: 100_000)
+                try storage.setObject(Data(repeating: 7, count: 280_000), forKey: "big")
+                try FileManager.default.removeItem(atPath: mountPoint + "/filler")
+            }
+            let storage = try openDataStore(path)
+            #expect(storage.recoveryIssues.isEmpty)
+            #expect(try storage.object(forKey: "big") == Data(repeating: 7, count: 280_000))
+            #expect(try storage.object(forKey: "key 12") == Data("value 12".utf8))
+        }
+    }
+
+    @Test("a uses file the disk cannot hold whole gives back what it took",
+          .enabled(if: FullDiskTests.canMount, "needs root and permission to mount a tmpfs"))
+    func failedFillGivesItsSpaceBack() throws {
+        try Self.withSmallDisk { mountPoint, path in
+            try Self.fill(mountPoint, leaving: 200_000)
+            let before = FullDiskTests.freeBytes(mountPoint)
+            do {
+                let storage = try openDataStore(path)
+                // Past an eighth of the entries (the access records, ~40 bytes each, take ~80 KB).
+                for number in 0..<2_000 { _ = try storage.object(forKey: "key \(number)") }
+                try Self.awaitFill(storage)
+                #expect(FullDiskTests.freeBytes(mountPoint) >= before - 120_000, "the uses file kept the blocks it took")
+            }
+            try FileManager.default.removeItem(atPath: mountPoint + "/filler")
+            let storage = try openDataStore(path)
+            #expect(storage.recoveryIssues.isEmpty)
+            #expect(try storage.object(forKey: "key 12") == Data("value 12".utf8))
         }
     }
 }
