@@ -217,7 +217,6 @@ final class KeptDirectory {
         table.write((0, 0, 0, 0, 0, 0, 0, 0), at: hole)
     }
 
-    /// Counts the entry whose record is `record` (count, live bytes, size, expiry, value files).
     /// Counts the entry of slot `words` (count, live bytes, size, expiry), whose value file's number,
     /// if it has one, is `fileID`.
     private func add(_ words: DirectoryFormat.PendingSlot.Words, fileID: UInt64) {

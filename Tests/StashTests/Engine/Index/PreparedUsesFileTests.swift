@@ -120,19 +120,15 @@ struct PreparedUsesFileFullDiskTests {
 
     /// A store of ``count`` entries, closed with its directory, in a tmpfs of 16 MiB mounted for the test.
     static func withSmallDisk(_ body: (_ mountPoint: String, _ path: String) throws -> Void) throws {
-        let directory = TemporaryDirectory()
-        let mountPoint = directory.path + "/small"
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        let mount = try FullDiskTests.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", mountPoint])
-        try #require(mount.status == 0, "mount: \(mount.ending): \(mount.stderr)")
-        defer { _ = try? FullDiskTests.run("/usr/bin/umount", ["-l", mountPoint]) }
-        let path = mountPoint + "/store"
-        try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
-            do {
-                let storage = try openDataStore(path)
-                for number in 0..<count { try storage.setObject(Data("value \(number)".utf8), forKey: "key \(number)") }
+        try FullDiskTests.withMountedTmpfs(size: "16m") { mountPoint in
+            let path = mountPoint + "/store"
+            try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
+                do {
+                    let storage = try openDataStore(path)
+                    for number in 0..<count { try storage.setObject(Data("value \(number)".utf8), forKey: "key \(number)") }
+                }
+                try body(mountPoint, path)
             }
-            try body(mountPoint, path)
         }
     }
 

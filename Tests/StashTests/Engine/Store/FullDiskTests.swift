@@ -15,12 +15,10 @@ struct FullDiskTests: StoreFileScenario {
           .enabled(if: FullDiskTests.canMount, "needs root and permission to mount a tmpfs"),
           arguments: ["removeObject", "trim", "removeAll"])
     func durableFullDiskOfValueFiles(how: String) throws {
-        let directory = TemporaryDirectory()
-        let mountPoint = directory.path + "/small"
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        let mount = try Self.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint])
-        try #require(mount.status == 0, "mount: \(mount.ending): \(mount.stderr)")
-        defer { _ = try? Self.run("/usr/bin/umount", ["-l", mountPoint]) }
+        try Self.withMountedTmpfs(size: "2m") { try Self.fillAndFree(mountPoint: $0, how: how) }
+    }
+
+    private static func fillAndFree(mountPoint: String, how: String) throws {
         let config = DiskConfig(name: "store", directory: URL(fileURLWithPath: mountPoint), durable: true)
         var keys: [String] = []
         do {
@@ -42,7 +40,7 @@ struct FullDiskTests: StoreFileScenario {
             let page = [UInt8](repeating: 1, count: 4096)
             while write(fd, page, page.count) == page.count {}
             close(fd)
-            let before = Self.freeBytes(mountPoint)
+            let before = freeBytes(mountPoint)
             do {
                 switch how {
                 case "removeObject": try disk.removeObject(forKey: keys[0])
@@ -52,7 +50,7 @@ struct FullDiskTests: StoreFileScenario {
             } catch {
                 Issue.record("\(how) on a full disk failed: \(error)")
             }
-            #expect(Self.freeBytes(mountPoint) >= before + 290_000, "\(how) freed no space")
+            #expect(freeBytes(mountPoint) >= before + 290_000, "\(how) freed no space")
             try? FileManager.default.removeItem(atPath: mountPoint + "/filler")
             try disk.setObject(Data("after".utf8), forKey: "after")
         }
@@ -65,6 +63,18 @@ struct FullDiskTests: StoreFileScenario {
     }
 
     static let canMount: Bool = geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/mount")
+
+    /// Runs `body` on a tmpfs of `size` (`mount`'s spelling: "2m") mounted in a fresh temporary folder
+    /// for it alone, unmounted after.
+    static func withMountedTmpfs(size: String, _ body: (_ mountPoint: String) throws -> Void) throws {
+        let directory = TemporaryDirectory()
+        let mountPoint = directory.path + "/small"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        let mount = try run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", mountPoint])
+        try #require(mount.status == 0, "mount: \(mount.ending): \(mount.stderr)")
+        defer { _ = try? run("/usr/bin/umount", ["-l", mountPoint]) }
+        try withExtendedLifetime(directory) { try body(mountPoint) }
+    }
 
     /// Runs `tool` to its end (as every test runs a process: ``ChildProcess``, not Foundation's `Process`).
     static func run(_ tool: String, _ arguments: [String]) throws -> ChildProcess.Run {
