@@ -158,7 +158,7 @@ extension DiskStore {
         guard preparedUses == nil, changesSinceDirectory == 0, sharing.mode == .soleWriter, !log.folder.handle.isInMemory else { return }
         // Not `usesArray`, which reads and checks every uses page not read yet: the close does, once.
         let due = withIndex { index -> (length: Int, directory: UInt64)? in
-            guard accessesSinceDirectory > index.count / 8, index.changedOnlyUses, let base = index.base, base.header.hasPageTable else { return nil }
+            guard usesAreWorthWriting(count: index.count), index.changedOnlyUses, let base = index.base, base.header.hasPageTable else { return nil }
             let length = UsesFormat.fileLength(slotCount: base.header.slotCount)
             return length >= thresholds.preparedUsesMinimum ? (length, base.header.identity) : nil
         }

@@ -16,15 +16,14 @@ final class PreparedUsesFile: @unchecked Sendable {
     // @unchecked Sendable: `isReady` is set on `queue` and read after a `queue.sync`; `isNamed` is touched
     // on the store's queue alone; the rest never changes.
     private let queue = DispatchQueue(label: "Stash.uses-file", qos: .utility)
-    private let fd: Int32
+    /// The file, open for writing (a test compares it with the uses file the close named).
+    let fd: Int32
     /// The file's length: that of the uses file of the directory whose header hash is `directory`.
     let length: Int
     let directory: UInt64
     private var isReady = false
     private var isNamed = false
     private let isCancelled = AtomicWord()
-    /// How many were written and named, in this process (tests see that a close used one).
-    static let named = AtomicWord()
 
     private init(fd: Int32, length: Int, directory: UInt64) {
         (self.fd, self.length, self.directory) = (fd, length, directory)
@@ -83,7 +82,6 @@ final class PreparedUsesFile: @unchecked Sendable {
         }
         guard (try? folder.name(fd, as: name)) != nil else { return false }
         isNamed = true
-        Self.named.increment()
         return true
     }
 

@@ -211,11 +211,18 @@ package final class DiskStore {
         // a close after filling a million entries from 14-19 ms to 38-50 ms.
         let writeWindow = log.active?.endAppends()
         let count = withIndex { $0.count }
-        if changesSinceDirectory > 0 || accessesSinceDirectory > count / 8, keepsDirectory { try? writeDirectory(thenLoad: false, durable: false) }
+        if changesSinceDirectory > 0 || usesAreWorthWriting(count: count), keepsDirectory { try? writeDirectory(thenLoad: false, durable: false) }
         directoryBuilder?.cancel() // one the close did not use: its file goes now, not with the store
         directoryBuilder = nil
         dropPreparedUses()
         withExtendedLifetime(writeWindow) {}
+    }
+
+    /// Whether enough of the store's `count` entries were used since its key directory for the close to
+    /// write their uses (a key uses file where nothing else changed): more than an eighth. Below that, the
+    /// access records after the directory's position say the same at the next open, for less.
+    func usesAreWorthWriting(count: Int) -> Bool {
+        accessesSinceDirectory > count / 8
     }
 
     /// Whether the store is large enough to keep a key directory (``Thresholds/directoryMinimum``,

@@ -29,6 +29,25 @@ struct PreparedUsesFileTests: KeyDirectoryScenario {
         _ = storage.entryInfos // on the queue, after what is on it
     }
 
+    /// Writes every key of ``keys`` into the store at `path`, in order, and closes it.
+    static func fillStore(_ path: String) throws {
+        let storage = try openDataStore(path)
+        for key in keys { try storage.setObject(value(key), forKey: key) }
+    }
+
+    /// The file number (inode) of the uses file `storage` made ready; nil if it has none.
+    static func preparedFileNumber(_ storage: DiskStorage<Data>) -> UInt64? {
+        storage.engine.sync { store in
+            store.preparedUses.flatMap { FileIO.fileStatus($0.fd) }.map { UInt64($0.st_ino) }
+        }
+    }
+
+    /// The file number (inode) of the file at `path`; nil if there is none.
+    static func fileNumber(_ path: String) -> UInt64? {
+        var info = stat()
+        return stat(path, &info) == 0 ? UInt64(info.st_ino) : nil
+    }
+
     /// Opens `path` and checks its values and its order of least recent use against `order`.
     static func expectHolds(_ path: String, _ order: [String], _ comment: Comment) throws {
         let storage = try openDataStore(path)
@@ -43,21 +62,20 @@ struct PreparedUsesFileTests: KeyDirectoryScenario {
         let path = directory.storePath()
         var random = SeededGenerator(seed: 5)
         try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
-            do {
-                let storage = try openDataStore(path)
-                for key in Self.keys { try storage.setObject(Self.value(key), forKey: key) }
-            }
+            try Self.fillStore(path)
             var order = Self.keys // least recently used first
             for session in 0..<3 {
-                let named = PreparedUsesFile.named.value
                 let read = Array(Self.keys.shuffled(using: &random).prefix(400))
+                let prepared: UInt64?
                 do {
                     let storage = try openDataStore(path)
                     for key in read { #expect(try storage.object(forKey: key) == Self.value(key), "session \(session)") }
                     Self.awaitAccessFlush(storage)
+                    prepared = Self.preparedFileNumber(storage)
                 }
                 order = order.filter { !read.contains($0) } + read
-                #expect(PreparedUsesFile.named.value > named, "session \(session): the close did not write over a file made ready")
+                #expect(prepared != nil, "session \(session): no file was made ready")
+                #expect(Self.fileNumber(Self.usesPath(path)) == prepared, "session \(session): the close did not write over the file made ready")
                 #expect(FileManager.default.fileExists(atPath: Self.usesPath(path)), "session \(session)")
                 #expect(!FileManager.default.fileExists(atPath: Self.usesPath(path) + ".tmp"), "session \(session)")
                 // Checked on a fresh open; the check's reads are uses too, in the order it reads.
@@ -77,12 +95,9 @@ struct PreparedUsesFileTests: KeyDirectoryScenario {
         let path = directory.storePath()
         var random = SeededGenerator(seed: 9)
         try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
-            do {
-                let storage = try openDataStore(path)
-                for key in Self.keys { try storage.setObject(Self.value(key), forKey: key) }
-            }
+            try Self.fillStore(path)
             var order = Self.keys
-            let named = PreparedUsesFile.named.value
+            var prepared: UInt64?
             let read = Array(Self.keys.shuffled(using: &random).prefix(400))
             do {
                 let storage = try openDataStore(path)
@@ -101,12 +116,17 @@ struct PreparedUsesFileTests: KeyDirectoryScenario {
                     // The reads after the compaction make another file ready, for the directory it wrote.
                     for key in read.prefix(300) { _ = try storage.object(forKey: key) }
                     Self.awaitAccessFlush(storage)
+                    prepared = Self.preparedFileNumber(storage)
                     order = order.filter { !read.prefix(300).contains($0) } + read.prefix(300)
                 }
             }
-            // After a compaction nothing but reads changed since its directory: the uses file again.
-            #expect((PreparedUsesFile.named.value > named) == (change == .compaction))
+            // After a compaction nothing but reads changed since its directory: the uses file again, the
+            // one made ready for the compaction's directory.
             #expect(FileManager.default.fileExists(atPath: Self.usesPath(path)) == (change == .compaction))
+            if change == .compaction {
+                #expect(prepared != nil)
+                #expect(Self.fileNumber(Self.usesPath(path)) == prepared)
+            }
             try Self.expectHolds(path, order, "after a \(change)")
         }
     }
@@ -132,17 +152,6 @@ struct PreparedUsesFileFullDiskTests {
         }
     }
 
-    /// Fills the disk at `mountPoint` but for `free` bytes.
-    static func fill(_ mountPoint: String, leaving free: Int) throws {
-        let fd = open(mountPoint + "/filler", O_WRONLY | O_CREAT, 0o644)
-        try #require(fd >= 0)
-        defer { close(fd) }
-        let page = [UInt8](repeating: 1, count: 4096)
-        var size = 0
-        while write(fd, page, page.count) == page.count { size += page.count }
-        try #require(ftruncate(fd, off_t(max(0, size - free))) == 0)
-    }
-
     /// Returns once `storage`'s uses file made ready (if any) is filled or gave up.
     static func awaitFill(_ storage: DiskStorage<Data>) throws {
         PreparedUsesFileTests.awaitAccessFlush(storage)
@@ -158,7 +167,7 @@ struct PreparedUsesFileFullDiskTests {
                 for number in 0..<Self.count { _ = try storage.object(forKey: "key \(number)") }
                 try Self.awaitFill(storage)
                 // Room for the value's file only with the uses file's blocks (~300 KB) given back.
-                try Self.fill(mountPoint, leaving: 100_000)
+                try FullDiskTests.fill(mountPoint, leaving: 100_000)
                 try storage.setObject(Data(repeating: 7, count: 280_000), forKey: "big")
                 try FileManager.default.removeItem(atPath: mountPoint + "/filler")
             }
@@ -173,7 +182,7 @@ struct PreparedUsesFileFullDiskTests {
           .enabled(if: FullDiskTests.canMount, "needs root and permission to mount a tmpfs"))
     func failedFillGivesItsSpaceBack() throws {
         try Self.withSmallDisk { mountPoint, path in
-            try Self.fill(mountPoint, leaving: 200_000)
+            try FullDiskTests.fill(mountPoint, leaving: 200_000)
             let before = FullDiskTests.freeBytes(mountPoint)
             do {
                 let storage = try openDataStore(path)

@@ -34,12 +34,7 @@ struct FullDiskTests: StoreFileScenario {
             }
             try #require(keys.count >= 3)
             // The last free pages too: not even a tombstone fits.
-            let filler = FileManager.default.createFile(atPath: mountPoint + "/filler", contents: nil)
-            try #require(filler)
-            let fd = open(mountPoint + "/filler", O_WRONLY)
-            let page = [UInt8](repeating: 1, count: 4096)
-            while write(fd, page, page.count) == page.count {}
-            close(fd)
+            try fill(mountPoint, leaving: 0)
             let before = freeBytes(mountPoint)
             do {
                 switch how {
@@ -79,6 +74,17 @@ struct FullDiskTests: StoreFileScenario {
     /// Runs `tool` to its end (as every test runs a process: ``ChildProcess``, not Foundation's `Process`).
     static func run(_ tool: String, _ arguments: [String]) throws -> ChildProcess.Run {
         try ChildProcess.run(URL(fileURLWithPath: tool), arguments, deadline: TestDeadline.long)
+    }
+
+    /// Fills the file system at `mountPoint` with a file `filler` there, but for `free` bytes.
+    static func fill(_ mountPoint: String, leaving free: Int) throws {
+        let fd = open(mountPoint + "/filler", O_WRONLY | O_CREAT, 0o644)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        let page = [UInt8](repeating: 1, count: 4096)
+        var size = 0
+        while write(fd, page, page.count) == page.count { size += page.count }
+        if free > 0 { try #require(ftruncate(fd, off_t(max(0, size - free))) == 0) }
     }
 
     static func freeBytes(_ path: String) -> Int {
