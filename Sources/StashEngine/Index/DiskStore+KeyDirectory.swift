@@ -79,7 +79,6 @@ extension DiskStore {
     /// index lock, so that no read off the queue marks an entry used while the uses are hashed and
     /// written. Returns whether it did.
     private func writeUsesOnly(at position: DirectoryPosition, durable: Bool) throws -> Bool {
-        preparedUses?.wait() // not holding the index's lock, which reads off the queue take
         let wrote = try withIndex { index in
             // A directory of a layout before (its uses in its slots) is written anew instead, in this layout.
             guard index.changedOnlyUses, let base = index.base, let uses = base.usesArray else { return false }
@@ -164,6 +163,7 @@ extension DiskStore {
         }
         guard let due else { return }
         preparedUses = PreparedUsesFile.start(in: log.folder.handle, length: due.length, directory: due.directory)
+        usesFilesMadeReady += 1
         #endif
     }
 

@@ -41,7 +41,7 @@ extension DiskStore {
         for position in keys.indices {
             guard let record = records[position] else { continue } // not stored (any more)
             if let data = values[position] {
-                noteAccess(record, time: time)
+                readNoted(record, time: time)
                 body(keys[position], data, record.expiry)
                 continue
             }

@@ -23,20 +23,25 @@ extension DiskStore {
     package func checkWritable() throws {
         if !writes { throw StorageError.readOnly(directory: directory) }
         try sharing.checkOperation()
-        // A change is coming: a uses file made ready will not be used, and its blocks may be what this
-        // change needs (a full disk).
-        if preparedUses != nil { dropPreparedUses() }
     }
 
     /// Buffers an access record for `record` (a read, or a memory hit): the LRU order survives a restart.
-    func noteAccess(_ record: DiskRecord, time: Double) {
-        guard writes else { return }
+    /// Returns whether it wrote the buffered records (every 256): a read then asks whether a key uses
+    /// file is due (``readNoted(_:time:)``).
+    @discardableResult
+    func noteAccess(_ record: DiskRecord, time: Double) -> Bool {
+        guard writes else { return false }
         log.pendingAccesses.append((record.segment, record.offset, time, record.keyHash))
         accessesSinceDirectory += 1
-        if log.pendingAccesses.count >= 256, sharing.mayWriteNow {
-            try? log.flushAccesses()
-            prepareUsesFileIfDue()
-        }
+        guard log.pendingAccesses.count >= 256, sharing.mayWriteNow else { return false }
+        try? log.flushAccesses()
+        return true
+    }
+
+    /// ``noteAccess(_:time:)`` for a read from disk, which alone may have the close's key uses file made
+    /// ready (``prepareUsesFileIfDue()``): not a memory hit that a write takes on its way to a change.
+    func readNoted(_ record: DiskRecord, time: Double) {
+        if noteAccess(record, time: time) { prepareUsesFileIfDue() }
     }
 
     /// A record that no longer holds a live value: its bytes become dead, its value file goes later.
@@ -56,6 +61,10 @@ extension DiskStore {
     @discardableResult
     func ensureActive(checkingNow: Bool = false) throws -> Bool {
         try checkWritable()
+        // A change is certain now (everything that writes comes here first, after what may refuse it or
+        // find nothing to do): a uses file made ready will not be used, and its blocks may be what this
+        // change needs on a full disk.
+        if preparedUses != nil { dropPreparedUses() }
         if checkingNow { log.folderLoss.expire() }
         if let active = log.active {
             let due = log.folderLoss.due()

@@ -99,6 +99,8 @@ package final class DiskStore {
     var directoryBuilder: DirectoryBuilder?
     /// The key uses file this store's close will write, made ready ahead (``prepareUsesFileIfDue()``).
     var preparedUses: PreparedUsesFile?
+    /// How many key uses files this store began to make ready (tests see when one was, and when not).
+    var usesFilesMadeReady = 0
     /// The key directory's pages as this store reads them (``checkIndexWhole()``, on the queue only).
     var directoryPages = DirectoryPagesState()
     /// Bumped by ``WritePath/removeAll()`` and folder loss: a compaction begun before is discarded.
@@ -282,7 +284,7 @@ package final class DiskStore {
                 throw error
             }
         }
-        noteAccess(record, time: time)
+        readNoted(record, time: time)
         return (data, record, log.filePath(of: record))
     }
 

@@ -130,6 +130,60 @@ struct PreparedUsesFileTests: KeyDirectoryScenario {
             try Self.expectHolds(path, order, "after a \(change)")
         }
     }
+
+    /// Calls that change nothing: the file made ready stays, and the close writes over it.
+    enum NoChange: String, CaseIterable, CustomTestStringConvertible {
+        case absentKeyRemoved = "a removal of a key that is not there"
+        case refusedWrite = "a write refused (a key over the limit)"
+        case emptyBatch = "an empty batch"
+        var testDescription: String { rawValue }
+    }
+
+    @Test("a call that changes nothing keeps the file made ready: the close still writes over it", arguments: NoChange.allCases)
+    func callThatChangesNothing(call: NoChange) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        var random = SeededGenerator(seed: 13)
+        try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
+            try Self.fillStore(path)
+            let read = Array(Self.keys.shuffled(using: &random).prefix(400))
+            let prepared: UInt64?
+            do {
+                let storage = try openDataStore(path)
+                for key in read { _ = try storage.object(forKey: key) }
+                Self.awaitAccessFlush(storage)
+                prepared = Self.preparedFileNumber(storage)
+                switch call {
+                case .absentKeyRemoved: try storage.removeObject(forKey: "not stored")
+                case .refusedWrite: #expect(throws: StorageError.self) { try storage.setObject(Data([1]), forKey: String(repeating: "k", count: (1 << 20) + 1)) }
+                case .emptyBatch: try storage.write(StorageBatch<Data>())
+                }
+                #expect(Self.preparedFileNumber(storage) == prepared, "\(call) let the file made ready go")
+            }
+            #expect(prepared != nil)
+            #expect(Self.fileNumber(Self.usesPath(path)) == prepared, "after \(call), the close did not write over the file made ready")
+            try Self.expectHolds(path, Self.keys.filter { !read.contains($0) } + read, "after \(call)")
+        }
+    }
+
+    @Test("a write that takes the memory layer's hits on its way does not make a file ready for the close it just ruled out")
+    func writeAfterMemoryHitsMakesNoFile() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
+            try Self.fillStore(path)
+            let disk = try openDataStore(path)
+            let storage = Storage(hybridStorage: HybridStorage(memoryStorage: MemoryStorage<Data>(config: MemoryConfig()), diskStorage: disk))
+            let read = Array(Self.keys.prefix(400))
+            for key in read { _ = try storage.object(forKey: key) } // from disk: a file made ready
+            Self.awaitAccessFlush(disk)
+            let madeReady = disk.engine.sync { $0.usesFilesMadeReady }
+            #expect(madeReady == 1)
+            for key in read { _ = try storage.object(forKey: key) } // from memory: hits the write records
+            try storage.setObject(Self.value("new"), forKey: "new")
+            #expect(disk.engine.sync { ($0.usesFilesMadeReady, $0.preparedUses == nil) } == (madeReady, true))
+        }
+    }
 }
 
 /// On a full disk, a uses file made ready never holds space the store needs: its blocks go back as soon
