@@ -57,6 +57,18 @@ struct PrivacyManifestTests {
             "NSPrivacyAccessedAPICategorySystemBootTime", "NSPrivacyAccessedAPICategoryUserDefaults",
         ])
         #expect(RequiredReasonAPI.categories(in: "// lstat(path)\nlet x = restat(1)").isEmpty)
+        // Code built for Linux alone is not in an app; its `#else` branch is.
+        let linuxOnly = """
+            #if os(Linux)
+            guard fstatvfs(fd, &info) == 0 else { return }
+            #if canImport(Glibc)
+            stat(path, &info)
+            #endif
+            #else
+            lstat(path, &info)
+            #endif
+            """
+        #expect(RequiredReasonAPI.categories(in: linuxOnly) == ["NSPrivacyAccessedAPICategoryFileTimestamp": [7]])
     }
 }
 
@@ -130,10 +142,26 @@ private enum RequiredReasonAPI {
         product == "Stash" ? ["Stash", "StashEngine"] : [product]
     }
 
-    /// Category → the line numbers of `code` that call one of its APIs; comments are left out.
+    /// Category → the line numbers of `code` that call one of its APIs; comments are left out, and so is
+    /// code built for Linux alone (an `#if os(Linux)` branch), which no app binary holds.
     static func categories(in code: String) -> [String: [Int]] {
         var found: [String: [Int]] = [:]
+        var linuxOnly: [Bool] = [] // one per open `#if`: whether the branch the line is in is Linux's alone
         for (index, line) in code.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let directive = line.trimmingCharacters(in: .whitespaces)
+            if directive.hasPrefix("#if ") {
+                linuxOnly.append(directive.dropFirst(4).trimmingCharacters(in: .whitespaces) == "os(Linux)")
+                continue
+            }
+            if directive.hasPrefix("#else") || directive.hasPrefix("#elseif") {
+                if !linuxOnly.isEmpty { linuxOnly[linuxOnly.count - 1] = false }
+                continue
+            }
+            if directive.hasPrefix("#endif") {
+                _ = linuxOnly.popLast()
+                continue
+            }
+            guard !linuxOnly.contains(true) else { continue }
             let withoutComment = line.components(separatedBy: "//")[0]
             for (category, pattern) in patterns where withoutComment.range(of: pattern, options: .regularExpression) != nil {
                 found[category, default: []].append(index + 1)

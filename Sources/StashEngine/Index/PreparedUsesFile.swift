@@ -70,11 +70,16 @@ final class PreparedUsesFile: @unchecked Sendable {
     }
 
     /// Whether the file system holding the file has less room left than twice the file's length (or
-    /// cannot say): the change about to come may need the file's blocks.
+    /// cannot say): the change about to come may need the file's blocks. (Files are made ready on Linux
+    /// alone, and asked about there alone: no app binary asks a disk's free space.)
     private var diskIsShort: Bool {
+        #if os(Linux)
         var info = statvfs()
         guard fstatvfs(fd, &info) == 0 else { return true }
         return Int(info.f_bavail) &* Int(info.f_frsize) < 2 &* length
+        #else
+        return true
+        #endif
     }
 
     /// Returns once the file is made ready (or could not be): bounded by about the work of writing it.

@@ -295,7 +295,10 @@ struct FaultInjectionTests {
                 let disk = try openDataStore(config)
                 try disk.setObject(Data("alpha".utf8), forKey: "a")
             }
-            // Succeeds only because the released store closed every file it had open for writing.
+            // Succeeds only because the released store closed every file it had open for writing, and
+            // let go of its writable mappings: large ones on the release thread, waited for here (on a
+            // loaded machine the remount came first and was refused, "mount point is busy").
+            BackgroundRelease.finish()
             try mountTool(["-o", "remount,ro", mountPoint])
             let error = storageError { _ = try openDataStore(config) }
             #expect(posixCode(error) == .EROFS, "\(String(describing: error))")
