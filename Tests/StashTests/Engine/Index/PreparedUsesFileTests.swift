@@ -29,10 +29,19 @@ struct PreparedUsesFileTests: KeyDirectoryScenario {
         _ = storage.entryInfos // on the queue, after what is on it
     }
 
-    /// Writes every key of ``keys`` into the store at `path`, in order, and closes it.
-    static func fillStore(_ path: String) throws {
-        let storage = try openDataStore(path)
-        for key in keys { try storage.setObject(value(key), forKey: key) }
+    /// Runs `body` with the path of a store (closed) that holds every key of ``keys``, written in order,
+    /// in a fresh folder, keeping a directory whatever its size and making its uses files ready whatever
+    /// theirs.
+    static func withFilledStore(_ body: (_ path: String) throws -> Void) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
+            do {
+                let storage = try openDataStore(path)
+                for key in keys { try storage.setObject(value(key), forKey: key) }
+            }
+            try body(path)
+        }
     }
 
     /// The file number (inode) of the uses file `storage` made ready; nil if it has none.
@@ -58,11 +67,8 @@ struct PreparedUsesFileTests: KeyDirectoryScenario {
 
     @Test("a close after reads alone writes the uses over the file made ready, and the next open has their order")
     func closeAfterReadsNamesThePreparedFile() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
         var random = SeededGenerator(seed: 5)
-        try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
-            try Self.fillStore(path)
+        try Self.withFilledStore { path in
             var order = Self.keys // least recently used first
             for session in 0..<3 {
                 let read = Array(Self.keys.shuffled(using: &random).prefix(400))
@@ -91,11 +97,8 @@ struct PreparedUsesFileTests: KeyDirectoryScenario {
 
     @Test("a change after the file was made ready: the close writes a directory, not that file", arguments: Change.allCases)
     func changeAfterItWasMadeReady(change: Change) throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
         var random = SeededGenerator(seed: 9)
-        try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
-            try Self.fillStore(path)
+        try Self.withFilledStore { path in
             var order = Self.keys
             var prepared: UInt64?
             let read = Array(Self.keys.shuffled(using: &random).prefix(400))
@@ -141,11 +144,8 @@ struct PreparedUsesFileTests: KeyDirectoryScenario {
 
     @Test("a call that changes nothing keeps the file made ready: the close still writes over it", arguments: NoChange.allCases)
     func callThatChangesNothing(call: NoChange) throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
         var random = SeededGenerator(seed: 13)
-        try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
-            try Self.fillStore(path)
+        try Self.withFilledStore { path in
             let read = Array(Self.keys.shuffled(using: &random).prefix(400))
             let prepared: UInt64?
             do {
@@ -168,10 +168,7 @@ struct PreparedUsesFileTests: KeyDirectoryScenario {
 
     @Test("a write that takes the memory layer's hits on its way does not make a file ready for the close it just ruled out")
     func writeAfterMemoryHitsMakesNoFile() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.storePath()
-        try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
-            try Self.fillStore(path)
+        try Self.withFilledStore { path in
             let disk = try openDataStore(path)
             let storage = Storage(hybridStorage: HybridStorage(memoryStorage: MemoryStorage<Data>(config: MemoryConfig()), diskStorage: disk))
             let read = Array(Self.keys.prefix(400))
