@@ -103,7 +103,11 @@ struct Compaction {
         }
         store.log.takeOffQueueAccesses() // reads off the queue noted some too
         store.log.pendingAccesses.removeAll { access in victims.contains { $0.id == access.segment } }
-        for record in usedMeanwhile { store.noteAccess(record, time: record.lastAccess) }
+        store.log.pendingAccesses += usedMeanwhile.map { ($0.segment, $0.offset, $0.lastAccess, $0.keyHash) }
+        store.accessesSinceDirectory += usedMeanwhile.count
+        // Written in the order of use the index holds, which the next open's replay must give too: the uses
+        // made during the copy are noted here in the copy's order, after those made since against the copies.
+        store.log.pendingAccesses = store.withIndex { $0.inOrderOfUse(store.log.pendingAccesses) }
         for (key, from) in result.damaged {
             let current = store.record(forKey: key)
             if current?.segment == from.segment, current?.offset == from.offset { store.writer.drop(key) }

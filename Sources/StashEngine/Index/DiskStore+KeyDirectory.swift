@@ -47,9 +47,13 @@ extension DiskStore {
         }
         let salts = log.segments.mapValues(\.salt)
         let encoded = withIndex { index in
-            DirectoryFormat.encode(index.directorySummary(), position: position, store: log.folder.storeID, segmentSalts: salts,
-                                   forEach: index.forEachEntry(writing:)).map { ($0, index.count) }
+            // Reads off the queue go on while the file is written: the index that takes it as its base takes their uses too.
+            if thenLoad { index.usesWhileWritten = [] }
+            return DirectoryFormat.encode(index.directorySummary(), position: position, store: log.folder.storeID, segmentSalts: salts,
+                                          forEach: index.forEachEntry(writing:)).map { ($0, index.count) }
         }
+        var replacesIndex = false
+        defer { if thenLoad, !replacesIndex { withIndex { $0.usesWhileWritten = nil } } }
         // Nil only if the index handed over other entries than it counted: no directory rather than a wrong one.
         guard let (bytes, count) = encoded else { throw StorageError.corrupted("the key directory was not written: the index's entries did not add up") }
         do {
@@ -65,10 +69,13 @@ extension DiskStore {
         // index's heap part goes.
         guard thenLoad else { return bytes.deallocate() }
         guard let loaded = LoadedDirectory(adopting: bytes), loaded.header.count == count else { return }
+        replacesIndex = true
         withIndex { index in
-            let order = index.order // the same keys: the order goes on, not sorted again
+            let (order, uses) = (index.order, index.usesWhileWritten ?? [])
             index = KeyDirectory(seed: log.folder.storeID, base: loaded)
-            index.order = order
+            index.order = order // the same keys: the order goes on, not sorted again
+            // Used after the encoding: used again here, in the order they were (every entry is in the base).
+            for use in uses { _ = index.touchBase(hash: use.hash, segment: use.segment, offset: use.offset, time: use.time) }
         }
     }
 

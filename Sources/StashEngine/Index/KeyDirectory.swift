@@ -28,6 +28,10 @@ package struct KeyDirectory {
     var order: KeyOrder?
     /// The changes since a ``DirectoryBuilder`` last took them, while one keeps a directory as the store goes.
     var journal: DirectoryJournal?
+    /// The uses made (reads off the queue) while a key directory of this index is written to become the
+    /// base of the index that replaces it (``DiskStore/writeDirectory(thenLoad:durable:)``), in order: the
+    /// new index takes them too, or they would be lost. Nil when no such directory is being written.
+    var usesWhileWritten: [(hash: UInt64, segment: UInt32, offset: UInt32, time: Double)]?
     /// Last, away from what every look-up reads: a read off the queue on one thread counts it up
     /// (``touch(_:time:)``) while others look keys up (the cache line would bounce between them).
     private(set) var nextRecency: UInt64 = 0
@@ -123,6 +127,7 @@ package struct KeyDirectory {
             overlay[position].record.lastAccess = time
             let record = overlay[position].record
             journal?.touch(record, recency: recency, time: time)
+            usesWhileWritten?.append((record.keyHash, record.segment, record.offset, time))
             return record
         }
         guard let slot = baseSlot(key, hash: hash) else { return nil }
@@ -130,7 +135,25 @@ package struct KeyDirectory {
         base?.touch(slot, recency: recency, time: time)
         let record = base?.record(at: slot)
         if journal != nil, let record { journal?.touch(record, recency: recency, time: time) }
+        if usesWhileWritten != nil, let record { usesWhileWritten?.append((record.keyHash, record.segment, record.offset, time)) }
         return record
+    }
+
+    /// `accesses` (access records to write) in the order of use this index holds, least recent first, so
+    /// that replaying them gives that order; those of records no live entry has any more left out.
+    func inOrderOfUse(_ accesses: [SegmentLog.Access]) -> [SegmentLog.Access] {
+        let ranked = accesses.enumerated().compactMap { place, access in
+            recency(hash: access.keyHash, segment: access.segment, offset: access.offset).map { (access, $0, place) }
+        }
+        return ranked.sorted { ($0.1, $0.2) < ($1.1, $1.2) }.map(\.0)
+    }
+
+    /// The recency of the live entry whose record is at `offset` of `segment`, found by its key's hash;
+    /// nil if no live entry has its record there.
+    private func recency(hash: UInt64, segment: UInt32, offset: UInt32) -> UInt64? {
+        if let position = overlay.position(hash: hash, segment: segment, offset: offset) { return overlay[position].recency }
+        guard let base, let slot = base.find(hash: hash, segment: segment, offset: offset), !isShadowed(slot) else { return nil }
+        return base.recency(at: slot)
     }
 
     /// Marks used the base entry whose record is at `offset` of `segment` (an access record replayed),

@@ -70,6 +70,23 @@ struct KeyTable {
         }
     }
 
+    /// The position in ``entries`` of the entry whose key's hash is `hash` and whose record is at `offset`
+    /// of `segment` (an access record's entry): no key compared.
+    func position(hash: UInt64, segment: UInt32, offset: UInt32) -> Int? {
+        guard !entries.isEmpty else { return nil }
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while true {
+            let word = slots[slot]
+            if word == 0 { return nil }
+            if word >> 32 == hash >> 32 {
+                let record = entries[Int(word & 0xFFFF_FFFF) - 1].record
+                if record.keyHash == hash, record.segment == segment, record.offset == offset { return Int(word & 0xFFFF_FFFF) - 1 }
+            }
+            slot = (slot + 1) & mask
+        }
+    }
+
     subscript(position: Int) -> Entry {
         get { entries[position] }
         _modify { yield &entries[position] }
