@@ -958,4 +958,55 @@ struct V4AttackTests {
             #expect(first == nil, "after the reopen the order differs from the reads' at \(first ?? -1) of \(reopened.count) (in the session: \(inSession == model.order ? "the same" : "different already"))")
         }
     }
+
+    /// A known defect, not fixed yet: a step copies live records into a segment numbered above every other,
+    /// in segment order, and the index keeps their recency in the session; but a replay gives the entry of
+    /// every set record the next recency (``Replayer``), so after a reopen the entries a step moved count as
+    /// the most recently used. (Without compaction the same script keeps its order.) The fix needs a way for
+    /// replay to keep a copy's place; until then the failure is expected, and the known issue's absence
+    /// will say when it is fixed.
+    @Test("compaction in steps (writers in other processes allowed): after a reopen the order of least recent use is the one the store had")
+    func stepsKeepTheOrderAcrossAReopen() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let url = URL(fileURLWithPath: path)
+        let clock = TestClock()
+        var random = SeededGenerator(seed: 21)
+        let keys = (0..<600).map { "k\($0)" }
+        var model = Model()
+        func open() throws -> DiskStorage<Data> {
+            try DiskStorage(config: DiskConfig(name: url.lastPathComponent, directory: url.deletingLastPathComponent(),
+                                               allowsWritersInOtherProcesses: true),
+                            transformer: TransformerFactory.forData(), now: clock.function)
+        }
+        try withEngineThresholds(in: path, compactionMinimum: 16 << 10, directoryMinimum: 1 << 30, segmentLimit: 64 << 10,
+                                 compactionStep: 8 << 10) {
+            var inSession: [String] = []
+            do {
+                let storage = try open()
+                var version = 0
+                for _ in 0..<4_000 {
+                    let key = keys[random.below(keys.count)]
+                    clock.advance(by: 1)
+                    if model.values[key] == nil || random.below(2) == 0 {
+                        version += 1
+                        let data = Self.value(key, version, size: 100 + random.below(50))
+                        try storage.setObject(data, forKey: key)
+                        model.set(key, data)
+                    } else {
+                        #expect(try Self.read(storage, key) == model.values[key])
+                        model.use(key)
+                    }
+                }
+                inSession = storage.entryInfos.map(\.key)
+            }
+            #expect(inSession == model.order, "in the session")
+            let reopened = try open().entryInfos.map(\.key)
+            #expect(Set(reopened) == Set(model.order))
+            let first = Array(zip(reopened, model.order)).firstIndex { $0.0 != $0.1 }
+            withKnownIssue("compaction steps: the entries a step moved count as most recently used after a reopen") {
+                #expect(first == nil, "after the reopen the order differs from the store's at \(first ?? -1) of \(reopened.count)")
+            }
+        }
+    }
 }
