@@ -1,5 +1,6 @@
 import Foundation
 import Stash
+import StashEngine
 import StashTestSupport // SeededGenerator (the same seed gives the same run) and writeLine
 #if canImport(Glibc)
 import Glibc
@@ -211,8 +212,10 @@ func runSnapshot(_ path: String, seed: UInt64, readsOnly: Bool) throws -> Never 
         if readsOnly {
             for index in (0..<SnapshotRun.keys).shuffled(using: &random) { _ = try storage.object(forKey: "s\(index)") }
             // On the store's queue, after the reads' access records were written there (and, with
-            // `--kept`, the uses file made ready): a store released before then closes at once.
+            // `--kept`, the uses file made ready, then filled): a store released before then closes at
+            // once, and a close does not wait for a fill.
             _ = storage.entryInfos
+            PreparedUsesFile.finishFills()
             emit("read")
             continue
         }

@@ -56,6 +56,18 @@ struct KeyTable {
 
     /// The position in ``entries`` of `key`, whose hash is `hash`.
     func position(of key: String, hash: UInt64) -> Int? {
+        firstPosition(hash: hash) { Self.isSameKey($0.key, key) }
+    }
+
+    /// The position in ``entries`` of the entry whose key's hash is `hash` and whose record is at `offset`
+    /// of `segment` (an access record's entry): no key compared.
+    func position(hash: UInt64, segment: UInt32, offset: UInt32) -> Int? {
+        firstPosition(hash: hash) { $0.record.segment == segment && $0.record.offset == offset }
+    }
+
+    /// Probes from `hash`'s home slot for the first entry with that hash that `matches` accepts.
+    @inline(__always)
+    private func firstPosition(hash: UInt64, where matches: (Entry) -> Bool) -> Int? {
         guard !entries.isEmpty else { return nil }
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
@@ -64,24 +76,7 @@ struct KeyTable {
             if word == 0 { return nil }
             if word >> 32 == hash >> 32 {
                 let position = Int(word & 0xFFFF_FFFF) - 1
-                if entries[position].record.keyHash == hash, Self.isSameKey(entries[position].key, key) { return position }
-            }
-            slot = (slot + 1) & mask
-        }
-    }
-
-    /// The position in ``entries`` of the entry whose key's hash is `hash` and whose record is at `offset`
-    /// of `segment` (an access record's entry): no key compared.
-    func position(hash: UInt64, segment: UInt32, offset: UInt32) -> Int? {
-        guard !entries.isEmpty else { return nil }
-        let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: hash) & mask
-        while true {
-            let word = slots[slot]
-            if word == 0 { return nil }
-            if word >> 32 == hash >> 32 {
-                let record = entries[Int(word & 0xFFFF_FFFF) - 1].record
-                if record.keyHash == hash, record.segment == segment, record.offset == offset { return Int(word & 0xFFFF_FFFF) - 1 }
+                if entries[position].record.keyHash == hash, matches(entries[position]) { return position }
             }
             slot = (slot + 1) & mask
         }

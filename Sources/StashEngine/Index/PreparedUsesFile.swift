@@ -15,7 +15,7 @@ import Foundation
 /// file to nothing there and then, and so does a file dropped (``discard()``: the store is about to
 /// change) on a disk short of space; elsewhere a dropped file goes with its last reference, off the
 /// store's queue (cutting 23 MB took 3–6 ms on this project's machines).
-final class PreparedUsesFile: @unchecked Sendable {
+package final class PreparedUsesFile: @unchecked Sendable {
     // @unchecked Sendable: `isNamed` is touched on the store's queue alone; the rest is atomic or never changes.
     /// One queue for every store's files: a process rarely has two made ready at once, and a test can
     /// wait for all of them (``finishFills()``).
@@ -67,7 +67,7 @@ final class PreparedUsesFile: @unchecked Sendable {
     func discard() {
         isCancelled.store(1)
         guard !isNamed, diskIsShort else { return }
-        wait()
+        Self.finishFills()
         _ = FileIO.truncate(fd, to: 0)
     }
 
@@ -84,13 +84,9 @@ final class PreparedUsesFile: @unchecked Sendable {
         #endif
     }
 
-    /// Returns once the file is made ready (or could not be): bounded by about the work of writing it.
-    func wait() {
-        Self.queue.sync {}
-    }
-
-    /// Returns once every fill begun before has ended, and what a file let go of since then is handed
-    /// to the release thread (tests that count descriptors: ``BackgroundRelease/finish()`` after it).
+    /// Returns once every fill begun before has ended (bounded by about the work of writing them), and
+    /// what a file let go of since then is handed to the release thread (tests that count descriptors:
+    /// ``BackgroundRelease/finish()`` after it).
     package static func finishFills() {
         queue.sync {}
     }

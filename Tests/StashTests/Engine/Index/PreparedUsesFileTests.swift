@@ -24,9 +24,11 @@ struct PreparedUsesFileTests: KeyDirectoryScenario {
     static func usesPath(_ path: String) -> String { path + "/" + StoreFolder.usesName }
 
     /// Returns once the store's queue has run what reads left it (access records written, every 256 reads
-    /// off the queue, and with them the file made ready): a store released before then closes at once.
+    /// off the queue, and with them the file made ready), and that file is filled: a store released before
+    /// then closes at once, and a close does not wait for a fill (on a loaded machine it came first).
     static func awaitAccessFlush(_ storage: DiskStorage<Data>) {
         _ = storage.entryInfos // on the queue, after what is on it
+        PreparedUsesFile.finishFills()
     }
 
     /// Runs `body` with the path of a store (closed) that holds every key of ``keys``, written in order,
@@ -203,12 +205,6 @@ struct PreparedUsesFileFullDiskTests {
         }
     }
 
-    /// Returns once `storage`'s uses file made ready (if any) is filled or gave up.
-    static func awaitFill(_ storage: DiskStorage<Data>) throws {
-        PreparedUsesFileTests.awaitAccessFlush(storage)
-        storage.engine.sync { $0.preparedUses?.wait() }
-    }
-
     @Test("a write that needs the space a uses file made ready holds gets it: the file goes before the write",
           .enabled(if: FullDiskTests.canMount, "needs root and permission to mount a tmpfs"))
     func writeGetsItsSpace() throws {
@@ -216,7 +212,7 @@ struct PreparedUsesFileFullDiskTests {
             do {
                 let storage = try openDataStore(path)
                 for number in 0..<Self.count { _ = try storage.object(forKey: "key \(number)") }
-                try Self.awaitFill(storage)
+                PreparedUsesFileTests.awaitAccessFlush(storage)
                 // Room for the value's file only with the uses file's blocks (~300 KB) given back.
                 try FullDiskTests.fill(mountPoint, leaving: 100_000)
                 try storage.setObject(Data(repeating: 7, count: 280_000), forKey: "big")
@@ -239,7 +235,7 @@ struct PreparedUsesFileFullDiskTests {
                 let storage = try openDataStore(path)
                 // Past an eighth of the entries (the access records, ~40 bytes each, take ~80 KB).
                 for number in 0..<2_000 { _ = try storage.object(forKey: "key \(number)") }
-                try Self.awaitFill(storage)
+                PreparedUsesFileTests.awaitAccessFlush(storage)
                 #expect(FullDiskTests.freeBytes(mountPoint) >= before - 120_000, "the uses file kept the blocks it took")
             }
             try FileManager.default.removeItem(atPath: mountPoint + "/filler")
