@@ -56,6 +56,11 @@ package struct CompactionCycle {
     var drained = 0
     /// Steps that failed (their copies discarded).
     package var failed = 0
+    /// Whether steps deleted drained segments since the key directory was written. A replay gives the
+    /// entry of a copy whose original it no longer finds (not in a segment, not in the directory) the
+    /// next use, as any set record, so only a directory keeps those entries' place in the order of use:
+    /// the close writes one then, whatever the store's size (``DiskStore/finishWriting()``).
+    var drainedSinceDirectory = false
 }
 
 extension Compaction {
@@ -174,6 +179,7 @@ extension Compaction {
             store.log.segments[started.id] = nil
             started.remove()
         }
+        store.compactionCycle.drainedSinceDirectory = true
         for segment in drained {
             store.log.segments[segment.id] = nil
             segment.remove()

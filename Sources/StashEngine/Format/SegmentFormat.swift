@@ -57,8 +57,9 @@ package enum SegmentFormat {
     /// to files of their own. Also what bounds the work of a resync after damage: a candidate
     /// position is hashed over at most this many bytes.
     static let maxBodyLength = DiskStore.maxKeyLength + ValueFiles.threshold + 64
-    /// Header flag: the segment was written by compaction (for `stash check` and forensics; replay
-    /// never sees an unfinished one, which keeps its temporary name until the compaction commits).
+    /// Header flag: the segment was written by compaction, so its set records are copies, which replay
+    /// keeps in their entries' place in the order of use (``Replayer``). Replay never sees an unfinished
+    /// one, which keeps its temporary name until the compaction commits.
     static let compactionFlag: UInt32 = 1
 
     /// What a segment's header says.

@@ -184,6 +184,7 @@ extension DiskStore {
         directoryBuilder = nil // one still running stops: the index it kept is folded in
         changesSinceDirectory = 0
         accessesSinceDirectory = 0
+        compactionCycle.drainedSinceDirectory = false
         log.publishStructure()
     }
 }

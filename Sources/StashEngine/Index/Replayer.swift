@@ -29,8 +29,9 @@ package struct Replayer {
 
     /// Applies `record` (at `offset` of `segment`, `length` bytes long), or holds it while a batch is
     /// being read. A batch is dropped, not applied, when a record other than its next one comes first.
-    mutating func visit(_ record: SegmentRecord, segment: UInt32, offset: Int, length: Int, store: DiskStore,
-                        index: inout KeyDirectory) {
+    /// - Parameter isCopy: Whether `segment` is a compaction's output: its set records are copies.
+    mutating func visit(_ record: SegmentRecord, segment: UInt32, offset: Int, length: Int, isCopy: Bool = false,
+                        store: DiskStore, index: inout KeyDirectory) {
         if offset < droppedBefore { return }
         if var open = batch {
             batch = nil
@@ -43,7 +44,8 @@ package struct Replayer {
                 }
                 if open.next == open.end {
                     for held in open.records {
-                        apply(held.record, segment: segment, offset: held.offset, length: held.length, store: store, index: &index)
+                        apply(held.record, segment: segment, offset: held.offset, length: held.length, isCopy: isCopy, store: store,
+                              index: &index)
                     }
                 } else {
                     store.recoveryIssues.append(.corrupted("a batch at byte \(open.start) of segment \(SegmentFile.name(of: segment)) did not add up; none of it was applied"))
@@ -58,7 +60,7 @@ package struct Replayer {
             if count > 0 { batch = OpenBatch(start: offset, next: offset + length, end: offset + length + bytes, count: count) }
             return
         }
-        apply(record, segment: segment, offset: offset, length: length, store: store, index: &index)
+        apply(record, segment: segment, offset: offset, length: length, isCopy: isCopy, store: store, index: &index)
     }
 
     /// Ends a segment; returns the byte range of a batch still being read there (cut short: dropped).
@@ -67,12 +69,21 @@ package struct Replayer {
         return batch.map { $0.start..<$0.next }
     }
 
-    private mutating func apply(_ record: SegmentRecord, segment: UInt32, offset: Int, length: Int, store: DiskStore,
+    private mutating func apply(_ record: SegmentRecord, segment: UInt32, offset: Int, length: Int, isCopy: Bool, store: DiskStore,
                                 index: inout KeyDirectory) {
         switch record {
         case .set(let key, let info):
             let new = DiskRecord(segment: segment, offset: UInt32(truncatingIfNeeded: offset), length: UInt32(length),
                                  value: info.value, expiry: info.expiry, lastAccess: info.time, keyHash: index.hash(key))
+            // A copy replays over the record it copied (the key's last before it), where that one is
+            // still known (its segment not deleted yet, or the key directory's entry): the entry moves
+            // and keeps its place in the order of use. As a set, it would count as the most recent use.
+            if isCopy, let old = index.peek(key), old.value == new.value, old.expiry == new.expiry,
+               index.update(key, { ($0.segment, $0.offset, $0.length) = (new.segment, new.offset, new.length) }) {
+                keysByPosition?[Self.position(old.segment, old.offset)] = nil
+                keysByPosition?[Self.position(new.segment, new.offset)] = key
+                return
+            }
             if let old = index.set(key, new) {
                 store.totalSize -= old.size
                 keysByPosition?[Self.position(old.segment, old.offset)] = nil

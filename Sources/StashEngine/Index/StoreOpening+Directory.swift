@@ -61,7 +61,12 @@ extension StoreOpening {
             // writer's new directory renamed in), not damage: the segments are replayed whole, and the
             // changed structure makes the next call open the store anew.
             let changeInProgress = loaded != nil && !store.writes && store.log.folder.writerIsActive
-            if !DirectoryFormat.isFormerLayout(fd), !changeInProgress { // an older layout is no damage: replaced once
+            // Nor is one whose position's segment the floor supersedes: steps drained it after the
+            // directory was written, and the writer was killed before its close wrote the next one. It
+            // cannot be used (the removals after its position went with that segment).
+            let superseded = loaded.map { $0.header.store == store.log.folder.storeID && salts[$0.header.position.segment] == nil
+                && $0.header.position.segment < store.log.floor } ?? false
+            if !DirectoryFormat.isFormerLayout(fd), !changeInProgress, !superseded { // an older layout is no damage: replaced once
                 store.recoveryIssues.append(.corrupted("the key directory was damaged or stale; the segments were replayed whole"))
             }
             if let info = FileIO.fileStatus(fd), info.st_mode & S_IFMT == S_IFREG { discardStaleDirectory() } // a folder or FIFO is left alone

@@ -78,6 +78,7 @@ struct StoreOpening {
         var replayer = Replayer()
         for (number, file) in own.enumerated() {
             let id = file.id
+            let isCopy = file.flags & SegmentFormat.compactionFlag != 0
             let covered = snapshot.map { id < $0.segment } ?? false
             if covered { continue } // its records are in the directory
             // The directory's segment is read from its position on only (the records before it are in
@@ -104,7 +105,8 @@ struct StoreOpening {
             file.length = total
             let scan = bytes.withUnsafeBytes { raw in
                 SegmentFormat.scan(raw, salt: file.salt, from: start) { record, offset, length in
-                    store.withIndex { replayer.visit(record, segment: id, offset: base + offset, length: length, store: store, index: &$0) }
+                    store.withIndex { replayer.visit(record, segment: id, offset: base + offset, length: length, isCopy: isCopy, store: store,
+                                                     index: &$0) }
                 }
             }
             // A reader beside a live writer: a partial record at the end of the last segment is a
