@@ -11,8 +11,7 @@ import Testing
 // deleted segments writes a key directory, whatever the store's size.
 
 @Suite("Compaction in steps keeps the order of least recent use across a reopen", .serialized)
-struct CompactionStepOrderTests {
-    typealias Model = V4AttackTests.Model
+struct CompactionStepOrderTests: ModelSessionScenario {
 
     @Test("random writes and reads while steps compact, then a close: the reopened store has the session's order (a store too small for a key directory, and one that keeps one)",
           arguments: [1 << 30, 100])
@@ -40,11 +39,11 @@ struct CompactionStepOrderTests {
                     clock.advance(by: 1)
                     if model.values[key] == nil || random.below(2) == 0 {
                         version += 1
-                        let data = V4AttackTests.value(key, version, size: 100 + random.below(50))
+                        let data = Self.value(key, version, size: 100 + random.below(50))
                         try storage.setObject(data, forKey: key)
                         model.set(key, data)
                     } else {
-                        #expect(try V4AttackTests.read(storage, key) == model.values[key])
+                        #expect(try Self.read(storage, key) == model.values[key])
                         model.use(key)
                     }
                 }
@@ -130,17 +129,17 @@ struct CompactionStepOrderTests {
 }
 
 /// A writer among several, driven call by call (the folder's lock around each), and a model of its order of use.
-private struct KilledStepSession {
+private struct KilledStepSession: ModelSessionScenario {
     let path: String
     var store: DiskStore?
-    var model = V4AttackTests.Model()
+    var model = StoreModel()
     var time = Date(timeIntervalSinceReferenceDate: 800_000_000)
     var random = SeededGenerator(seed: 5)
 
 
     mutating func set(_ key: String, _ number: Int) throws {
         time += 1
-        let (data, now) = (V4AttackTests.value(key, number, size: 100), time)
+        let (data, now) = (Self.value(key, number, size: 100), time)
         try FilesChangedInPlaceTests.operation(store!) {
             try $0.writer.write(key, data, expiry: .distantFuture, now: now, maxSize: 0, durable: false).replaced?.remove()
         }

@@ -1,0 +1,290 @@
+import Foundation
+import StashTestSupport
+import Testing
+@testable import Stash
+@testable import StashEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The order of least recent use against a model: after sessions that only read, across a batch, and
+/// with reads off the queue while compactions copy and write the key directory (Contract item 5).
+@Suite("The order of least recent use against a model: reads, batches, compactions, reopens", .serialized)
+struct OrderOfUseTests: ModelSessionScenario {
+    @Test("a trim by maxSize after sessions that only read (uses files, made ready ahead) evicts the least recently used first",
+          arguments: [11, 12, 13] as [UInt64])
+    func evictionAfterReadOnlySessions(seed: UInt64) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let clock = TestClock()
+        var random = SeededGenerator(seed: seed)
+        let keys = (0..<800).map { "key \($0)" }
+        var model = Model()
+        try withEngineThresholds(in: path, directoryMinimum: 1, preparedUsesMinimum: 0) {
+            do {
+                let storage = try openDataStore(path, now: clock.function)
+                for key in keys {
+                    clock.advance(by: 1)
+                    let data = Self.value(key, 1, size: 200)
+                    try storage.setObject(data, forKey: key)
+                    model.set(key, data)
+                }
+            }
+            for session in 0..<4 {
+                let storage = try openDataStore(path, now: clock.function)
+                for _ in 0..<(150 + random.below(400)) {
+                    let key = keys[random.below(keys.count)]
+                    clock.advance(by: 1)
+                    #expect(try Self.read(storage, key) == model.values[key], "session \(session)")
+                    model.use(key)
+                }
+                _ = storage.entryInfos
+            }
+            #expect(FileManager.default.fileExists(atPath: path + "/" + StoreFolder.usesName), "no uses file was written")
+            // Opened with room for about half: a write trims.
+            let total = try openDataStore(path, now: clock.function).totalSize
+            let storage = try openDataStore(path, maxSize: total / 2, now: clock.function)
+            clock.advance(by: 1)
+            let data = Self.value("new", 2, size: 200)
+            try storage.setObject(data, forKey: "new")
+            model.set("new", data)
+            let kept = Set(storage.allKeys)
+            #expect(kept.count < keys.count, "nothing was trimmed")
+            let leastRecentWentFirst = model.trimmed(to: kept)
+            #expect(leastRecentWentFirst, "the trim did not take the least recently used first")
+            #expect(storage.entryInfos.map(\.key) == model.order)
+        }
+    }
+
+    @Test("reads, a batch, then reads: the order of least recent use the store had at close is the one it has after the reopen",
+          arguments: [16, Int.max])
+    func readsAroundABatchKeepTheirOrder(builderMinimum: Int) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let clock = TestClock()
+        var random = SeededGenerator(seed: 77)
+        let keys = (0..<600).map { "k\($0)" }
+        try withEngineThresholds(in: path, compactionMinimum: 16 << 10, directoryMinimum: 1, segmentLimit: 64 << 10,
+                                 directoryBuilderMinimum: builderMinimum, keptDirectoryCapacity: 16, preparedUsesMinimum: 0) {
+            do {
+                let storage = try openDataStore(path, now: clock.function)
+                for key in keys {
+                    clock.advance(by: 1)
+                    try storage.setObject(Self.value(key, 1, size: 100), forKey: key)
+                }
+            }
+            let order: [String]
+            do {
+                let storage = try openDataStore(path, now: clock.function)
+                for _ in 0..<300 {
+                    clock.advance(by: 0.001)
+                    _ = try Self.read(storage, keys[random.below(keys.count)])
+                }
+                var batch: [String: Data] = [:]
+                for _ in 0..<40 {
+                    let key = keys[random.below(keys.count)]
+                    batch[key] = Self.value(key, 2, size: 50)
+                }
+                clock.advance(by: 1)
+                try storage.setObjects(batch)
+                for _ in 0..<300 {
+                    clock.advance(by: 0.001)
+                    _ = try Self.read(storage, keys[random.below(keys.count)])
+                }
+                order = storage.entryInfos.map(\.key)
+            }
+            let storage = try openDataStore(path, now: clock.function)
+            let reopened = storage.entryInfos.map(\.key)
+            #expect(reopened == order, "builder minimum \(builderMinimum): the order changed across the close; first difference at \(Array(zip(reopened, order)).firstIndex { $0.0 != $0.1 } ?? -1) of \(order.count)")
+        }
+    }
+
+    @Test("reads on another thread while compactNow copies and writes the key directory: every read counts as use, in the order made")
+    func readsDuringCompactionDirectoryKeepTheirUses() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let clock = TestClock()
+        var random = SeededGenerator(seed: 3)
+        let keys = (0..<20_000).map { "c\($0)" }
+        try withEngineThresholds(in: path, directoryMinimum: 1) {
+            do {
+                let storage = try openDataStore(path, now: clock.function)
+                for key in keys {
+                    clock.advance(by: 1)
+                    try storage.setObject(Self.value(key, 1, size: 60), forKey: key)
+                }
+            }
+            let storage = try openDataStore(path, now: clock.function)
+            var expected = storage.entryInfos.map(\.key)
+            let reads = keys.shuffled(using: &random)
+            var read: [String] = []
+            for round in 0..<4 {
+                let done = AtomicWord()
+                let finished = DispatchSemaphore(value: 0)
+                DispatchQueue.global().async {
+                    defer { finished.signal() }
+                    try? storage.compactNow()
+                    done.store(1)
+                }
+                // Reads on this thread, off the queue, until the compaction (and the directory it writes) is over.
+                while done.value == 0, read.count < reads.count {
+                    let key = reads[read.count]
+                    clock.advance(by: 0.001)
+                    #expect(try Self.read(storage, key) == Self.value(key, 1, size: 60))
+                    read.append(key)
+                }
+                finished.wait()
+                _ = round
+            }
+            let readSet = Set(read)
+            expected = expected.filter { !readSet.contains($0) } + read
+            let inSession = storage.entryInfos.map(\.key)
+            let firstDifference = Array(zip(inSession, expected)).firstIndex { $0.0 != $0.1 }
+            #expect(firstDifference == nil,
+                    "\(read.count) reads during compactions: the order differs at \(firstDifference ?? -1) of \(expected.count); \(Set(inSession.suffix(read.count)).subtracting(readSet).count) keys not read stand among the last \(read.count)")
+        }
+    }
+
+    /// How the compactions beside the reads run.
+    enum Compacting: String, CaseIterable, CustomTestStringConvertible {
+        case writingDirectory = "background compactions that write the key directory"
+        case removingDirectory = "background compactions of a store too small for a key directory"
+        case none = "no compaction"
+        var testDescription: String { rawValue }
+    }
+
+    /// Found by `randomSessions`: a background compaction's finish writes the key directory on the queue
+    /// and then takes the directory it encoded as the index's base (``DiskStore/writeDirectory(thenLoad:durable:)``);
+    /// the uses that reads off the queue marked in the index between the encoding and that swap are lost,
+    /// in the session and (the close writes the index's uses) after every reopen. A trim then evicts keys
+    /// just read before keys not read for long.
+    @Test("reads off the queue while a background compaction finishes: every read counts as use, in the order made, and a trim evicts the least recently used",
+          arguments: [1, 2, 3, 4] as [UInt64], Compacting.allCases)
+    func readsDuringBackgroundCompactionKeepTheirOrder(seed: UInt64, compacting: Compacting) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let clock = TestClock()
+        var random = SeededGenerator(seed: seed)
+        let keys = (0..<600).map { "k\($0)" }
+        var model = Model()
+        try withEngineThresholds(in: path, compactionMinimum: compacting == .none ? 1 << 40 : 16 << 10,
+                                 directoryMinimum: compacting == .writingDirectory ? 1 : 1 << 30, segmentLimit: 64 << 10,
+                                 directoryBuilderMinimum: 16, keptDirectoryCapacity: 16, preparedUsesMinimum: 0) {
+            do {
+                let storage = try openDataStore(path, now: clock.function)
+                for key in keys {
+                    clock.advance(by: 1)
+                    let data = Self.value(key, 1, size: 100)
+                    try storage.setObject(data, forKey: key)
+                    model.set(key, data)
+                }
+            }
+            let storage = try openDataStore(path, now: clock.function)
+            var version = 1
+            var compactions = 0
+            var differences = 0
+            for round in 0..<6 {
+                // Writes until a background compaction starts.
+                var writes = 0
+                while !storage.isCompacting, writes < (compacting == .none ? 300 : 2_000) {
+                    let key = keys[random.below(keys.count)]
+                    version += 1
+                    clock.advance(by: 1)
+                    let data = Self.value(key, version, size: 100 + random.below(50))
+                    try storage.setObject(data, forKey: key)
+                    model.set(key, data)
+                    writes += 1
+                }
+                if storage.isCompacting { compactions += 1 }
+                // Reads off the queue while it copies and finishes.
+                for _ in 0..<3_000 {
+                    let key = keys[random.below(keys.count)]
+                    clock.advance(by: 0.001)
+                    #expect(try Self.read(storage, key) == model.values[key])
+                    model.use(key)
+                }
+                storage.waitForCompaction()
+                let order = storage.entryInfos.map(\.key)
+                let first = Array(zip(order, model.order)).firstIndex { $0.0 != $0.1 }
+                #expect(first == nil, "round \(round): the order differs from the reads' at \(first ?? -1) of \(order.count)")
+                if first != nil {
+                    differences += 1
+                    // The most recently read keys the store holds as less recent than keys read before them.
+                    let recent = Set(model.order.suffix(100))
+                    let misplaced = order.prefix(order.count - 100).filter(recent.contains)
+                    #expect(misplaced.isEmpty, "round \(round): \(misplaced.count) of the 100 keys read last are not among the store's 100 most recent: \(misplaced.prefix(5))")
+                }
+            }
+            #expect((compactions > 0) == (compacting != .none), "compactions: \(compactions)")
+            if differences == 0 {
+                // A trim to a quarter keeps the most recently used.
+                let target = model.totalSize / 4
+                try storage.trim(toSize: target)
+                model.trim(to: target)
+                #expect(Set(storage.allKeys) == Set(model.values.keys), "the trim evicted other keys than the least recently used")
+            }
+        }
+    }
+
+    /// Found beside the test above: where the compaction writes no key directory (a store below its
+    /// minimum), the order in the session is right but not after a reopen. The reads made while the copy
+    /// ran noted access records against the inputs' positions; the finish drops those and notes one access
+    /// record per entry used meanwhile, in the order the copy moved them (least recently used at its start),
+    /// not the order of the reads, and after the accesses already noted against the copies' positions by
+    /// reads made since the index was pointed at them (``Compaction/finish(_:victims:epoch:)``): the replay
+    /// at the next open takes that order. Now every waiting access record is written in the order of use
+    /// the index holds (``KeyDirectory/inOrderOfUse(_:)``).
+    @Test("reads off the queue during background compactions: after a reopen the order of least recent use is the reads' order",
+          arguments: [5, 6] as [UInt64], Compacting.allCases)
+    func readsDuringBackgroundCompactionSurviveReopen(seed: UInt64, compacting: Compacting) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let clock = TestClock()
+        var random = SeededGenerator(seed: seed)
+        let keys = (0..<600).map { "k\($0)" }
+        var model = Model()
+        try withEngineThresholds(in: path, compactionMinimum: compacting == .none ? 1 << 40 : 16 << 10,
+                                 directoryMinimum: compacting == .writingDirectory ? 1 : 1 << 30, segmentLimit: 64 << 10,
+                                 directoryBuilderMinimum: 16, keptDirectoryCapacity: 16, preparedUsesMinimum: 0) {
+            do {
+                let storage = try openDataStore(path, now: clock.function)
+                for key in keys {
+                    clock.advance(by: 1)
+                    let data = Self.value(key, 1, size: 100)
+                    try storage.setObject(data, forKey: key)
+                    model.set(key, data)
+                }
+            }
+            var inSession: [String] = []
+            do {
+                let storage = try openDataStore(path, now: clock.function)
+                var version = 1
+                for _ in 0..<4 {
+                    var writes = 0
+                    while !storage.isCompacting, writes < (compacting == .none ? 300 : 2_000) {
+                        let key = keys[random.below(keys.count)]
+                        version += 1
+                        clock.advance(by: 1)
+                        let data = Self.value(key, version, size: 100 + random.below(50))
+                        try storage.setObject(data, forKey: key)
+                        model.set(key, data)
+                        writes += 1
+                    }
+                    for _ in 0..<3_000 {
+                        let key = keys[random.below(keys.count)]
+                        clock.advance(by: 0.001)
+                        #expect(try Self.read(storage, key) == model.values[key])
+                        model.use(key)
+                    }
+                    storage.waitForCompaction()
+                }
+                inSession = storage.entryInfos.map(\.key)
+            }
+            let reopened = try openDataStore(path, now: clock.function).entryInfos.map(\.key)
+            let first = Array(zip(reopened, model.order)).firstIndex { $0.0 != $0.1 }
+            #expect(first == nil, "after the reopen the order differs from the reads' at \(first ?? -1) of \(reopened.count) (in the session: \(inSession == model.order ? "the same" : "different already"))")
+        }
+    }
+}
