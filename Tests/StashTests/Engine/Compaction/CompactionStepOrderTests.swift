@@ -74,9 +74,8 @@ struct CompactionStepOrderTests: ModelSessionScenario {
             #expect(session.store!.withIndex { $0.entriesOldestFirst.map(\.0) } == session.model.order, "in the session")
             session.store = nil // killed: no close, no key directory
         }
-        let reopened = try DiskStore(directory: path, readOnly: false, sharedWriters: true)
+        let reopened = try session.reopened()
         defer { reopened.close() }
-        #expect(reopened.recoveryIssues.isEmpty, "\(reopened.recoveryIssues)")
         session.expectOrder(of: reopened)
     }
 
@@ -87,18 +86,15 @@ struct CompactionStepOrderTests: ModelSessionScenario {
         var session = KilledStepSession(path: path)
         try withEngineThresholds(in: path, compactionMinimum: .max / 4, directoryMinimum: 10, segmentLimit: 16 << 10, compactionStep: 4 << 10) {
             try session.fill()
-            session.store!.close() // writes the key directory
-            session.store = try DiskStore(directory: path, readOnly: false, sharedWriters: true)
-            session.store!.thresholds.compactionMinimum = 1 // the next write starts a cycle; each one after makes a step
+            try session.reopenCompacting() // each write from now on makes a step
             // New keys, until a step drained the oldest segment (the directory's entries there moved, and it went).
             for number in 0..<200 where session.store!.compactionCycle.drained == 0 { try session.set("new\(number)", number) }
             let cycle = session.store!.compactionCycle
             #expect(cycle.drained == 1, "a step drained the oldest segment, not the directory's last: \(cycle)")
             session.store = nil // killed: no close, no key directory
         }
-        let reopened = try DiskStore(directory: path, readOnly: false, sharedWriters: true)
+        let reopened = try session.reopened()
         defer { reopened.close() }
-        #expect(reopened.recoveryIssues.isEmpty, "\(reopened.recoveryIssues)")
         #expect(FileManager.default.fileExists(atPath: path + "/" + StoreFolder.directoryName), "the directory was used, not dropped")
         session.expectOrder(of: reopened)
     }
@@ -110,22 +106,18 @@ struct CompactionStepOrderTests: ModelSessionScenario {
         var session = KilledStepSession(path: path)
         try withEngineThresholds(in: path, compactionMinimum: .max / 4, directoryMinimum: 10, segmentLimit: 16 << 10) {
             try session.fill()
-            session.store!.close() // writes the key directory
-            session.store = try DiskStore(directory: path, readOnly: false, sharedWriters: true)
-            session.store!.thresholds.compactionMinimum = 1 // the next write starts a cycle, and its step copies every live record
+            try session.reopenCompacting() // the next write's step copies every live record
             try session.set("new", 0)
             #expect(session.store!.compactionCycle.drained > 1, "\(session.store!.compactionCycle)")
             session.store = nil // killed: no close, no key directory
         }
-        let reopened = try DiskStore(directory: path, readOnly: false, sharedWriters: true)
+        let reopened = try session.reopened()
         defer { reopened.close() }
-        #expect(reopened.recoveryIssues.isEmpty, "\(reopened.recoveryIssues)")
         for (key, data) in session.model.values {
             #expect(try FilesChangedInPlaceTests.operation(reopened) { try $0.read(key, now: session.time).data } == data, "\(key)")
         }
         #expect(reopened.withIndex { $0.count } == session.model.values.count)
     }
-
 }
 
 /// A writer among several, driven call by call (the folder's lock around each), and a model of its order of use.
@@ -136,6 +128,20 @@ private struct KilledStepSession: ModelSessionScenario {
     var time = Date(timeIntervalSinceReferenceDate: 800_000_000)
     var random = SeededGenerator(seed: 5)
 
+
+    /// Closes the store (the close writes the key directory) and opens it again, to compact from its next write on.
+    mutating func reopenCompacting() throws {
+        store!.close()
+        store = try DiskStore(directory: path, readOnly: false, sharedWriters: true)
+        store!.thresholds.compactionMinimum = 1
+    }
+
+    /// The store opened anew after the session, which reported nothing.
+    func reopened(sourceLocation: SourceLocation = #_sourceLocation) throws -> DiskStore {
+        let reopened = try DiskStore(directory: path, readOnly: false, sharedWriters: true)
+        #expect(reopened.recoveryIssues.isEmpty, "\(reopened.recoveryIssues)", sourceLocation: sourceLocation)
+        return reopened
+    }
 
     mutating func set(_ key: String, _ number: Int) throws {
         time += 1

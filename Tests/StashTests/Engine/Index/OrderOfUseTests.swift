@@ -165,48 +165,15 @@ struct OrderOfUseTests: ModelSessionScenario {
     func readsDuringBackgroundCompactionKeepTheirOrder(seed: UInt64, compacting: Compacting) throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
-        let clock = TestClock()
-        var random = SeededGenerator(seed: seed)
-        let keys = (0..<600).map { "k\($0)" }
-        var model = Model()
-        try withEngineThresholds(in: path, compactionMinimum: compacting == .none ? 1 << 40 : 16 << 10,
-                                 directoryMinimum: compacting == .writingDirectory ? 1 : 1 << 30, segmentLimit: 64 << 10,
-                                 directoryBuilderMinimum: 16, keptDirectoryCapacity: 16, preparedUsesMinimum: 0) {
-            do {
-                let storage = try openDataStore(path, now: clock.function)
-                for key in keys {
-                    clock.advance(by: 1)
-                    let data = Self.value(key, 1, size: 100)
-                    try storage.setObject(data, forKey: key)
-                    model.set(key, data)
-                }
-            }
-            let storage = try openDataStore(path, now: clock.function)
-            var version = 1
+        try compacting.withThresholds(in: path) {
+            var session = try ReadsBesideCompaction(path: path, seed: seed, compacting: compacting)
+            let storage = try openDataStore(path, now: session.clock.function)
             var compactions = 0
             var differences = 0
             for round in 0..<6 {
-                // Writes until a background compaction starts.
-                var writes = 0
-                while !storage.isCompacting, writes < (compacting == .none ? 300 : 2_000) {
-                    let key = keys[random.below(keys.count)]
-                    version += 1
-                    clock.advance(by: 1)
-                    let data = Self.value(key, version, size: 100 + random.below(50))
-                    try storage.setObject(data, forKey: key)
-                    model.set(key, data)
-                    writes += 1
-                }
-                if storage.isCompacting { compactions += 1 }
-                // Reads off the queue while it copies and finishes.
-                for _ in 0..<3_000 {
-                    let key = keys[random.below(keys.count)]
-                    clock.advance(by: 0.001)
-                    #expect(try Self.read(storage, key) == model.values[key])
-                    model.use(key)
-                }
-                storage.waitForCompaction()
-                let order = storage.entryInfos.map(\.key)
+                if try session.writeUntilCompacting(storage) { compactions += 1 }
+                try session.readWhileCompacting(storage)
+                let (order, model) = (storage.entryInfos.map(\.key), session.model)
                 let first = Array(zip(order, model.order)).firstIndex { $0.0 != $0.1 }
                 #expect(first == nil, "round \(round): the order differs from the reads' at \(first ?? -1) of \(order.count)")
                 if first != nil {
@@ -220,10 +187,10 @@ struct OrderOfUseTests: ModelSessionScenario {
             #expect((compactions > 0) == (compacting != .none), "compactions: \(compactions)")
             if differences == 0 {
                 // A trim to a quarter keeps the most recently used.
-                let target = model.totalSize / 4
+                let target = session.model.totalSize / 4
                 try storage.trim(toSize: target)
-                model.trim(to: target)
-                #expect(Set(storage.allKeys) == Set(model.values.keys), "the trim evicted other keys than the least recently used")
+                session.model.trim(to: target)
+                #expect(Set(storage.allKeys) == Set(session.model.values.keys), "the trim evicted other keys than the least recently used")
             }
         }
     }
@@ -241,50 +208,78 @@ struct OrderOfUseTests: ModelSessionScenario {
     func readsDuringBackgroundCompactionSurviveReopen(seed: UInt64, compacting: Compacting) throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
-        let clock = TestClock()
-        var random = SeededGenerator(seed: seed)
-        let keys = (0..<600).map { "k\($0)" }
-        var model = Model()
-        try withEngineThresholds(in: path, compactionMinimum: compacting == .none ? 1 << 40 : 16 << 10,
-                                 directoryMinimum: compacting == .writingDirectory ? 1 : 1 << 30, segmentLimit: 64 << 10,
-                                 directoryBuilderMinimum: 16, keptDirectoryCapacity: 16, preparedUsesMinimum: 0) {
-            do {
-                let storage = try openDataStore(path, now: clock.function)
-                for key in keys {
-                    clock.advance(by: 1)
-                    let data = Self.value(key, 1, size: 100)
-                    try storage.setObject(data, forKey: key)
-                    model.set(key, data)
-                }
-            }
+        try compacting.withThresholds(in: path) {
+            var session = try ReadsBesideCompaction(path: path, seed: seed, compacting: compacting)
             var inSession: [String] = []
             do {
-                let storage = try openDataStore(path, now: clock.function)
-                var version = 1
+                let storage = try openDataStore(path, now: session.clock.function)
                 for _ in 0..<4 {
-                    var writes = 0
-                    while !storage.isCompacting, writes < (compacting == .none ? 300 : 2_000) {
-                        let key = keys[random.below(keys.count)]
-                        version += 1
-                        clock.advance(by: 1)
-                        let data = Self.value(key, version, size: 100 + random.below(50))
-                        try storage.setObject(data, forKey: key)
-                        model.set(key, data)
-                        writes += 1
-                    }
-                    for _ in 0..<3_000 {
-                        let key = keys[random.below(keys.count)]
-                        clock.advance(by: 0.001)
-                        #expect(try Self.read(storage, key) == model.values[key])
-                        model.use(key)
-                    }
-                    storage.waitForCompaction()
+                    try session.writeUntilCompacting(storage)
+                    try session.readWhileCompacting(storage)
                 }
                 inSession = storage.entryInfos.map(\.key)
             }
-            let reopened = try openDataStore(path, now: clock.function).entryInfos.map(\.key)
+            let (reopened, model) = (try openDataStore(path, now: session.clock.function).entryInfos.map(\.key), session.model)
             let first = Array(zip(reopened, model.order)).firstIndex { $0.0 != $0.1 }
             #expect(first == nil, "after the reopen the order differs from the reads' at \(first ?? -1) of \(reopened.count) (in the session: \(inSession == model.order ? "the same" : "different already"))")
         }
+    }
+}
+
+extension OrderOfUseTests.Compacting {
+    /// Runs `body` with the thresholds that make these compactions run beside the reads.
+    func withThresholds(in path: String, _ body: () throws -> Void) throws {
+        try withEngineThresholds(in: path, compactionMinimum: self == .none ? 1 << 40 : 16 << 10,
+                                 directoryMinimum: self == .writingDirectory ? 1 : 1 << 30, segmentLimit: 64 << 10,
+                                 directoryBuilderMinimum: 16, keptDirectoryCapacity: 16, preparedUsesMinimum: 0, body)
+    }
+}
+
+/// Writes until a background compaction starts, then reads off the queue while it copies and finishes,
+/// with a model of values and order: 600 keys, written once when it is made.
+private struct ReadsBesideCompaction: ModelSessionScenario {
+    let clock = TestClock()
+    let keys = (0..<600).map { "k\($0)" }
+    let compacting: OrderOfUseTests.Compacting
+    var random: SeededGenerator
+    var model = StoreModel()
+    var version = 1
+
+    init(path: String, seed: UInt64, compacting: OrderOfUseTests.Compacting) throws {
+        (random, self.compacting) = (SeededGenerator(seed: seed), compacting)
+        let storage = try openDataStore(path, now: clock.function)
+        for key in keys {
+            clock.advance(by: 1)
+            let data = Self.value(key, 1, size: 100)
+            try storage.setObject(data, forKey: key)
+            model.set(key, data)
+        }
+    }
+
+    /// Writes random keys until a background compaction runs (a bounded number); whether one does.
+    @discardableResult
+    mutating func writeUntilCompacting(_ storage: DiskStorage<Data>) throws -> Bool {
+        var writes = 0
+        while !storage.isCompacting, writes < (compacting == .none ? 300 : 2_000) {
+            let key = keys[random.below(keys.count)]
+            version += 1
+            clock.advance(by: 1)
+            let data = Self.value(key, version, size: 100 + random.below(50))
+            try storage.setObject(data, forKey: key)
+            model.set(key, data)
+            writes += 1
+        }
+        return storage.isCompacting
+    }
+
+    /// Reads random keys off the queue while the compaction copies and finishes, then waits for it.
+    mutating func readWhileCompacting(_ storage: DiskStorage<Data>) throws {
+        for _ in 0..<3_000 {
+            let key = keys[random.below(keys.count)]
+            clock.advance(by: 0.001)
+            #expect(try Self.read(storage, key) == model.values[key])
+            model.use(key)
+        }
+        storage.waitForCompaction()
     }
 }
