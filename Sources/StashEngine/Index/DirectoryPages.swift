@@ -115,18 +115,21 @@ final class DirectoryPages {
         return true
     }
 
-    /// Reads and checks every page not read yet (the uses' alone: `usesOnly`), a run of them at a time.
-    func loadAll(usesOnly: Bool = false, into image: UnsafeMutableRawBufferPointer) -> Bool {
+    /// Reads and checks every page not read yet (the uses' alone: `usesOnly`), a run of them at a time;
+    /// or stops once it read `limit` pages. False if a page failed.
+    func loadAll(usesOnly: Bool = false, limit: Int = .max, into image: UnsafeMutableRawBufferPointer) -> Bool {
         var page = usesOnly ? bodyPages : 0
-        while page < hashes.count, !failed {
+        var budget = limit
+        while page < hashes.count, !failed, budget > 0 {
             guard !isLoaded(page) else {
                 page += 1
                 continue
             }
             // Up to 256 pages (1 MiB) in one read, none past the body's end or already read.
             var end = page + 1
-            while end < hashes.count, end - page < 256, end != bodyPages, !isLoaded(end) { end += 1 }
+            while end < hashes.count, end - page < min(256, budget), end != bodyPages, !isLoaded(end) { end += 1 }
             guard load(page..<end, into: image) else { return false }
+            budget -= end - page
             page = end
         }
         return !failed

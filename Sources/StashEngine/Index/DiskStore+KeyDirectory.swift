@@ -41,7 +41,7 @@ extension DiskStore {
         // Every entry of the base read and checked: a page that fails (the file changed in place since
         // the open) must not leave its entries out of the new directory. The old one goes instead, and
         // the next open replays the segments.
-        guard withIndex({ $0.base?.loadAll() ?? true }) else {
+        guard loadBaseWhole()?.checked ?? true else {
             StoreOpening(store: self).discardStaleDirectory()
             throw StorageError.corrupted("the key directory changed on disk while the store had it open; it was removed")
         }
@@ -115,12 +115,8 @@ extension DiskStore {
     func checkIndexWhole() {
         guard directoryPages.isPartial else { return }
         if !directoryPages.needsRebuild {
-            let failed = withIndex { index -> UInt64? in
-                guard let base = index.base, !base.loadAll() else { return nil }
-                return base.header.identity
-            }
-            guard let failed else { return directoryPages.isPartial = false }
-            directoryPages.refused = failed
+            guard let base = loadBaseWhole(), !base.checked else { return directoryPages.isPartial = false }
+            directoryPages.refused = base.identity
             directoryPages.needsRebuild = true
             StoreOpening(store: self).discardStaleDirectory()
         }
@@ -139,6 +135,22 @@ extension DiskStore {
             recoveryIssues.append(.corrupted("the key directory changed on disk while the store had it open; the segments were replayed whole"))
         } catch {
             // Tried again at the next operation; this one finds the index empty meanwhile.
+        }
+    }
+
+    /// Reads and checks every page of the base not read yet, a MiB at a time, each under a hold of the
+    /// index's lock of its own: reads off the queue wait for one MiB, not for the whole file (~110 MB at
+    /// a million entries). Only the queue, where this runs, replaces the base meanwhile. Nil without a
+    /// base; else whether every page checked, and which directory it is.
+    private func loadBaseWhole() -> (checked: Bool, identity: UInt64)? {
+        while true {
+            let step = withIndex { index -> (checked: Bool, identity: UInt64, done: Bool)? in
+                guard let base = index.base else { return nil }
+                let checked = base.loadAll(limit: 256)
+                return (checked, base.header.identity, !checked || !base.isPartial)
+            }
+            guard let step else { return nil }
+            if step.done { return (step.checked, step.identity) }
         }
     }
 

@@ -168,11 +168,11 @@ package final class LoadedDirectory: @unchecked Sendable {
     /// How many pages have been read, while some are still to be read (nil once every one is).
     package var pagesRead: Int? { pages?.readCount }
 
-    /// Reads and checks every page not read yet (the uses' alone: `usesOnly`); false if one fails (then
-    /// ``failed``).
-    func loadAll(usesOnly: Bool = false) -> Bool {
+    /// Reads and checks every page not read yet (the uses' alone: `usesOnly`), or `limit` of them; false
+    /// if one fails (then ``failed``).
+    func loadAll(usesOnly: Bool = false, limit: Int = .max) -> Bool {
         guard let pages else { return true }
-        guard pages.loadAll(usesOnly: usesOnly, into: bytes) else { return false }
+        guard pages.loadAll(usesOnly: usesOnly, limit: limit, into: bytes) else { return false }
         if pages.isComplete { self.pages = nil }
         return true
     }

@@ -85,6 +85,25 @@ struct DirectoryPagesTests {
         }
     }
 
+    @Test("the rest is read a step at a time (the queue's first operation takes a MiB per hold of the index's lock): no step reads more pages than its limit, and the steps end with every page read")
+    func restReadInSteps() throws {
+        try Self.withStore { path in
+            let storage = try openDataStore(path)
+            var (steps, read) = (0, Self.pages(storage).read ?? 0)
+            while Self.pages(storage).partial, steps < 1_000 {
+                #expect(storage.engine.store.withIndex { $0.base?.loadAll(limit: 5) } == true)
+                if let now = Self.pages(storage).read {
+                    #expect(now > read && now - read <= 5, "a step read \(now - read) pages")
+                    read = now
+                }
+                steps += 1
+            }
+            #expect(Self.pages(storage) == (false, nil) && steps > 2, "\(steps) steps")
+            Self.expectEveryKey(storage, "after the steps")
+            #expect(Self.reports(storage) == 0)
+        }
+    }
+
     @Test("readers on four threads load pages while a write on the queue reads the rest: every answer right")
     func readersLoadPagesBesideFirstWrite() throws {
         try Self.withStore { path in
