@@ -59,6 +59,7 @@ package struct CompactionCycle {
     /// Whether steps deleted drained segments since the key directory was written. A replay gives the
     /// entry of a copy whose original it no longer finds (not in a segment, not in the directory) the
     /// next use, as any set record, so only a directory keeps those entries' place in the order of use:
+    /// a small store writes one before the step deletes them (``Thresholds/stepDirectoryMaximum``), and
     /// the close writes one then, whatever the store's size (``DiskStore/finishWriting()``).
     var drainedSinceDirectory = false
 }
@@ -180,6 +181,9 @@ extension Compaction {
             started.remove()
         }
         store.compactionCycle.drainedSinceDirectory = true
+        if store.withIndex({ $0.count }) <= store.thresholds.stepDirectoryMaximum {
+            try? store.writeDirectory(thenLoad: true, durable: false) // housekeeping: without it, the order is this process's alone
+        }
         for segment in drained {
             store.log.segments[segment.id] = nil
             segment.remove()

@@ -78,7 +78,10 @@ package struct Replayer {
             // A copy replays over the record it copied (the key's last before it), where that one is
             // still known (its segment not deleted yet, or the key directory's entry): the entry moves
             // and keeps its place in the order of use. As a set, it would count as the most recent use.
-            if isCopy, let old = index.peek(key), old.value == new.value, old.expiry == new.expiry,
+            // It carries the entry's last use: where that differs from the one replayed, uses went
+            // unrecorded (a compaction drops the access records naming its inputs), and the copy counts
+            // as the use it carries, as any set does.
+            if isCopy, let old = index.peek(key), old.value == new.value, old.expiry == new.expiry, old.lastAccess == new.lastAccess,
                index.update(key, { ($0.segment, $0.offset, $0.length) = (new.segment, new.offset, new.length) }) {
                 keysByPosition?[Self.position(old.segment, old.offset)] = nil
                 keysByPosition?[Self.position(new.segment, new.offset)] = key

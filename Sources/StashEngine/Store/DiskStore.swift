@@ -123,6 +123,12 @@ package final class DiskStore {
         /// A writer in several processes copies at most this many bytes of live records in one call
         /// (a record longer than this alone), so that a call holds the folder's lock for a bounded time.
         var compactionStep = 4 << 20
+        /// A writer in several processes whose index has at most this many entries writes the key
+        /// directory before a step deletes drained segments (a few milliseconds): the place in the order
+        /// of use of the entries the step moved is then in the files, for the processes that open the
+        /// store anew after the step and after a kill (a replay finds neither their originals nor a
+        /// directory that has them).
+        var stepDirectoryMaximum = 1 << 14
         /// A store with this many entries keeps a key directory: written when it closes after a change,
         /// and at compaction (``DiskStore/keepsDirectory``). About a millisecond of replay at open (200-byte
         /// values): a smaller store replays in less, and its close writes no directory.

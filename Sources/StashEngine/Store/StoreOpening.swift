@@ -214,7 +214,10 @@ struct StoreOpening {
         if !store.log.hasUnreadSegments {
             for id in valueFiles where !referencedFiles.contains(id) { store.log.values.remove(id) }
         }
-        if let last = store.log.segments.keys.max(), let file = store.log.segments[last], file.length < store.thresholds.segmentLimit {
+        // Never a compaction's output, whose set records replay as copies (a power cut can take the
+        // segment a step started after it, and leave it the last).
+        if let last = store.log.segments.keys.max(), let file = store.log.segments[last], file.length < store.thresholds.segmentLimit,
+           file.flags & SegmentFormat.compactionFlag == 0 {
             store.log.activate(file)
             try store.log.groupCommit.switchFile(to: file)
         } else {

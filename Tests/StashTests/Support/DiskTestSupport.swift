@@ -12,8 +12,10 @@ import Testing
 func withEngineThresholds<Result>(in folder: String, compactionMinimum: Int? = nil, directoryMinimum: Int? = nil,
                                   segmentLimit: Int? = nil, upgradeSegmentLimit: Int? = nil, compactionStep: Int? = nil,
                                   directoryBuilderMinimum: Int? = nil, keptDirectoryCapacity: Int? = nil,
-                                  preparedUsesMinimum: Int? = nil, _ body: () throws -> Result) rethrows -> Result {
+                                  preparedUsesMinimum: Int? = nil, stepDirectoryMaximum: Int? = nil,
+                                  _ body: () throws -> Result) rethrows -> Result {
     var thresholds = DiskStore.Thresholds.standard
+    if let stepDirectoryMaximum { thresholds.stepDirectoryMaximum = stepDirectoryMaximum }
     if let preparedUsesMinimum { thresholds.preparedUsesMinimum = preparedUsesMinimum }
     if let directoryBuilderMinimum { thresholds.directoryBuilderMinimum = directoryBuilderMinimum }
     if let keptDirectoryCapacity { thresholds.keptDirectoryCapacity = keptDirectoryCapacity }

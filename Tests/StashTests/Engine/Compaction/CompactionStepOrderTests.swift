@@ -7,15 +7,26 @@ import Testing
 // A writer in several processes compacts in steps (Sources/StashEngine/Compaction/Compaction+Steps.swift):
 // a step's copies go to a segment numbered above every other, and a replay gives the entry of a set
 // record the next use. The order of least recent use must survive a reopen all the same (Contract
-// item 5): a copy replayed over its original keeps the entry's place, and a close after steps that
-// deleted segments writes a key directory, whatever the store's size.
+// item 5), and reach the other writers: a copy replayed over its original keeps the entry's place; a
+// small store writes a key directory before a step deletes segments; and a close after steps that
+// deleted segments writes one, whatever the store's size.
 
 @Suite("Compaction in steps keeps the order of least recent use across a reopen", .serialized)
 struct CompactionStepOrderTests: ModelSessionScenario {
 
-    @Test("random writes and reads while steps compact, then a close: the reopened store has the session's order (a store too small for a key directory, and one that keeps one)",
-          arguments: [1 << 30, 100])
-    func acrossAClose(directoryMinimum: Int) throws {
+    /// Which key directories a store writes beside its steps.
+    enum Directories: String, CaseIterable, CustomTestStringConvertible {
+        case atSteps = "a small store's, before each step deletes segments"
+        case atCloseOnly = "none at steps: the close's alone, in a store too small to keep one"
+        case kept = "none at steps, in a store that keeps one"
+        var testDescription: String { rawValue }
+        var directoryMinimum: Int { self == .kept ? 100 : 1 << 30 }
+        var stepDirectoryMaximum: Int { self == .atSteps ? 1 << 14 : 0 }
+    }
+
+    @Test("random writes and reads while steps compact, then a close: the reopened store has the session's order",
+          arguments: Directories.allCases)
+    func acrossAClose(directories: Directories) throws {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
         let url = URL(fileURLWithPath: path)
@@ -28,8 +39,8 @@ struct CompactionStepOrderTests: ModelSessionScenario {
                                                allowsWritersInOtherProcesses: true),
                             transformer: TransformerFactory.forData(), now: clock.function)
         }
-        try withEngineThresholds(in: path, compactionMinimum: 16 << 10, directoryMinimum: directoryMinimum, segmentLimit: 64 << 10,
-                                 compactionStep: 8 << 10) {
+        try withEngineThresholds(in: path, compactionMinimum: 16 << 10, directoryMinimum: directories.directoryMinimum, segmentLimit: 64 << 10,
+                                 compactionStep: 8 << 10, stepDirectoryMaximum: directories.stepDirectoryMaximum) {
             var inSession: [String] = []
             do {
                 let storage = try open()
@@ -120,6 +131,55 @@ struct CompactionStepOrderTests: ModelSessionScenario {
     }
 }
 
+extension CompactionStepOrderTests {
+    @Test("another writer that opens the store anew after a step deleted segments has the order of use of the writer that made the step")
+    func otherWriterAfterAStep() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        var session = KilledStepSession(path: path)
+        try withEngineThresholds(in: path, compactionMinimum: .max / 4, directoryMinimum: 1 << 30, segmentLimit: 16 << 10) {
+            try session.fill()
+            let other = try DiskStore(directory: path, readOnly: false, sharedWriters: true)
+            defer { other.close() }
+            session.store!.thresholds.compactionMinimum = 1 // the next write's step copies every live record
+            try session.set("new", 0)
+            #expect(session.store!.compactionCycle.drained > 1, "\(session.store!.compactionCycle)")
+            try FilesChangedInPlaceTests.operation(other) { _ in } // opens the store anew: its structure changed
+            session.expectOrder(of: other)
+            session.store!.close()
+        }
+    }
+
+    @Test("a copy that carries another last use than the one replayed for its entry (uses not recorded) counts as that use, as a set does")
+    func copyWithAnotherLastUse() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        var session = KilledStepSession(path: path)
+        try withEngineThresholds(in: path, compactionMinimum: .max / 4, directoryMinimum: 1 << 30) {
+            try session.fill()
+            let store = session.store!
+            // A compaction's output holding a copy of the least recently used entry, with a later last use.
+            let key = session.model.order[0]
+            let record = try #require(store.record(forKey: key))
+            let value = try #require(session.model.values[key])
+            let output = try store.log.createCompactionOutput()
+            var buffer: [UInt8] = []
+            _ = value.withUnsafeBytes { bytes in
+                SegmentFormat.appendSet(key: key, expiry: record.expiry, time: record.lastAccess + 1_000, value: record.value,
+                                        inlineBytes: bytes, salt: output.salt, to: &buffer)
+            }
+            try output.append(buffer)
+            try output.publish()
+            session.model.use(key)
+            session.store = nil // killed
+        }
+        let reopened = try session.reopened()
+        defer { reopened.close() }
+        #expect(reopened.log.active.map { $0.flags & SegmentFormat.compactionFlag } == 0, "a compaction's output became the active segment")
+        session.expectOrder(of: reopened)
+    }
+}
+
 /// A writer among several, driven call by call (the folder's lock around each), and a model of its order of use.
 private struct KilledStepSession: ModelSessionScenario {
     let path: String
@@ -134,6 +194,7 @@ private struct KilledStepSession: ModelSessionScenario {
         store!.close()
         store = try DiskStore(directory: path, readOnly: false, sharedWriters: true)
         store!.thresholds.compactionMinimum = 1
+        store!.thresholds.stepDirectoryMaximum = 0 // no directory of its own before the step deletes segments
     }
 
     /// The store opened anew after the session, which reported nothing.
