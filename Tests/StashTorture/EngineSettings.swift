@@ -23,3 +23,21 @@ func writeDirectories(in path: String, kept: Bool) {
         overrides[folder] = thresholds
     }
 }
+
+/// Lowers the engine's thresholds for the store in `path` (`step --small-thresholds`), as the tests of
+/// the key directory do in their own process: compaction once 16 KiB are dead, segments of 64 KiB, a key
+/// directory written by every compaction and close, kept as a session goes from its 16th write on, and a
+/// uses file made ready for any store that only reads.
+func lowerThresholds(in path: String) {
+    let folder = URL(fileURLWithPath: path).standardizedFileURL.path
+    DiskStore.thresholdOverrides.withLock { overrides in
+        var thresholds = overrides[folder] ?? DiskStore.Thresholds.standard
+        thresholds.compactionMinimum = 16 << 10
+        thresholds.directoryMinimum = 1
+        thresholds.segmentLimit = 64 << 10
+        thresholds.directoryBuilderMinimum = 16
+        thresholds.keptDirectoryCapacity = 16
+        thresholds.preparedUsesMinimum = 0
+        overrides[folder] = thresholds
+    }
+}

@@ -43,8 +43,9 @@ import Darwin
 //   follow DIR
 //       Opens the store read-only, prints `ready`, then reads one key per line of stdin (`get KEY`):
 //       `got KEY BYTES`, `missing KEY` or `failed KEY` (Follow.swift).
-//   step DIR [--shared]
-//       Opens the store (with `--shared`, as one of several writer processes), prints `ready`, then runs one command per line of stdin and prints a line
+//   step DIR [--shared] [--small-thresholds]
+//       Opens the store (with `--shared`, as one of several writer processes; with `--small-thresholds`, with the
+//       engine's thresholds lowered as EngineSettings.swift says), prints `ready`, then runs one command per line of stdin and prints a line
 //       once it returned: `set KEY SIZE` writes a self-verifying value of SIZE payload bytes with
 //       the next sequence number (`wrote KEY SEQ`), `remove KEY` (`removed KEY`), `clear`
 //       (`removeAll`: `cleared`). Exits 0 at the end of stdin. For the tests of readers in other
@@ -301,7 +302,7 @@ func main(_ arguments: [String]) -> Never {
         arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     }
     let usage = "usage: StashTorture write DIR --seed N [--max-size BYTES] [--keys K] [--fill] | StashTorture snapshot DIR --seed N [--reads] [--kept]"
-        + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture lock-folder DIR | StashTorture hold DIR | StashTorture step DIR [--shared] | StashTorture follow DIR | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
+        + " | StashTorture share DIR --seed N --tag T --private P [--ops COUNT] | StashTorture lock-folder DIR | StashTorture hold DIR | StashTorture step DIR [--shared] [--small-thresholds] | StashTorture follow DIR | StashTorture overwrite DIR --count N | StashTorture batches DIR --seed N"
         + " | StashTorture soak DIR [--seconds N] [--seed S] [--stash PATH] [--without-deletions]"
         + " | StashTorture increment DIR --count N | StashTorture move DIR --count N --seed S | StashTorture sum DIR --total T"
         + " | StashTorture transact DIR --keys K --rounds R | StashTorture migrate DIR"
@@ -323,6 +324,7 @@ func main(_ arguments: [String]) -> Never {
         case "hold":
             try runHold(arguments[1])
         case "step":
+            if arguments.contains("--small-thresholds") { lowerThresholds(in: arguments[1]) }
             try runStep(arguments[1], shared: arguments.contains("--shared"))
         case "follow":
             try runFollow(arguments[1])

@@ -108,6 +108,7 @@ struct Compaction {
         // Written in the order of use the index holds, which the next open's replay must give too: the uses
         // made during the copy are noted here in the copy's order, after those made since against the copies.
         store.log.pendingAccesses = store.withIndex { $0.inOrderOfUse(store.log.pendingAccesses) }
+        store.log.pendingAccessesMixed = false
         for (key, from) in result.damaged {
             let current = store.record(forKey: key)
             if current?.segment == from.segment, current?.offset == from.offset { store.writer.drop(key) }

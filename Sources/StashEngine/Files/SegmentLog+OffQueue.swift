@@ -113,6 +113,7 @@ extension SegmentLog {
                 }
                 return state.accesses
             }
+            if !taken.isEmpty, !pendingAccesses.isEmpty { pendingAccessesMixed = true }
             pendingAccesses += taken
             accessesSinceDirectory += taken.count
         }
@@ -123,6 +124,7 @@ extension SegmentLog {
     func dropPendingAccesses() {
         takeOffQueueAccesses()
         pendingAccesses.removeAll()
+        pendingAccessesMixed = false
     }
 
     /// The value bytes `record` names, read off the queue and verified as ``load(_:_:)`` verifies

@@ -55,6 +55,13 @@ package final class SegmentLog {
     var nextSegmentID: UInt32 = 1
     /// Reads (and memory hits) to be recorded as access records with the next append.
     @exclusivity(unchecked) var pendingAccesses: [Access] = []
+    /// Whether ``pendingAccesses`` came from more than one place (the queue's reads, and the stripes of
+    /// reads off it): each is in the order its reads were made, but together they are not, and a replay
+    /// takes their order. The next append puts them in the order of use the index holds (``orderOfUse``).
+    var pendingAccessesMixed = false
+    /// Puts access records in the order of use of the index they name (set by the store that has it),
+    /// dropping those of entries no longer live.
+    var orderOfUse: (([Access]) -> [Access])?
     /// Access records written or pending since the key directory was (``DiskStore/accessesSinceDirectory``).
     @exclusivity(unchecked) var accessesSinceDirectory = 0
     /// How many appends of records (copies into the mapping or `pwrite`s) the store has made; for tests.
@@ -174,6 +181,10 @@ package final class SegmentLog {
         -> (segment: UInt32, offset: Int, length: Int, end: UInt64) {
         guard let segment = active else { throw StorageError.readOnly(directory: directory) }
         takeOffQueueAccesses()
+        if pendingAccessesMixed, let orderOfUse {
+            pendingAccesses = orderOfUse(pendingAccesses)
+            pendingAccessesMixed = false
+        }
         let accessBytes = pendingAccesses.count * SegmentFormat.accessLength
         let total = accessBytes + length
         if scratch.count < total { scratch = [UInt8](repeating: 0, count: max(total, 4096)) }
@@ -191,6 +202,7 @@ package final class SegmentLog {
         let offset = segment.length - last
         segment.deadBytes += accessBytes
         pendingAccesses.removeAll(keepingCapacity: true)
+        pendingAccessesMixed = false
         appendCount += 1
         folderLoss.didAppend()
         let end = groupCommit.noteAppend(total, to: segment, durable: durable)

@@ -191,6 +191,7 @@ package final class DiskStore {
                          mapsAppends: mapsSegments && mode == .soleWriter && thresholds.appendsThroughMapping)
         recoveryIssues += folder.issues
         directoryPages.nextOpenIsLazy = lazyDirectory && mode != .sharedWriter
+        log.orderOfUse = { [unowned self] accesses in withIndex { $0.inOrderOfUse(accesses) } }
         try sharing.open(self)
     }
 
