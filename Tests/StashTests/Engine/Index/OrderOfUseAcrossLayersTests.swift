@@ -78,13 +78,7 @@ struct OrderOfUseAcrossLayersTests: HeldOutSessionScenario {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
         let clock = TestClock()
-        do {
-            let disk = try openDataStore(path, now: clock.function)
-            for key in ["a", "b", "c"] {
-                clock.advance(by: 1)
-                try disk.setObject(Data(repeating: 1, count: 100), forKey: key)
-            }
-        }
+        try Self.writeABC(path, clock)
         do {
             let storage = try Storage<Data>(diskConfig: directory.diskConfig(), memoryConfig: MemoryConfig(countLimit: 10),
                                             transformer: TransformerFactory.forData(), now: clock.function)
@@ -129,13 +123,7 @@ struct OrderOfUseAcrossLayersTests: HeldOutSessionScenario {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
         let clock = TestClock()
-        do {
-            let disk = try openDataStore(path, now: clock.function)
-            for key in ["a", "b", "c"] {
-                clock.advance(by: 1)
-                try disk.setObject(Data(repeating: 1, count: 100), forKey: key)
-            }
-        }
+        try Self.writeABC(path, clock)
         do {
             let disk = try openDataStore(path, now: clock.function)
             clock.advance(by: 1)
@@ -181,5 +169,14 @@ struct OrderOfUseAcrossLayersTests: HeldOutSessionScenario {
         }
         let reopened = try openDataStore(path).entryInfos.map(\.key)
         #expect(reopened == readOrder, "after a reopen")
+    }
+
+    /// Writes `a`, `b` and `c` (100 bytes each), in that order, into a new store at `path`, and closes it.
+    static func writeABC(_ path: String, _ clock: TestClock) throws {
+        let disk = try openDataStore(path, now: clock.function)
+        for key in ["a", "b", "c"] {
+            clock.advance(by: 1)
+            try disk.setObject(Data(repeating: 1, count: 100), forKey: key)
+        }
     }
 }
