@@ -100,6 +100,15 @@ extension SegmentLog {
         }
     }
 
+    /// Notes `records` as used at `time` off the queue (memory hits a read off the queue took), in the
+    /// calling thread's stripe, to be written as access records as the reads' are.
+    func noteOffQueue(_ records: [DiskRecord], time: Double) {
+        offQueue[OffQueueReads.stripeOfCallingThread()].withLock { state in
+            for record in records { state.accesses.append((record.segment, record.offset, time, record.keyHash)) }
+            if offQueueHasAccesses.value == 0 { offQueueHasAccesses.store(1) } // as a read sets it
+        }
+    }
+
     /// Moves the reads noted off the queue into ``pendingAccesses``. On the queue.
     func takeOffQueueAccesses() {
         guard offQueueHasAccesses.value != 0 else { return }

@@ -27,15 +27,20 @@ extension DiskStore {
     /// Only for stores nobody else changes, and readers caught up with the writer (``ProcessSharing/readsOffQueue``).
     func readOffQueue(_ key: String, now: Date) -> OffQueueRead {
         let time = StoredTime.seconds(now)
+        // The memory layer's hits since the disk last took them were made before this read: they count
+        // first, in the same hold of the index's lock, so that a trim never takes them for the later use.
+        let hits = writes ? client?.takeMemoryHits() ?? [] : []
         // While the store opens its folder anew the index is rebuilt record by record: neither a key
         // missing yet nor a value a later record supersedes is an answer (the queue's read waits).
-        let (generation, found) = withIndex { index -> (UInt64, DiskRecord?) in
+        let (generation, found, used) = withIndex { index -> (UInt64, DiskRecord?, [DiskRecord]) in
             let generation = indexGeneration.value
-            guard generation & 1 == 0 else { return (generation, nil) }
+            guard generation & 1 == 0 else { return (generation, nil, []) }
+            let used = hits.compactMap { index.touch($0, time: time) }
             let found = index.touch(key, time: time)
             // A page of the key directory that failed its check answers nothing: the queue drops the directory.
-            return (index.baseFailed ? 1 : generation, found)
+            return (index.baseFailed ? 1 : generation, found, used)
         }
+        if !used.isEmpty { log.noteOffQueue(used, time: time) }
         guard generation & 1 == 0 else { return .unsure }
         guard let record = found else { return .missing }
         guard let (data, flushDue) = log.loadOffQueue(key, record, time: time) else { return .unsure }

@@ -278,7 +278,9 @@ package final class DiskStore {
     package func read(_ key: String, now: Date) throws -> (data: Data, record: DiskRecord, path: String?) {
         assertOnQueue()
         try sharing.checkOperation()
-        // Marked used first: one lookup (a read that then fails has its entry dropped, or is an I/O error).
+        // Marked used first: one lookup (a read that then fails has its entry dropped, or is an I/O error);
+        // after the memory layer's hits, made before it.
+        applyMemoryHits(now: now)
         let time = StoredTime.seconds(now)
         guard let record = withIndex({ $0.touch(key, time: time) }) else { throw StorageError.notFound(key: key) }
         let data: Data

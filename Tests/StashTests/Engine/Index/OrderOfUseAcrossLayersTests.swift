@@ -61,18 +61,16 @@ struct OrderOfUseAcrossLayersTests: HeldOutSessionScenario {
                 }
                 let reopened = try openDataStore(path, now: clock.function).entryInfos.map(\.key)
                 let first = Array(zip(reopened, order)).firstIndex { $0.0 != $0.1 }
-                withKnownIssue(Self.memoryHitsLate, isIntermittent: true) {
                 #expect(first == nil, "after session \(session) (\(session % 2 == variant ? "reads and writes" : "reads alone")): the order differs from the order of use at \(first ?? -1) of \(reopened.count): store \(first.map { Array(reopened[$0..<min($0 + 4, reopened.count)]) } ?? []), uses \(first.map { Array(order[$0..<min($0 + 4, order.count)]) } ?? [])")
-                }
                 if first != nil { break }
             }
         }
     }
 
-    /// The smallest case of the test above: a memory hit of `a` made before a disk read of `c` counts, on
-    /// disk, as if made after it. The read of `c` marks the index at once (off the queue); the hit waits in
-    /// the memory layer until the disk takes the hits (before a trim, a compaction, at close) and then gets
-    /// the next recency. A trim to one value then keeps `a`, used before `c`, and evicts `c`.
+    /// The smallest case of the test above. Found by it: a memory hit of `a` made before a disk read of `c`
+    /// counted, on disk, as if made after it (the hit waited in the memory layer until the disk took the
+    /// hits, and then got the next recency), so a trim to one value kept `a` and evicted `c`. Now each disk
+    /// read takes the hits waiting before it marks its own entry.
     @Test("a memory hit made before a disk read counts as use before it: a trim keeps the key read last", arguments: [false, true])
     func memoryHitBeforeADiskRead(afterReopen: Bool) throws {
         let directory = TemporaryDirectory()
@@ -92,27 +90,17 @@ struct OrderOfUseAcrossLayersTests: HeldOutSessionScenario {
             _ = try storage.object(forKey: "c") // from disk: the most recent use
             if !afterReopen {
                 let disk = try openDataStore(path, now: clock.function) // the same engine
-                withKnownIssue(Self.memoryHitsLate) {
-                    #expect(disk.entryInfos.map(\.key) == ["b", "a", "c"], "the order of use in the session")
-                    try disk.trim(toSize: 100)
-                    #expect(disk.allKeys == ["c"], "a trim to one value keeps the key used last")
-                }
+                #expect(disk.entryInfos.map(\.key) == ["b", "a", "c"], "the order of use in the session")
+                try disk.trim(toSize: 100)
+                #expect(disk.allKeys == ["c"], "a trim to one value keeps the key used last")
                 return
             }
         }
         let reopened = try openDataStore(path, now: clock.function)
-        withKnownIssue(Self.memoryHitsLate) {
-            #expect(reopened.entryInfos.map(\.key) == ["b", "a", "c"], "the order of use after a reopen")
-            try reopened.trim(toSize: 100)
-            #expect(reopened.allKeys == ["c"], "a trim to one value keeps the key used last")
-        }
+        #expect(reopened.entryInfos.map(\.key) == ["b", "a", "c"], "the order of use after a reopen")
+        try reopened.trim(toSize: 100)
+        #expect(reopened.allKeys == ["c"], "a trim to one value keeps the key used last")
     }
-
-    /// A known defect, not fixed yet: the disk takes a memory layer's hits late (at a write, a trim, a
-    /// listing, a close) and gives them the next recency, after disk reads made later. A fix would take
-    /// the waiting hits with each disk read, in the hold of the index's lock in which the read marks its
-    /// entry (off the queue too, noting their access records in the read's stripe).
-    static let memoryHitsLate: Comment = "known defect: memory hits count on disk after the disk reads made after them"
 
     /// Without a memory layer: reads off the queue leave their access records waiting in the stripes,
     /// and a read on the queue made after them (inside a transaction) notes its own at once; when they
