@@ -65,6 +65,15 @@ enum Damage {
 
     static func write(_ bytes: [UInt8], to path: String) throws { try Data(bytes).write(to: URL(fileURLWithPath: path)) }
 
+    /// Writes `bytes` over the file at `path` in place, as `dd conv=notrunc` does: the same file (a store
+    /// that has it open or mapped sees the change), cut to their length where `truncating`.
+    static func overwriteInPlace(_ path: String, with bytes: [UInt8], truncating: Bool = false) throws {
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        try handle.write(contentsOf: Data(bytes))
+        if truncating { try handle.truncate(atOffset: UInt64(bytes.count)) }
+    }
+
     /// Flips bits of the byte at `offset` (never to the same value).
     static func flip(_ path: String, at offset: Int, with mask: UInt8 = 0x5A) throws {
         var bytes = try bytes(path)

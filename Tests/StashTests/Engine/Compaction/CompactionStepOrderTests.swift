@@ -188,7 +188,6 @@ private struct KilledStepSession: ModelSessionScenario {
     var time = Date(timeIntervalSinceReferenceDate: 800_000_000)
     var random = SeededGenerator(seed: 5)
 
-
     /// Closes the store (the close writes the key directory) and opens it again, to compact from its next write on.
     mutating func reopenCompacting() throws {
         store!.close()

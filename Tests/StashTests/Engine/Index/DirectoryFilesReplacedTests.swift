@@ -65,11 +65,8 @@ struct DirectoryFilesReplacedTests: ModelSessionScenario {
                 bytes.replaceSubrange(header..<(header + page), with: older[header..<(header + page)])
                 bytes.replaceSubrange(tableStart..<(tableStart + 8), with: older[tableStart..<(tableStart + 8)])
             }
-            // In place, as `dd conv=notrunc` writes: the same file, the same size (or an older copy's).
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: usesPath))
-            try handle.write(contentsOf: Data(bytes))
-            try handle.truncate(atOffset: UInt64(bytes.count))
-            try handle.close()
+            // The same file, the same size (or an older copy's).
+            try Damage.overwriteInPlace(usesPath, with: bytes, truncating: true)
             let storage = try openDataStore(path, now: clock.function)
             let issues = storage.recoveryIssues
             // Reads first (off the queue, a page at a time), the order after.
@@ -113,9 +110,7 @@ struct DirectoryFilesReplacedTests: ModelSessionScenario {
             let first = keys[0]
             #expect(try Self.read(storage, first) == model.values[first])
             model.use(first)
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: usesPath))
-            try handle.write(contentsOf: Data(bytes))
-            try handle.close()
+            try Damage.overwriteInPlace(usesPath, with: bytes)
             for key in keys.dropFirst() {
                 #expect(try Self.read(storage, key) == model.values[key], "\(edit): \(key)")
             }
