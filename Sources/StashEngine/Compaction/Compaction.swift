@@ -83,7 +83,7 @@ struct Compaction {
         for output in result.outputs { store.log.segments[output.id] = output }
         // Reads during the compaction were recorded against the originals' positions, which replay
         // no longer knows: such entries get an access record for their copy.
-        var usedMeanwhile: [DiskRecord] = []
+        var usedMeanwhile: [SegmentLog.Access] = []
         store.withIndex { index in
             for (key, from, to) in result.moved {
                 let current = index.peek(key)
@@ -91,10 +91,11 @@ struct Compaction {
                     _ = index.update(key) { record in
                         (record.segment, record.offset, record.length) = (to.segment, to.offset, to.length)
                     }
-                    if current.lastAccess != from.lastAccess {
-                        var moved = to
-                        moved.lastAccess = current.lastAccess
-                        usedMeanwhile.append(moved)
+                    // Noted with the recency of its last use (which the update kept), so that it takes its
+                    // place among the uses noted since (``SegmentLog/putPendingAccessesInOrderOfUse()``).
+                    if current.lastAccess != from.lastAccess,
+                       let recency = index.recency(hash: to.keyHash, segment: to.segment, offset: to.offset) {
+                        usedMeanwhile.append(SegmentLog.Access(to, time: current.lastAccess, recency: recency))
                     }
                 } else {
                     store.log.markDead(to) // the key was written or removed meanwhile
@@ -103,12 +104,8 @@ struct Compaction {
         }
         store.log.takeOffQueueAccesses() // reads off the queue noted some too
         store.log.pendingAccesses.removeAll { access in victims.contains { $0.id == access.segment } }
-        store.log.pendingAccesses += usedMeanwhile.map { ($0.segment, $0.offset, $0.lastAccess, $0.keyHash) }
+        store.log.pendingAccesses += usedMeanwhile
         store.accessesSinceDirectory += usedMeanwhile.count
-        // Written in the order of use the index holds, which the next open's replay must give too: the uses
-        // made during the copy are noted here in the copy's order, after those made since against the copies.
-        store.log.pendingAccesses = store.withIndex { $0.inOrderOfUse(store.log.pendingAccesses) }
-        store.log.pendingAccessesMixed = false
         for (key, from) in result.damaged {
             let current = store.record(forKey: key)
             if current?.segment == from.segment, current?.offset == from.offset { store.writer.drop(key) }

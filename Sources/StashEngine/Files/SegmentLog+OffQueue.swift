@@ -31,7 +31,7 @@ struct OffQueueReads {
 /// A read takes a segment's descriptor, salt and mapping from here, never the ``SegmentFile`` itself:
 /// taking the object retains it, and every reading thread would write its reference count. The table
 /// keeps the files, and so their descriptors and mappings, open; a reader reads holding its stripe's
-/// lock, which the queue needs to replace the table (``SegmentLog/loadOffQueue(_:_:time:)``).
+/// lock, which the queue needs to replace the table (``SegmentLog/loadOffQueue(_:_:use:)``).
 struct SegmentTable {
     /// What a read needs of a segment: its descriptor and salt, and its mapping's bytes (nil base: none).
     typealias Handle = (fd: Int32, salt: UInt64, mapped: UnsafeRawPointer?, mappedLength: Int)
@@ -63,8 +63,23 @@ struct SegmentTable {
 }
 
 extension SegmentLog {
-    /// A read (or a memory hit) to be recorded: the record used, when, and its key's hash.
-    typealias Access = (segment: UInt32, offset: UInt32, time: Double, keyHash: UInt64)
+    /// A read (or a memory hit) to be recorded: the record used, when, its key's hash, and the recency
+    /// the use gave the entry in the index (``KeyDirectory/markUsed(_:time:)``). Reads on the queue and
+    /// off it (in stripes) note their uses in different places, each in its own order; the recency puts
+    /// them together in the order the index holds, which a replay of the records must give
+    /// (``SegmentLog/append(durable:length:_:)``).
+    struct Access {
+        var segment: UInt32
+        var offset: UInt32
+        var time: Double
+        var keyHash: UInt64
+        var recency: UInt64
+
+        init(_ record: DiskRecord, time: Double, recency: UInt64) {
+            (segment, offset, keyHash) = (record.segment, record.offset, record.keyHash)
+            (self.time, self.recency) = (time, recency)
+        }
+    }
 
     /// How many reads off the queue may wait in one stripe before one of them asks the queue to write them.
     static let offQueueAccessLimit = 256
@@ -75,7 +90,7 @@ extension SegmentLog {
     /// write the reads noted (the caller asks it: ``DiskEngine/read(_:now:)``). Nil when the table no
     /// longer (or not yet) has the segment, a compaction or a `removeAll` under way, or the `pread`
     /// failed: the queue's read then tells which.
-    private func readRecordOffQueue(_ record: DiskRecord, at offset: Int, time: Double,
+    private func readRecordOffQueue(_ record: DiskRecord, at offset: Int, use: Access,
                                     into bytes: UnsafeMutableRawBufferPointer) -> (count: Int, salt: UInt64, flushDue: Bool)? {
         offQueue[OffQueueReads.stripeOfCallingThread()].withLock { state in
             guard let handle = state.segments.handle(of: record.segment) else { return nil }
@@ -88,25 +103,27 @@ extension SegmentLog {
             } else {
                 return nil
             }
-            guard writes else { return (count, salt, false) }
-            state.accesses.append((record.segment, record.offset, time, record.keyHash))
-            // Set only when clear, so that reads leave the flag's cache line shared. Read after the
-            // stripe's lock was taken: if the queue cleared it before taking this stripe, this read
-            // sees it cleared (the lock orders them) and sets it, so no access waits unseen.
-            if offQueueHasAccesses.value == 0 { offQueueHasAccesses.store(1) }
-            guard state.accesses.count >= Self.offQueueAccessLimit, !state.flushRequested else { return (count, salt, false) }
-            state.flushRequested = true
-            return (count, salt, true)
+            return (count, salt, note(CollectionOfOne(use), in: &state))
         }
     }
 
-    /// Notes `records` as used at `time` off the queue (memory hits a read off the queue took), in the
-    /// calling thread's stripe, to be written as access records as the reads' are.
-    func noteOffQueue(_ records: [DiskRecord], time: Double) {
-        offQueue[OffQueueReads.stripeOfCallingThread()].withLock { state in
-            for record in records { state.accesses.append((record.segment, record.offset, time, record.keyHash)) }
-            if offQueueHasAccesses.value == 0 { offQueueHasAccesses.store(1) } // as a read sets it
-        }
+    /// Notes `uses` (memory hits a read off the queue took) in the calling thread's stripe, to be
+    /// written as access records as the reads' are; returns whether the queue should now write them.
+    func noteOffQueue(_ uses: [Access]) -> Bool {
+        offQueue[OffQueueReads.stripeOfCallingThread()].withLock { note(uses, in: &$0) }
+    }
+
+    /// Adds `uses` to a stripe's, held; returns whether this is the one that asks the queue to write them.
+    private func note(_ uses: some Collection<Access>, in state: inout OffQueueReads) -> Bool {
+        guard writes, !uses.isEmpty else { return false }
+        state.accesses.append(contentsOf: uses)
+        // Set only when clear, so that reads leave the flag's cache line shared. Read after the
+        // stripe's lock was taken: if the queue cleared it before taking this stripe, this read
+        // sees it cleared (the lock orders them) and sets it, so no access waits unseen.
+        if offQueueHasAccesses.value == 0 { offQueueHasAccesses.store(1) }
+        guard state.accesses.count >= Self.offQueueAccessLimit, !state.flushRequested else { return false }
+        state.flushRequested = true
+        return true
     }
 
     /// Moves the reads noted off the queue into ``pendingAccesses``. On the queue.
@@ -122,7 +139,6 @@ extension SegmentLog {
                 }
                 return state.accesses
             }
-            if !taken.isEmpty, !pendingAccesses.isEmpty { pendingAccessesMixed = true }
             pendingAccesses += taken
             accessesSinceDirectory += taken.count
         }
@@ -133,7 +149,6 @@ extension SegmentLog {
     func dropPendingAccesses() {
         takeOffQueueAccesses()
         pendingAccesses.removeAll()
-        pendingAccessesMixed = false
     }
 
     /// The value bytes `record` names, read off the queue and verified as ``load(_:_:)`` verifies
@@ -142,10 +157,10 @@ extension SegmentLog {
     /// that does not verify, a value file gone): the caller then reads on the queue, which tells a
     /// change under way from damage. Never touches the queue's state: the record is read into a
     /// buffer of its own.
-    func loadOffQueue(_ key: String, _ record: DiskRecord, time: Double) -> (data: Data, flushDue: Bool)? {
+    func loadOffQueue(_ key: String, _ record: DiskRecord, use: Access) -> (data: Data, flushDue: Bool)? {
         guard let length = FileNumber.int(record.length), let offset = FileNumber.int(record.offset) else { return nil }
         return withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { bytes -> (data: Data, flushDue: Bool)? in
-            guard let (count, salt, flushDue) = readRecordOffQueue(record, at: offset, time: time, into: bytes),
+            guard let (count, salt, flushDue) = readRecordOffQueue(record, at: offset, use: use, into: bytes),
                   count == length, let (keyRange, info) = SegmentFormat.setRecord(UnsafeRawBufferPointer(bytes), salt: salt),
                   info.value == record.value,
                   Self.isSameKey(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[keyRange]), key) else { return nil }

@@ -55,13 +55,6 @@ package final class SegmentLog {
     var nextSegmentID: UInt32 = 1
     /// Reads (and memory hits) to be recorded as access records with the next append.
     @exclusivity(unchecked) var pendingAccesses: [Access] = []
-    /// Whether ``pendingAccesses`` came from more than one place (the queue's reads, and the stripes of
-    /// reads off it): each is in the order its reads were made, but together they are not, and a replay
-    /// takes their order. The next append puts them in the order of use the index holds (``orderOfUse``).
-    var pendingAccessesMixed = false
-    /// Puts access records in the order of use of the index they name (set by the store that has it),
-    /// dropping those of entries no longer live.
-    var orderOfUse: (([Access]) -> [Access])?
     /// Access records written or pending since the key directory was (``DiskStore/accessesSinceDirectory``).
     @exclusivity(unchecked) var accessesSinceDirectory = 0
     /// How many appends of records (copies into the mapping or `pwrite`s) the store has made; for tests.
@@ -181,10 +174,7 @@ package final class SegmentLog {
         -> (segment: UInt32, offset: Int, length: Int, end: UInt64) {
         guard let segment = active else { throw StorageError.readOnly(directory: directory) }
         takeOffQueueAccesses()
-        if pendingAccessesMixed, let orderOfUse {
-            pendingAccesses = orderOfUse(pendingAccesses)
-            pendingAccessesMixed = false
-        }
+        putPendingAccessesInOrderOfUse()
         let accessBytes = pendingAccesses.count * SegmentFormat.accessLength
         let total = accessBytes + length
         if scratch.count < total { scratch = [UInt8](repeating: 0, count: max(total, 4096)) }
@@ -202,7 +192,6 @@ package final class SegmentLog {
         let offset = segment.length - last
         segment.deadBytes += accessBytes
         pendingAccesses.removeAll(keepingCapacity: true)
-        pendingAccessesMixed = false
         appendCount += 1
         folderLoss.didAppend()
         let end = groupCommit.noteAppend(total, to: segment, durable: durable)
@@ -239,6 +228,21 @@ package final class SegmentLog {
         } catch {
             foundDiskFull = WritePath.isDiskFull(error)
             throw error
+        }
+    }
+
+    /// Sorts ``pendingAccesses`` by the recency each use gave its entry, when they are not in that order
+    /// already: the reads on the queue and those of each stripe off it each come in the order they were
+    /// made, but together they do not, and a replay takes the records' order as the order of use.
+    func putPendingAccessesInOrderOfUse() {
+        guard pendingAccesses.count > 1 else { return }
+        var previous = pendingAccesses[0].recency
+        for access in pendingAccesses.dropFirst() {
+            guard access.recency >= previous else {
+                // Swift's sort is stable: uses of one entry that carry the same recency keep their order.
+                return pendingAccesses.sort { $0.recency < $1.recency }
+            }
+            previous = access.recency
         }
     }
 

@@ -27,12 +27,18 @@ extension DiskStore {
         try sharing.checkOperation()
         let time = StoredTime.seconds(now)
         var records: [DiskRecord?] = []
+        var recencies: [UInt64] = [] // of each use, for its access record
         records.reserveCapacity(keys.count)
+        recencies.reserveCapacity(keys.count)
         var start = 0
         while start < keys.count {
             let end = min(start + Self.touchesPerHold, keys.count)
             withIndex { index in
-                for key in keys[start..<end] { records.append(index.touch(key, time: time)) }
+                for key in keys[start..<end] {
+                    let used = index.markUsed(key, time: time)
+                    records.append(used?.record)
+                    recencies.append(used?.recency ?? 0)
+                }
             }
             start = end
         }
@@ -41,7 +47,7 @@ extension DiskStore {
         for position in keys.indices {
             guard let record = records[position] else { continue } // not stored (any more)
             if let data = values[position] {
-                readNoted(record, time: time)
+                readNoted(record, time: time, recency: recencies[position])
                 body(keys[position], data, record.expiry)
                 continue
             }

@@ -118,7 +118,14 @@ package struct KeyDirectory {
     }
 
     /// Marks `key` used at `time`; returns its record as it is now, nil if absent.
+    @discardableResult
     package mutating func touch(_ key: String, time: Double) -> DiskRecord? {
+        markUsed(key, time: time)?.record
+    }
+
+    /// Marks `key` used at `time`; returns its record as it is now and the recency that use gave it
+    /// (what orders its access record among those of other threads: ``SegmentLog/Access``), nil if absent.
+    mutating func markUsed(_ key: String, time: Double) -> (record: DiskRecord, recency: UInt64)? {
         guard let hash = lookupHash(key) else { return nil }
         let recency = nextRecency
         if let position = overlay.position(of: key, hash: hash) {
@@ -128,29 +135,20 @@ package struct KeyDirectory {
             let record = overlay[position].record
             journal?.touch(record, recency: recency, time: time)
             usesWhileWritten?.append((record.keyHash, record.segment, record.offset, time))
-            return record
+            return (record, recency)
         }
-        guard let slot = baseSlot(key, hash: hash) else { return nil }
+        guard let slot = baseSlot(key, hash: hash), let base else { return nil }
         nextRecency += 1
-        base?.touch(slot, recency: recency, time: time)
-        let record = base?.record(at: slot)
-        if journal != nil, let record { journal?.touch(record, recency: recency, time: time) }
-        if usesWhileWritten != nil, let record { usesWhileWritten?.append((record.keyHash, record.segment, record.offset, time)) }
-        return record
-    }
-
-    /// `accesses` (access records to write) in the order of use this index holds, least recent first, so
-    /// that replaying them gives that order; those of records no live entry has any more left out.
-    func inOrderOfUse(_ accesses: [SegmentLog.Access]) -> [SegmentLog.Access] {
-        let ranked = accesses.enumerated().compactMap { place, access in
-            recency(hash: access.keyHash, segment: access.segment, offset: access.offset).map { (access, $0, place) }
-        }
-        return ranked.sorted { ($0.1, $0.2) < ($1.1, $1.2) }.map(\.0)
+        base.touch(slot, recency: recency, time: time)
+        guard let record = base.record(at: slot) else { return nil }
+        journal?.touch(record, recency: recency, time: time)
+        usesWhileWritten?.append((record.keyHash, record.segment, record.offset, time))
+        return (record, recency)
     }
 
     /// The recency of the live entry whose record is at `offset` of `segment`, found by its key's hash;
     /// nil if no live entry has its record there.
-    private func recency(hash: UInt64, segment: UInt32, offset: UInt32) -> UInt64? {
+    func recency(hash: UInt64, segment: UInt32, offset: UInt32) -> UInt64? {
         if let position = overlay.position(hash: hash, segment: segment, offset: offset) { return overlay[position].recency }
         guard let base, let slot = base.find(hash: hash, segment: segment, offset: offset), !isShadowed(slot) else { return nil }
         return base.recency(at: slot)

@@ -256,9 +256,10 @@ final class SharedWriter: CatchingUp, ProcessSharing {
         // records may have moved: found again by key), so maxSize evicts by every read.
         for (key, time) in used {
             // Not when another process used it later (its access record was replayed).
-            guard let record = store.withIndex({ index in index.peek(key).map { $0.lastAccess <= time } == true ? index.touch(key, time: time) : nil })
-            else { continue }
-            store.noteAccess(record, time: time)
+            guard let (record, recency) = store.withIndex({ index in
+                index.peek(key).map { $0.lastAccess <= time } == true ? index.markUsed(key, time: time) : nil
+            }) else { continue }
+            store.noteAccess(record, time: time, recency: recency)
         }
     }
 

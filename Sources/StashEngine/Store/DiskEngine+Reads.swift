@@ -59,19 +59,22 @@ extension DiskEngine {
         // A reader of a store another process writes: only while it holds every change published
         // (two loads and one `fstat`); the index is noted caught up only once it holds them.
         if let followWatch, !followWatch.isCurrent { return nil }
-        switch store.readOffQueue(key, now: now) {
-        case .found(let data, let record, let generation, let flushDue):
+        let (read, flushDue) = store.readOffQueue(key, now: now)
+        if flushDue {
             // Not holding the engine: a storage released before the queue came to it closes at once.
-            if flushDue {
-                asyncUnlessClosed { store in
-                    try? store.log.flushAccesses()
-                    store.prepareUsesFileIfDue()
-                }
+            asyncUnlessClosed { store in
+                try? store.log.flushAccesses()
+                store.prepareUsesFileIfDue()
             }
+        }
+        switch read {
+        case .found(let data, let record, let generation):
             return (data, record, record.fileID.map(values.path(of:)), generation)
         case .missing:
             throw StorageError.notFound(key: key)
-        case .unsure:
+        case .unsure(let memoryHits):
+            // Made before this read, which the caller now makes on the queue: counted there first.
+            if !memoryHits.isEmpty { sync { $0.recordHits(memoryHits, now: now) } }
             return nil
         }
     }

@@ -25,23 +25,24 @@ extension DiskStore {
         try sharing.checkOperation()
     }
 
-    /// Buffers an access record for `record` (a read, or a memory hit): the LRU order survives a restart.
-    /// Returns whether it wrote the buffered records (every 256): a read then asks whether a key uses
-    /// file is due (``readNoted(_:time:)``).
+    /// Buffers an access record for `record` (a read, or a memory hit), used at `time` with `recency`
+    /// (``KeyDirectory/markUsed(_:time:)``): the LRU order survives a restart. Returns whether it wrote
+    /// the buffered records (every 256): a read then asks whether a key uses file is due
+    /// (``readNoted(_:time:recency:)``).
     @discardableResult
-    func noteAccess(_ record: DiskRecord, time: Double) -> Bool {
+    func noteAccess(_ record: DiskRecord, time: Double, recency: UInt64) -> Bool {
         guard writes else { return false }
-        log.pendingAccesses.append((record.segment, record.offset, time, record.keyHash))
+        log.pendingAccesses.append(SegmentLog.Access(record, time: time, recency: recency))
         accessesSinceDirectory += 1
         guard log.pendingAccesses.count >= 256, sharing.mayWriteNow else { return false }
         try? log.flushAccesses()
         return true
     }
 
-    /// ``noteAccess(_:time:)`` for a read from disk, which alone may have the close's key uses file made
-    /// ready (``prepareUsesFileIfDue()``): not a memory hit that a write takes on its way to a change.
-    func readNoted(_ record: DiskRecord, time: Double) {
-        if noteAccess(record, time: time) { prepareUsesFileIfDue() }
+    /// ``noteAccess(_:time:recency:)`` for a read from disk, which alone may have the close's key uses
+    /// file made ready (``prepareUsesFileIfDue()``): not a memory hit that a write takes on its way to a change.
+    func readNoted(_ record: DiskRecord, time: Double, recency: UInt64) {
+        if noteAccess(record, time: time, recency: recency) { prepareUsesFileIfDue() }
     }
 
     /// A record that no longer holds a live value: its bytes become dead, its value file goes later.
@@ -98,8 +99,8 @@ extension DiskStore {
     package func recordHits(_ hits: [String], now: Date) {
         let time = StoredTime.seconds(now)
         guard !hits.isEmpty else { return }
-        let used = withIndex { index in hits.compactMap { index.touch($0, time: time) } }
-        for record in used { noteAccess(record, time: time) }
+        let used = withIndex { index in hits.compactMap { index.markUsed($0, time: time) } }
+        for (record, recency) in used { noteAccess(record, time: time, recency: recency) }
     }
 
     func invalidateMemory(_ keys: [String]?) {

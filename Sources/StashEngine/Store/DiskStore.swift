@@ -191,7 +191,6 @@ package final class DiskStore {
                          mapsAppends: mapsSegments && mode == .soleWriter && thresholds.appendsThroughMapping)
         recoveryIssues += folder.issues
         directoryPages.nextOpenIsLazy = lazyDirectory && mode != .sharedWriter
-        log.orderOfUse = { [unowned self] accesses in withIndex { $0.inOrderOfUse(accesses) } }
         try sharing.open(self)
     }
 
@@ -282,7 +281,7 @@ package final class DiskStore {
         // after the memory layer's hits, made before it.
         applyMemoryHits(now: now)
         let time = StoredTime.seconds(now)
-        guard let record = withIndex({ $0.touch(key, time: time) }) else { throw StorageError.notFound(key: key) }
+        guard let (record, recency) = withIndex({ $0.markUsed(key, time: time) }) else { throw StorageError.notFound(key: key) }
         let data: Data
         do {
             data = try log.load(key, record)
@@ -295,7 +294,7 @@ package final class DiskStore {
                 throw error
             }
         }
-        readNoted(record, time: time)
+        readNoted(record, time: time, recency: recency)
         return (data, record, log.filePath(of: record))
     }
 

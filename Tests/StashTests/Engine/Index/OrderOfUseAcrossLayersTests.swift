@@ -102,6 +102,57 @@ struct OrderOfUseAcrossLayersTests: HeldOutSessionScenario {
         #expect(reopened.allKeys == ["c"], "a trim to one value keeps the key used last")
     }
 
+    /// A disk read off the queue takes the memory layer's waiting hits before it looks at the index; when
+    /// it finds the index being rebuilt (``DiskStore/indexGeneration`` odd, as while a store opens its folder
+    /// anew) it marks nothing and the read goes to the queue. Found in review: the hits it took were dropped
+    /// there, so the key hit in memory counted as unused. Now the queue counts them before its read.
+    @Test("a memory hit taken by a disk read that finds the index being rebuilt still counts, before that read")
+    func memoryHitTakenWhileTheIndexIsRebuilt() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let clock = TestClock()
+        try Self.writeABC(path, clock)
+        let storage = try Storage<Data>(diskConfig: directory.diskConfig(), memoryConfig: MemoryConfig(countLimit: 10),
+                                        transformer: TransformerFactory.forData(), now: clock.function)
+        let disk = try openDataStore(path, now: clock.function) // the same engine
+        clock.advance(by: 1)
+        _ = try storage.object(forKey: "a") // from disk; now in memory
+        clock.advance(by: 1)
+        _ = try storage.object(forKey: "b") // from disk
+        clock.advance(by: 1)
+        _ = try storage.object(forKey: "a") // a memory hit, waiting
+        let store = disk.engine.store
+        func bumpGeneration() { store.withIndex { _ in store.indexGeneration.store(store.indexGeneration.value &+ 1) } }
+        bumpGeneration() // odd: as while the index is rebuilt
+        clock.advance(by: 1)
+        _ = try storage.object(forKey: "c") // from disk, on the queue: the most recent use
+        bumpGeneration()
+        #expect(disk.entryInfos.map(\.key) == ["b", "a", "c"], "the memory hit counts, before the read made after it")
+    }
+
+    /// Found in review: a disk read off the queue that finds no key still notes the memory hits it took in
+    /// its thread's stripe; when that filled the stripe, the request to write them went with the answer
+    /// (only a read that found its key passed it on), and the uses waited for the next write.
+    @Test("memory hits taken by disk reads that find nothing are written once their stripe is full, as reads are")
+    func hitsTakenByReadsOfMissingKeysAreWritten() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        let clock = TestClock()
+        try Self.writeABC(path, clock)
+        let storage = try Storage<Data>(diskConfig: directory.diskConfig(), memoryConfig: MemoryConfig(countLimit: 10),
+                                        transformer: TransformerFactory.forData(), now: clock.function)
+        let engine = try openDataStore(path, now: clock.function).engine // the same engine
+        _ = try storage.object(forKey: "a") // from disk; now in memory
+        let appends = engine.store.log.appendCount
+        for _ in 0..<SegmentLog.offQueueAccessLimit {
+            clock.advance(by: 1)
+            _ = try storage.object(forKey: "a") // a memory hit
+            #expect(throws: StorageError.self) { try storage.object(forKey: "missing") } // takes the hit, finds nothing
+        }
+        engine.sync { _ in } // after the write the reads asked for
+        #expect(engine.store.log.appendCount > appends, "the uses noted off the queue were written")
+    }
+
     /// Without a memory layer: reads off the queue leave their access records waiting in the stripes,
     /// and a read on the queue made after them (inside a transaction) notes its own at once; when they
     /// are written, the stripes' go after the queue's (``SegmentLog/takeOffQueueAccesses()`` appends

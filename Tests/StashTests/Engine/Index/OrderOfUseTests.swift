@@ -202,7 +202,7 @@ struct OrderOfUseTests: ModelSessionScenario {
     /// not the order of the reads, and after the accesses already noted against the copies' positions by
     /// reads made since the index was pointed at them (``Compaction/finish(_:victims:epoch:)``): the replay
     /// at the next open takes that order. Now every waiting access record is written in the order of use
-    /// the index holds (``KeyDirectory/inOrderOfUse(_:)``).
+    /// the index holds (``SegmentLog/putPendingAccessesInOrderOfUse()``).
     @Test("reads off the queue during background compactions: after a reopen the order of least recent use is the reads' order",
           arguments: [5, 6] as [UInt64], Compacting.allCases)
     func readsDuringBackgroundCompactionSurviveReopen(seed: UInt64, compacting: Compacting) throws {

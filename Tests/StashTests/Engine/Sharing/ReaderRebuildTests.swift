@@ -24,7 +24,7 @@ struct ReaderRebuildTests: DiskStoreScenario {
         try Self.set(writer, "k", Data("new".utf8))
         nonisolated(unsafe) let reader = try DiskStore(directory: path, readOnly: true)
         defer { reader.close() }
-        guard case .found(let before, _, _, _) = reader.readOffQueue("k", now: Self.now) else {
+        guard case .found(let before, _, _) = reader.readOffQueue("k", now: Self.now).read else {
             Issue.record("the reader did not read k off its queue")
             return
         }
@@ -40,8 +40,8 @@ struct ReaderRebuildTests: DiskStoreScenario {
             }
             // The catch-up has emptied the index and waits for the stripe held above.
             try waitUntil { reader.withIndex { $0.count } == 0 }
-            switch reader.readOffQueue("k", now: Self.now) {
-            case .found(let data, _, _, _):
+            switch reader.readOffQueue("k", now: Self.now).read {
+            case .found(let data, _, _):
                 #expect(data == Data("new".utf8), "a read off the queue took an older value from the index being rebuilt")
             case .missing:
                 Issue.record("a read off the queue took k as missing from the index being rebuilt")
@@ -50,7 +50,7 @@ struct ReaderRebuildTests: DiskStoreScenario {
             }
         }
         #expect(caughtUp.wait(timeout: TestDeadline.fromNow) == .success)
-        guard case .found(let after, _, _, _) = reader.readOffQueue("k", now: Self.now) else {
+        guard case .found(let after, _, _) = reader.readOffQueue("k", now: Self.now).read else {
             Issue.record("the reader did not read k off its queue once it had opened anew")
             return
         }
