@@ -76,10 +76,8 @@ struct OrderOfUseAcrossLayersTests: HeldOutSessionScenario {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
         let clock = TestClock()
-        try Self.writeABC(path, clock)
         do {
-            let storage = try Storage<Data>(diskConfig: directory.diskConfig(), memoryConfig: MemoryConfig(countLimit: 10),
-                                            transformer: TransformerFactory.forData(), now: clock.function)
+            let storage = try Self.storageOverABC(directory, clock)
             clock.advance(by: 1)
             _ = try storage.object(forKey: "a") // from disk; now in memory
             clock.advance(by: 1)
@@ -111,9 +109,7 @@ struct OrderOfUseAcrossLayersTests: HeldOutSessionScenario {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
         let clock = TestClock()
-        try Self.writeABC(path, clock)
-        let storage = try Storage<Data>(diskConfig: directory.diskConfig(), memoryConfig: MemoryConfig(countLimit: 10),
-                                        transformer: TransformerFactory.forData(), now: clock.function)
+        let storage = try Self.storageOverABC(directory, clock)
         let disk = try openDataStore(path, now: clock.function) // the same engine
         clock.advance(by: 1)
         _ = try storage.object(forKey: "a") // from disk; now in memory
@@ -138,9 +134,7 @@ struct OrderOfUseAcrossLayersTests: HeldOutSessionScenario {
         let directory = TemporaryDirectory()
         let path = directory.storePath()
         let clock = TestClock()
-        try Self.writeABC(path, clock)
-        let storage = try Storage<Data>(diskConfig: directory.diskConfig(), memoryConfig: MemoryConfig(countLimit: 10),
-                                        transformer: TransformerFactory.forData(), now: clock.function)
+        let storage = try Self.storageOverABC(directory, clock)
         let engine = try openDataStore(path, now: clock.function).engine // the same engine
         _ = try storage.object(forKey: "a") // from disk; now in memory
         let appends = engine.store.log.appendCount
@@ -211,6 +205,13 @@ struct OrderOfUseAcrossLayersTests: HeldOutSessionScenario {
     }
 
     /// Writes `a`, `b` and `c` (100 bytes each), in that order, into a new store at `path`, and closes it.
+    /// A `Storage` with a memory layer in front of the store ``writeABC(_:_:)`` writes.
+    static func storageOverABC(_ directory: TemporaryDirectory, _ clock: TestClock) throws -> Storage<Data> {
+        try writeABC(directory.storePath(), clock)
+        return try Storage<Data>(diskConfig: directory.diskConfig(), memoryConfig: MemoryConfig(countLimit: 10),
+                                 transformer: TransformerFactory.forData(), now: clock.function)
+    }
+
     static func writeABC(_ path: String, _ clock: TestClock) throws {
         let disk = try openDataStore(path, now: clock.function)
         for key in ["a", "b", "c"] {
