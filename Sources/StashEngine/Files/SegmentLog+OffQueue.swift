@@ -152,23 +152,23 @@ extension SegmentLog {
     }
 
     /// The value bytes `record` names, read off the queue and verified as ``load(_:_:)`` verifies
-    /// them, after noting the read as use; also whether the queue should now write the reads noted.
-    /// Nil when anything is not as expected (the segment gone from the table, a short read, a record
-    /// that does not verify, a value file gone): the caller then reads on the queue, which tells a
-    /// change under way from damage. Never touches the queue's state: the record is read into a
-    /// buffer of its own.
-    func loadOffQueue(_ key: String, _ record: DiskRecord, use: Access) -> (data: Data, flushDue: Bool)? {
-        guard let length = FileNumber.int(record.length), let offset = FileNumber.int(record.offset) else { return nil }
-        return withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { bytes -> (data: Data, flushDue: Bool)? in
-            guard let (count, salt, flushDue) = readRecordOffQueue(record, at: offset, use: use, into: bytes),
-                  count == length, let (keyRange, info) = SegmentFormat.setRecord(UnsafeRawBufferPointer(bytes), salt: salt),
+    /// them, after noting the read as use; also whether the queue should now write the reads noted
+    /// (whether or not the bytes were found). No data when anything is not as expected (the segment gone
+    /// from the table, a short read, a record that does not verify, a value file gone): the caller then
+    /// reads on the queue, which tells a change under way from damage. Never touches the queue's state:
+    /// the record is read into a buffer of its own.
+    func loadOffQueue(_ key: String, _ record: DiskRecord, use: Access) -> (data: Data?, flushDue: Bool) {
+        guard let length = FileNumber.int(record.length), let offset = FileNumber.int(record.offset) else { return (nil, false) }
+        return withUnsafeTemporaryAllocation(byteCount: length, alignment: 8) { bytes -> (data: Data?, flushDue: Bool) in
+            guard let (count, salt, flushDue) = readRecordOffQueue(record, at: offset, use: use, into: bytes) else { return (nil, false) }
+            guard count == length, let (keyRange, info) = SegmentFormat.setRecord(UnsafeRawBufferPointer(bytes), salt: salt),
                   info.value == record.value,
-                  Self.isSameKey(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[keyRange]), key) else { return nil }
+                  Self.isSameKey(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[keyRange]), key) else { return (nil, flushDue) }
             switch record.value {
             case .inline:
                 return (Data(UnsafeRawBufferPointer(rebasing: bytes[info.valueOffset...])), flushDue)
             case .file(let id, let size, let hash):
-                return (try? values.read(id, size: size, hash: hash)).map { ($0, flushDue) }
+                return (try? values.read(id, size: size, hash: hash), flushDue)
             }
         }
     }

@@ -72,7 +72,7 @@ extension DiskStore {
         replacesIndex = true
         withIndex { index in
             let (order, uses) = (index.order, index.usesWhileWritten ?? [])
-            index = KeyDirectory(seed: log.folder.storeID, base: loaded)
+            index.replace(with: KeyDirectory(seed: log.folder.storeID, base: loaded))
             index.order = order // the same keys: the order goes on, not sorted again
             // Used after the encoding: used again here, in the order they were (every entry is in the base).
             for use in uses { _ = index.touchBase(hash: use.hash, segment: use.segment, offset: use.offset, time: use.time) }

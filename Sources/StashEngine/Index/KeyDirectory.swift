@@ -65,6 +65,15 @@ package struct KeyDirectory {
 
     package func hash(_ key: String) -> UInt64 { KeyHash.of(key, seed: seed) }
 
+    /// Becomes `new`, whose recencies go on from this index's (a directory loaded numbers its entries
+    /// from 0, an empty index starts at 0): the uses noted against this index and not written yet carry
+    /// its recencies (``SegmentLog/Access``), and must sort before every use of the new one.
+    package mutating func replace(with new: KeyDirectory) {
+        let next = max(nextRecency, new.nextRecency)
+        self = new
+        nextRecency = next
+    }
+
     /// How many entries were written or changed since the base (the overlay's).
     var overlayCount: Int { overlay.count }
     /// The entries written or changed since the base, as they are now (a copy: the index copies its own on its next change).
@@ -137,10 +146,10 @@ package struct KeyDirectory {
             usesWhileWritten?.append((record.keyHash, record.segment, record.offset, time))
             return (record, recency)
         }
-        guard let slot = baseSlot(key, hash: hash), let base else { return nil }
+        guard let slot = baseSlot(key, hash: hash) else { return nil }
         nextRecency += 1
-        base.touch(slot, recency: recency, time: time)
-        guard let record = base.record(at: slot) else { return nil }
+        base?.touch(slot, recency: recency, time: time)
+        guard let record = base?.record(at: slot) else { return nil }
         journal?.touch(record, recency: recency, time: time)
         usesWhileWritten?.append((record.keyHash, record.segment, record.offset, time))
         return (record, recency)

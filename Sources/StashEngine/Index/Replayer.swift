@@ -114,7 +114,9 @@ package struct Replayer {
                 for (key, record) in entries { map[Self.position(record.segment, record.offset)] = key }
                 keysByPosition = map
             }
-            if let key = keysByPosition?[Self.position(target, targetOffset)] {
+            // The key found at that position, if the record names its hash, must have it: an access record
+            // written for a store whose folder was since made anew may name a place another key now has.
+            if let key = keysByPosition?[Self.position(target, targetOffset)], keyHash.map({ index.hash(key) == $0 }) ?? true {
                 _ = index.touch(key, time: time)
             }
         case .batch:

@@ -16,7 +16,7 @@ extension StoreOpening {
     /// index) if there is none, or it is damaged, another store's, or names a segment the store does
     /// not have (one restored from a backup, or one that names segments since merged away).
     func loadDirectory(segments: [SegmentFile]) -> DirectoryPosition? {
-        store.withIndex { $0 = KeyDirectory(seed: store.log.folder.storeID) }
+        store.withIndex { $0.replace(with: KeyDirectory(seed: store.log.folder.storeID)) }
         store.totalSize = 0
         store.earliestExpiry = .infinity
         store.directoryPages.isPartial = false
@@ -77,7 +77,7 @@ extension StoreOpening {
         if uses.discard || uses.issue != nil { discardUses() }
         let position = loaded.usesTaken?.position ?? loaded.header.position
         store.directoryPages.isPartial = loaded.isPartial
-        store.withIndex { $0 = KeyDirectory(seed: store.log.folder.storeID, base: loaded) }
+        store.withIndex { $0.replace(with: KeyDirectory(seed: store.log.folder.storeID, base: loaded)) }
         store.totalSize = loaded.header.totalSize
         store.earliestExpiry = loaded.header.earliestExpiry
         store.log.values.raise(above: loaded.header.maxFileID)

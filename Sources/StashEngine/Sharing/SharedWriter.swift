@@ -266,6 +266,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
     /// The keys and times of the reads the store has not written as access records yet, oldest first
     /// (found by the position and hash each one names: no pass over the whole index).
     private func pendingUses(_ store: DiskStore) -> [(key: String, time: Double)] {
+        store.log.putPendingAccessesInOrderOfUse()
         let pending = store.log.pendingAccesses
         guard !pending.isEmpty else { return [] }
         func position(_ segment: UInt32, _ offset: UInt32) -> UInt64 { UInt64(segment) << 32 | UInt64(offset) }

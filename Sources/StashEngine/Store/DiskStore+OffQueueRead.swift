@@ -46,8 +46,8 @@ extension DiskStore {
         let hitsFlushDue = log.noteOffQueue(used)
         guard generation & 1 == 0 else { return (.unsure(memoryHits: []), hitsFlushDue) }
         guard let (record, recency) = found else { return (.missing, hitsFlushDue) }
-        guard let (data, flushDue) = log.loadOffQueue(key, record, use: SegmentLog.Access(record, time: time, recency: recency))
-        else { return (.unsure(memoryHits: []), hitsFlushDue) }
+        let (data, flushDue) = log.loadOffQueue(key, record, use: SegmentLog.Access(record, time: time, recency: recency))
+        guard let data else { return (.unsure(memoryHits: []), flushDue || hitsFlushDue) }
         return (.found(data, record, generation: generation), flushDue || hitsFlushDue)
     }
 }

@@ -45,7 +45,7 @@ extension DiskStore {
         epoch += 1
         withIndex { index in
             invalidateMemory(nil) // in the index's hold: see `sharedIndex`
-            index = KeyDirectory(seed: seed)
+            index.replace(with: KeyDirectory(seed: seed))
         }
         totalSize = 0
         earliestExpiry = .infinity

@@ -48,7 +48,7 @@ struct StoreOpening {
             directory = nil
             store.directoryPages.isPartial = false
             discardStaleDirectory()
-            store.withIndex { $0 = KeyDirectory(seed: store.log.folder.storeID) }
+            store.withIndex { $0.replace(with: KeyDirectory(seed: store.log.folder.storeID)) }
             store.totalSize = 0
             store.earliestExpiry = .infinity
             try replay(own, from: nil)

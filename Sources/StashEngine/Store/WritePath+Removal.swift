@@ -89,7 +89,7 @@ extension WritePath {
         store.epoch += 1 // a compaction under way is discarded
         let oldIndex = store.withIndex { index in
             store.invalidateMemory(nil) // in the index's hold: see `sharedIndex`
-            defer { index = KeyDirectory(seed: store.log.folder.storeID) }
+            defer { index.replace(with: KeyDirectory(seed: store.log.folder.storeID)) }
             return index
         }
         store.totalSize = 0

@@ -224,6 +224,67 @@ struct OrderOfUseTests: ModelSessionScenario {
             #expect(first == nil, "after the reopen the order differs from the reads' at \(first ?? -1) of \(reopened.count) (in the session: \(inSession == model.order ? "the same" : "different already"))")
         }
     }
+
+    /// Found in review: an access record names its entry by position and key hash; where the entry is in
+    /// no key directory, the replay found the key at that position and took the record as its use without
+    /// comparing the hash, so a record written for a folder since made anew (which places its records where
+    /// the old one did) marked whatever key stands there now.
+    @Test("an access record whose key hash is not that of the key at its position marks nothing at replay")
+    func accessRecordOfAnotherKeyIsIgnored() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        var now = Date(timeIntervalSinceReferenceDate: 800_000_000)
+        var store: DiskStore? = try DiskStore(directory: path, readOnly: false, sharedWriters: true)
+        for key in ["a", "b"] {
+            now += 1
+            _ = try FilesChangedInPlaceTests.operation(store!) {
+                try $0.writer.write(key, Data(repeating: 1, count: 100), expiry: .distantFuture, now: now, maxSize: 0, durable: false)
+            }
+        }
+        var other = try #require(store!.record(forKey: "a"))
+        other.keyHash ^= 1 // the place of "a", the hash of another key
+        store!.log.pendingAccesses.append(SegmentLog.Access(other, time: StoredTime.seconds(now + 1), recency: 0))
+        try FilesChangedInPlaceTests.operation(store!) { try $0.log.flushAccesses() }
+        store = nil // killed: no close, so the next open replays the records
+        let reopened = try DiskStore(directory: path, readOnly: false, sharedWriters: true)
+        defer { reopened.close() }
+        #expect(reopened.withIndex { $0.entriesOldestFirst.map(\.0) } == ["a", "b"])
+    }
+
+    /// Found in review: a reader off the queue marks its entry used in the index as it is, then notes that
+    /// use in its stripe, where it waits with the recency the index gave it (``SegmentLog/Access``); the
+    /// append writes the waiting uses sorted by recency. A key directory written meanwhile (the reader
+    /// marked its entry between the encoding and the swap) replaced the index by the directory just
+    /// written, whose next recency is above its live entries' only: below a use of an entry removed since,
+    /// and below the uses made during the write. The uses made after the swap then sorted before those made
+    /// during it, and a replay after a kill took the order wrong (as after a `removeAll` or a folder opened
+    /// anew, where the new index starts from 0). Now an index that replaces another goes on from its
+    /// recencies (``KeyDirectory/replace(with:)``): checked here where the next recency would go back.
+    @Test("an index that replaces another (a key directory loaded after its write, a removeAll) goes on from its recencies")
+    func recenciesGoOnAcrossIndexSwaps() throws {
+        let directory = TemporaryDirectory()
+        var now = Date(timeIntervalSinceReferenceDate: 800_000_000)
+        let store = try DiskStore(directory: directory.storePath(), readOnly: false)
+        defer { store.close() }
+        for key in ["a", "b", "c", "d"] {
+            now += 1
+            _ = try store.writer.write(key, Data(repeating: 1, count: 100), expiry: .distantFuture, now: now, maxSize: 0, durable: false)
+        }
+        for _ in 0..<20 {
+            for key in ["c", "b", "d"] {
+                now += 1
+                _ = try store.read(key, now: now)
+            }
+        }
+        _ = try store.writer.remove("d") // the most recent use was of an entry gone now
+        let before = store.withIndex { $0.nextRecency }
+        try store.writeDirectory() // the index becomes the directory just written
+        #expect(store.withIndex { $0.base != nil }, "the scenario needs the directory loaded as the index")
+        #expect(store.withIndex { $0.nextRecency } >= before, "after the directory was loaded")
+        let loaded = store.withIndex { $0.nextRecency }
+        try store.writer.removeAll()
+        #expect(store.withIndex { $0.nextRecency } >= loaded, "after a removeAll")
+    }
 }
 
 extension OrderOfUseTests.Compacting {
