@@ -65,9 +65,9 @@ package struct KeyDirectory {
 
     package func hash(_ key: String) -> UInt64 { KeyHash.of(key, seed: seed) }
 
-    /// Becomes `new`, whose recencies go on from this index's (a directory loaded numbers its entries
-    /// from 0, an empty index starts at 0): the uses noted against this index and not written yet carry
-    /// its recencies (``SegmentLog/Access``), and must sort before every use of the new one.
+    /// Becomes `new`, whose recencies go on from this index's (a directory loaded goes on from above its
+    /// live entries' recencies only, an empty index from 0): the uses noted against this index and not
+    /// written yet carry its recencies (``SegmentLog/Access``), and must sort before every use of the new one.
     package mutating func replace(with new: KeyDirectory) {
         let next = max(nextRecency, new.nextRecency)
         self = new
