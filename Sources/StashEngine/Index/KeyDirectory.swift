@@ -104,6 +104,12 @@ package struct KeyDirectory {
         return slot
     }
 
+    /// The first live base slot that holds `hash`, its key not compared (``markUsedByHash(_:time:)``).
+    private func baseSlot(hash: UInt64) -> Int? {
+        guard base != nil else { return nil }
+        return base?.find(hash: hash) { !isShadowed($0) }
+    }
+
     /// The hash of `key`, nil when the index is empty (then nothing needs it).
     private func lookupHash(_ key: String) -> UInt64? {
         base == nil && overlay.isEmpty ? nil : hash(key)
@@ -135,6 +141,21 @@ package struct KeyDirectory {
     /// Marks `key` used at `time`; returns its record as it is now and the recency that use gave it
     /// (what orders its access record among those of other threads: ``SegmentLog/Access``), nil if absent.
     mutating func markUsed(_ key: String, time: Double) -> (record: DiskRecord, recency: UInt64)? {
+        markUsed(key, time: time, comparingKeys: true)
+    }
+
+    /// ``markUsed(_:time:)`` for a read that checks the key of the record it reads (a read off the queue:
+    /// ``SegmentLog/loadOffQueue(_:_:use:)``): an entry of the base is taken by its key's hash alone,
+    /// without reading the key the directory keeps, whose cache miss was a tenth of a cold read (`perf`).
+    /// Of two keys with one hash (a chance of 2⁻⁶⁴ a pair), the read may take the other's entry: the key
+    /// in its record then differs, the read is made again on the queue, which compares keys, and the
+    /// other entry has counted as used once.
+    mutating func markUsedByHash(_ key: String, time: Double) -> (record: DiskRecord, recency: UInt64)? {
+        markUsed(key, time: time, comparingKeys: false)
+    }
+
+    @inline(__always)
+    private mutating func markUsed(_ key: String, time: Double, comparingKeys: Bool) -> (record: DiskRecord, recency: UInt64)? {
         guard let hash = lookupHash(key) else { return nil }
         let recency = nextRecency
         if let position = overlay.position(of: key, hash: hash) {
@@ -146,7 +167,7 @@ package struct KeyDirectory {
             usesWhileWritten?.append((record.keyHash, record.segment, record.offset, time))
             return (record, recency)
         }
-        guard let slot = baseSlot(key, hash: hash) else { return nil }
+        guard let slot = comparingKeys ? baseSlot(key, hash: hash) : baseSlot(hash: hash) else { return nil }
         nextRecency += 1
         base?.touch(slot, recency: recency, time: time)
         guard let record = base?.record(at: slot) else { return nil }

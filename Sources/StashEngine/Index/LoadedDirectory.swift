@@ -263,6 +263,12 @@ package final class LoadedDirectory: @unchecked Sendable {
         }
     }
 
+    /// The first slot from `hash`'s home that holds `hash` and that `accepts`, its key not compared: for a
+    /// caller that checks the key where it reads the record (``KeyDirectory/markUsedByHash(_:time:)``).
+    package func find(hash: UInt64, accepting accepts: (Int) -> Bool) -> Int? {
+        probe(hash, matches: accepts)
+    }
+
     /// The slot whose record is at `offset` of `segment`, found by its key's hash (an access record's target).
     package func find(hash: UInt64, segment: UInt32, offset: UInt32) -> Int? {
         probe(hash) { load($0, 16) as UInt32 == segment && load($0, 20) as UInt32 == offset }

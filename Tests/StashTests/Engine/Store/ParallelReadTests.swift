@@ -130,6 +130,45 @@ struct ParallelReadTests {
             try storage.setObject(Data("there".utf8), forKey: "gone")
         }
     }
+
+    /// A read off the queue takes a key directory's entry by its key's hash alone and checks the key in
+    /// the record it reads (``KeyDirectory/markUsedByHash(_:time:)``). Two keys of one hash cannot be
+    /// found by brute force (64 bits, seeded), so the directory is made again with "a" under the hash of
+    /// "b", before it: a lookup of "b" meets "a"'s entry first, whose record must not be the answer.
+    @Test("a read off the queue that meets another key's entry under its key's hash answers with its own value")
+    func entryOfAnotherKeyUnderTheSameHash() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.storePath()
+        try withEngineThresholds(in: path, directoryMinimum: 1) {
+            do {
+                let storage = try openDataStore(path)
+                try storage.setObject(Data("value of a".utf8), forKey: "a")
+                try storage.setObject(Data("value of b".utf8), forKey: "b")
+            } // closed: the key directory is written
+            let file = path + "/" + StoreFolder.directoryName
+            let written = try #require(try Damage.bytes(file).withUnsafeBytes { LoadedDirectory(copying: $0) })
+            let header = written.header
+            let entries = (0..<written.slotCount).filter(written.isOccupied).compactMap { slot in
+                written.key(at: slot).flatMap { key in written.record(at: slot).map { (key, $0) } }
+            }
+            try #require(entries.map(\.0).sorted() == ["a", "b"])
+            let hashOfB = KeyHash.of("b", seed: header.store)
+            let salts = Dictionary(uniqueKeysWithValues: header.segments.map { ($0.id, $0.salt) })
+            let crafted = DirectoryFormat.encode(position: header.position, store: header.store, segmentSalts: salts) { visit in
+                for (key, record) in entries.sorted(by: { $0.0 < $1.0 }) { // "a" first: it takes the hash's home slot
+                    var (key, record) = (key, record)
+                    record.keyHash = hashOfB
+                    key.withUTF8 { visit(UnsafeRawBufferPointer($0), record) }
+                }
+            }
+            defer { crafted.deallocate() }
+            try Data(UnsafeRawBufferPointer(crafted)).write(to: URL(fileURLWithPath: file))
+            let storage = try openDataStore(path)
+            try #require(storage.engine.store.withIndex { $0.base != nil }, "the store opened with the crafted directory")
+            #expect(try storage.object(forKey: "b") == Data("value of b".utf8))
+            #expect(storage.recoveryIssues.isEmpty)
+        }
+    }
 }
 
 /// What the writer began and finished, per key, and how many operations that may lose values began.
