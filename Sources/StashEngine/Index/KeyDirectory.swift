@@ -106,8 +106,7 @@ package struct KeyDirectory {
 
     /// The first live base slot that holds `hash`, its key not compared (``markUsedByHash(_:time:)``).
     private func baseSlot(hash: UInt64) -> Int? {
-        guard base != nil else { return nil }
-        return base?.find(hash: hash) { !isShadowed($0) }
+        base?.find(hash: hash) { !isShadowed($0) }
     }
 
     /// The hash of `key`, nil when the index is empty (then nothing needs it).
