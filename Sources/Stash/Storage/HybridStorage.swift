@@ -137,12 +137,16 @@ public final class HybridStorage<T: Sendable>: StorageAware, Sendable {
         // Last before encoding: the memory copy's limits and expiry (a plain value: checked here).
         let (data, expiryDate) = try diskStorage.prepareWrite(object, forKey: key, expiry: expiry, now: now,
                                                               lastCheck: cache.config.validate)
-        try engine.write(key, data, expiry: expiryDate, now: now, config: diskStorage.config.writeSettings) { store, path in
-            // An already expired value may have been trimmed at once; memory never holds what disk lost.
-            if store.record(forKey: key) != nil {
-                remember(object, forKey: key, cost: data.count, expiry: expiryDate, filePath: path)
-            }
-        }
+        // The memory copy replaces the old one as the index changes, in one hold of its lock (one
+        // exclusive access of the memory layer, not a drop and then a set); a trim that evicts the
+        // value right after its write drops it again, so memory never holds what disk lost.
+        let item = memoryItem(ValueBox(object), cost: data.count, expiry: expiryDate, filePath: nil)
+        try engine.write(key, data, expiry: expiryDate, now: now, config: diskStorage.config.writeSettings, memoryLayer: cache,
+                         putInMemory: { path in
+                             var item = item
+                             item.filePath = path
+                             cache.set(item, forKey: key)
+                         })
     }
 
     public func removeObject(forKey key: String) throws {

@@ -60,6 +60,13 @@ final class StoreLayers: EngineClient, @unchecked Sendable {
         for weak in memoryCaches { weak.cache?.remove(key) }
     }
 
+    func dropFromMemory(key: String, except layer: AnyObject) {
+        for weak in memoryCaches {
+            guard let cache = weak.cache, cache !== layer else { continue }
+            cache.remove(key)
+        }
+    }
+
     /// Stash's own bookkeeping (``ReservedKeys``: a migration's progress) is never evicted: losing it
     /// would start a migration over, or run a finished one again on values already migrated.
     func isPinned(_ key: String) -> Bool {

@@ -143,6 +143,18 @@ package struct KeyDirectory {
         markUsed(key, time: time, comparingKeys: true)
     }
 
+    /// Marks each of `keys` used at `time`, in order (``markUsed(_:time:)``); the entries found.
+    /// A loop here rather than a closure over the directory: a closure that captures it copies it
+    /// (a retain and a release of each of its buffers), as the memory hits a write takes once did.
+    mutating func markUsed(_ keys: [String], time: Double) -> [(record: DiskRecord, recency: UInt64)] {
+        var used: [(record: DiskRecord, recency: UInt64)] = []
+        used.reserveCapacity(keys.count)
+        for key in keys {
+            if let found = markUsed(key, time: time, comparingKeys: true) { used.append(found) }
+        }
+        return used
+    }
+
     /// ``markUsed(_:time:)`` for a read that checks the key of the record it reads (a read off the queue:
     /// ``SegmentLog/loadOffQueue(_:_:use:)``): an entry of the base is taken by its key's hash alone,
     /// without reading the key the directory keeps, whose cache miss was a tenth of a cold read (`perf`).

@@ -42,7 +42,7 @@ extension DiskEngine {
     }
 
     /// The bracket of one key's `update`: as ``bracket(now:config:_:onCommit:)``, but what `body`
-    /// returns is committed as one write of `key` (``WritePath/write(_:_:staged:expiry:now:maxSize:durable:storesValuesAsFiles:)``,
+    /// returns is committed as one write of `key` (``WritePath/write(_:_:staged:expiry:now:maxSize:durable:storesValuesAsFiles:memoryLayer:putInMemory:)``,
     /// setObject's commit: one record, all or nothing, one change for observers) instead of a batch of
     /// one, whose change list and outcome arrays cost about a sixth of an update.
     ///

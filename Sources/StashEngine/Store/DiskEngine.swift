@@ -165,18 +165,21 @@ package final class DiskEngine: @unchecked Sendable {
     /// Stores `data` for `key`: the one write path of every layer above.
     ///
     /// The steps, in this order: a value kept in a file of its own is written on the calling thread,
-    /// in parallel with other writers (staged); the queue commits the record that names it, and runs
-    /// `onCommit` there (a memory layer remembers the value); off the queue, a durable write waits
+    /// in parallel with other writers (staged); the queue commits the record that names it, the
+    /// writer's memory layer (`memoryLayer`) taking the value (`putInMemory`) as the index does, and
+    /// runs `onCommit` there; off the queue, a durable write waits
     /// until its record is on stable storage; only then does the value file it replaced go, so a
     /// power cut never leaves a durable write's key without a value.
     /// - Throws: The write's error; or, once committed, a failed `fsync` or a trim that could not
     ///   hold `maxSize`.
     package func write(_ key: String, _ data: Data, expiry: Date, now: Date, config: WriteSettings,
-               onCommit: (DiskStore, _ path: String?) -> Void = { _, _ in }) throws {
+                       memoryLayer: AnyObject? = nil, putInMemory: (_ path: String?) -> Void = { _ in },
+                       onCommit: (DiskStore, _ path: String?) -> Void = { _, _ in }) throws {
         let staged = stage(key, data, config: config)
         let outcome = try sync { store in
             let outcome = try store.writer.write(key, data, staged: staged, expiry: expiry, now: now, maxSize: config.maxSize,
-                                          durable: config.durable, storesValuesAsFiles: config.storesValuesAsFiles)
+                                          durable: config.durable, storesValuesAsFiles: config.storesValuesAsFiles,
+                                          memoryLayer: memoryLayer, putInMemory: putInMemory)
             onCommit(store, outcome.path)
             return outcome
         }
@@ -188,7 +191,7 @@ package final class DiskEngine: @unchecked Sendable {
     }
 
     /// Applies `changes` all or none, with one commit (``WritePath/writeBatch(_:now:maxSize:durable:storesValuesAsFiles:)``);
-    /// `onCommit` runs on the queue with each change's value file path. As for ``write(_:_:expiry:now:config:onCommit:)``,
+    /// `onCommit` runs on the queue with each change's value file path. As for ``write(_:_:expiry:now:config:memoryLayer:putInMemory:onCommit:)``,
     /// a durable batch returns once it is on stable storage, and only then go the value files it replaced.
     package func writeBatch(_ changes: [DiskBatchChange], now: Date, config: WriteSettings,
                     onCommit: (DiskStore, _ paths: [String?]) -> Void = { _, _ in }) throws {

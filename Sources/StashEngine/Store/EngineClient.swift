@@ -37,6 +37,11 @@ package protocol EngineClient: AnyObject, Sendable {
     /// Drops one key, as ``dropFromMemory(_:)`` does (a write's: no array made for it).
     func dropFromMemory(key: String)
 
+    /// Drops one key from every memory layer but `layer`, the one a write puts its new copy in right
+    /// after, in the same hold of the index's lock (``DiskEngine/write(_:_:expiry:now:config:memoryLayer:putInMemory:onCommit:)``):
+    /// that layer's old copy is replaced, not dropped and then added again.
+    func dropFromMemory(key: String, except layer: AnyObject)
+
     /// The keys served from memory since the last call: the store counts them as use, as disk reads.
     func takeMemoryHits() -> [String]
 

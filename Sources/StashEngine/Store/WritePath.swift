@@ -6,7 +6,7 @@ package import Foundation
 package struct WritePath {
     let store: DiskStore
 
-    /// What a committed write leaves to its caller, off the queue (``DiskEngine/write(_:_:expiry:now:config:onCommit:)``).
+    /// What a committed write leaves to its caller, off the queue (``DiskEngine/write(_:_:expiry:now:config:memoryLayer:putInMemory:onCommit:)``).
     package struct WriteOutcome {
         /// The value's file (nil when packed).
         package var path: String?
@@ -19,11 +19,15 @@ package struct WritePath {
     }
 
     /// Stores `data` for `key`, then trims to `maxSize`.
-    /// - Parameter staged: The value file already written off the queue for this very write
-    ///   (``DiskEngine/stage(_:_:config:)``), if any; this call ends it (names it in a record, or
-    ///   removes it).
+    /// - Parameters:
+    ///   - staged: The value file already written off the queue for this very write
+    ///     (``DiskEngine/stage(_:_:config:)``), if any; this call ends it (names it in a record, or
+    ///     removes it).
+    ///   - memoryLayer: The memory layer that takes the new value (`putInMemory`, given the value
+    ///     file's path), in the index's hold where every other layer drops the key; nil: all drop it.
     package func write(_ key: String, _ data: Data, staged: StagedValue? = nil, expiry: Date, now: Date, maxSize: Int,
-               durable: Bool, storesValuesAsFiles: Bool = false) throws -> WriteOutcome {
+               durable: Bool, storesValuesAsFiles: Bool = false, memoryLayer: AnyObject? = nil,
+               putInMemory: (_ path: String?) -> Void = { _ in }) throws -> WriteOutcome {
         let log = store.log // loaded once for the whole write
         store.assertOnQueue()
         var staged = staged
@@ -69,8 +73,16 @@ package struct WritePath {
         }
         let record = DiskRecord(segment: location.segment, offset: UInt32(location.offset), length: UInt32(location.length),
                                 value: value, expiry: expiry, lastAccess: time, keyHash: store.keyHash(key))
+        let path = log.filePath(of: record)
         let previous = store.withIndex { index in
-            store.invalidateMemory(key: key) // in the index's hold: see `sharedIndex`
+            // In the index's hold: see `sharedIndex`. A reader that finds the new copy in memory finds
+            // the new record in the index too; a trim below that evicts it drops it from memory again.
+            if let memoryLayer {
+                store.client?.dropFromMemory(key: key, except: memoryLayer)
+                putInMemory(path)
+            } else {
+                store.invalidateMemory(key: key)
+            }
             return index.set(key, record)
         }
         if let previous { store.forget(previous) }
@@ -81,7 +93,7 @@ package struct WritePath {
         let beyond = store.changesSinceDirectory - store.thresholds.directoryBuilderMinimum
         if beyond >= 0, beyond < 64 || beyond & 63 == 0, store.directoryBuilder == nil { store.startDirectoryBuilderIfDue() }
         store.client?.publish(.set(key: key, value: data, previous: previousData))
-        var outcome = WriteOutcome(path: log.filePath(of: record), replaced: previous?.fileID.map(log.values.ref),
+        var outcome = WriteOutcome(path: path, replaced: previous?.fileID.map(log.values.ref),
                                    syncPosition: durable ? location.end : nil)
         // The write is committed: a failing trim is reported (the limit could not be held), a
         // failing compaction is not (it is only housekeeping; a later write retries it).

@@ -14,5 +14,6 @@ extension QuietEngineClient {
     var lastPublished: UInt64 { 0 }
     func deliver(through mark: UInt64) {}
     func takeMemoryHits() -> [String] { [] }
+    func dropFromMemory(key: String, except layer: AnyObject) { dropFromMemory(key: key) }
     func isPinned(_ key: String) -> Bool { false }
 }
