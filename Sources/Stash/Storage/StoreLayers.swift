@@ -4,15 +4,13 @@ import StashEngine
 /// What the typed layers keep per open folder, beside its engine: the observers, the memory layers
 /// in front of the disk, and the async API's count of pending mutations. It is the engine's one
 /// ``EngineClient``: the engine reaches these layers through it and never names them.
-final class StoreLayers: EngineClient, @unchecked Sendable {
-    // @unchecked Sendable: `memoryCaches` is only touched on the engine's queue (the engine calls
-    // this client there, and `attach` goes through `DiskEngine.sync`); the rest is Sendable.
-    // `@exclusivity(unchecked)`: asked twice per write, on the queue; a run-time check per access cost
-    // ~60 instructions (Docs/Architecture.md, "The hot path", step 7).
+final class StoreLayers: EngineClient, Sendable {
     let observers = ObservationCenter()
     /// Mutations submitted through the async API and not run yet (for its memory-hit fast path).
     let pendingAsyncMutations = PendingMutations()
-    @exclusivity(unchecked) private var memoryCaches: [WeakMemoryCache] = []
+    /// Behind a lock of its own: attached on the queue, but also asked for its hits by reads that do
+    /// not take it (``DiskStore/readOffQueue(_:now:)``), which an attach must not change under them.
+    private let memoryCaches = Locked<[WeakMemoryCache]>([])
 
     private struct WeakMemoryCache {
         weak var cache: MemoryCache?
@@ -20,8 +18,10 @@ final class StoreLayers: EngineClient, @unchecked Sendable {
 
     /// Attaches a memory layer, which then never holds a key the disk no longer has. On the queue.
     func attach(_ cache: MemoryCache) {
-        memoryCaches.removeAll { $0.cache == nil || $0.cache === cache }
-        memoryCaches.append(WeakMemoryCache(cache: cache))
+        memoryCaches.withLock { caches in
+            caches.removeAll { $0.cache == nil || $0.cache === cache }
+            caches.append(WeakMemoryCache(cache: cache))
+        }
         cache.trackHits()
     }
 
@@ -50,20 +50,26 @@ final class StoreLayers: EngineClient, @unchecked Sendable {
     }
 
     func dropFromMemory(_ keys: [String]?) {
-        for weak in memoryCaches {
-            guard let cache = weak.cache else { continue }
-            if let keys { cache.remove(keys) } else { cache.removeAll() }
+        memoryCaches.withLock { caches in
+            for weak in caches {
+                guard let cache = weak.cache else { continue }
+                if let keys { cache.remove(keys) } else { cache.removeAll() }
+            }
         }
     }
 
     func dropFromMemory(key: String) {
-        for weak in memoryCaches { weak.cache?.remove(key) }
+        memoryCaches.withLock { caches in
+            for weak in caches { weak.cache?.remove(key) }
+        }
     }
 
     func dropFromMemory(key: String, except layer: AnyObject) {
-        for weak in memoryCaches {
-            guard let cache = weak.cache, cache !== layer else { continue }
-            cache.remove(key)
+        memoryCaches.withLock { caches in
+            for weak in caches {
+                guard let cache = weak.cache, cache !== layer else { continue }
+                cache.remove(key)
+            }
         }
     }
 
@@ -74,14 +80,16 @@ final class StoreLayers: EngineClient, @unchecked Sendable {
     }
 
     func takeMemoryHits() -> [String] {
-        var hits: [String] = []
-        for weak in memoryCaches {
-            guard let cache = weak.cache else { continue }
-            // One memory layer (the common case): its array as it is, not appended to an empty one.
-            let taken = cache.takeRecentHits()
-            if hits.isEmpty { hits = taken } else { hits += taken }
+        memoryCaches.withLock { caches in
+            var hits: [String] = []
+            for weak in caches {
+                guard let cache = weak.cache else { continue }
+                // One memory layer (the common case): its array as it is, not appended to an empty one.
+                let taken = cache.takeRecentHits()
+                if hits.isEmpty { hits = taken } else { hits += taken }
+            }
+            return hits
         }
-        return hits
     }
 }
 

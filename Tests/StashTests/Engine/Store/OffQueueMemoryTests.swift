@@ -76,6 +76,34 @@ struct OffQueueMemoryTests {
         #expect(problems.withLock { $0 }.isEmpty)
         #expect(try storage.object(forKey: "k") == "new", "a value the new folder supersedes stayed in memory")
     }
+
+    /// A `Storage` opened on a folder attaches its memory layer to the folder's engine, on the queue,
+    /// while memory misses of another storage are read off the queue, each taking the memory layers'
+    /// hits: the list of layers is read and changed under a lock of its own (ThreadSanitizer reports
+    /// the race otherwise; `.ci/run` runs this suite under it).
+    @Test("storages opened on a folder while another thread reads it off the queue")
+    func attachWhileReadingOffQueue() throws {
+        let directory = TemporaryDirectory()
+        // A count limit of 1 and 8 keys read in turn: every read is a memory miss, read off the queue.
+        let storage = try Storage<Data>(diskConfig: directory.diskConfig(), memoryConfig: MemoryConfig(countLimit: 1),
+                                        transformer: TransformerFactory.forData())
+        for number in 0..<8 { try storage.setObject(Data([UInt8(number)]), forKey: "k\(number)") }
+        let opened = Locked(false)
+        let wrongReads = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 2) { thread in
+            if thread == 0 {
+                for _ in 0..<100 { _ = try? Storage<Data>(diskConfig: directory.diskConfig(), transformer: TransformerFactory.forData()) }
+                opened.withLock { $0 = true }
+            } else {
+                var number = 0
+                while !opened.withLock({ $0 }) {
+                    if (try? storage.object(forKey: "k\(number % 8)")) != Data([UInt8(number % 8)]) { wrongReads.withLock { $0 += 1 } }
+                    number += 1
+                }
+            }
+        }
+        #expect(wrongReads.withLock { $0 } == 0)
+    }
 }
 
 /// A transformer for `String` whose next decode, once asked, waits until the test lets it go.
