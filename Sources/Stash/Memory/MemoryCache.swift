@@ -217,20 +217,20 @@ package final class MemoryCache: Sendable {
         // finds it clear (it holds that slot after this call let it go) and sets it again.
         guard hitsWaiting.value != 0 else { return [] }
         hitsWaiting.store(0)
-        var lists: [(keys: [String], stamps: [UInt64])] = []
+        var (hits, stamps, slotsWithHits) = ([String](), [UInt64](), 0)
         lock.forEachSlot { slot in
-            // Asked before every write: with no hits (the common case) nothing is copied or allocated
-            // (emptying an array whose buffer the caller now shares would allocate a new one).
             guard !slot.recentHits.isEmpty else { return }
-            lists.append((slot.recentHits, slot.recentStamps))
+            // Copied out, not taken whole: a slot's arrays then stay its own and keep their buffers
+            // (emptying an array whose buffer the caller shared would allocate a new one, two a slot).
+            slotsWithHits += 1
+            hits += slot.recentHits
+            stamps += slot.recentStamps
             slot.recentHits.removeAll(keepingCapacity: true)
             slot.recentStamps.removeAll(keepingCapacity: true)
         }
-        guard lists.count > 1 else { return lists.first?.keys ?? [] }
-        var merged: [(key: String, stamp: UInt64)] = []
-        for list in lists { merged += zip(list.keys, list.stamps).map { ($0, $1) } }
-        merged.sort { $0.stamp < $1.stamp }
-        return merged.map(\.key)
+        guard slotsWithHits > 1 else { return hits }
+        // Each slot's hits are in order of use; those of several slots together are not.
+        return stamps.indices.sorted { stamps[$0] < stamps[$1] }.map { hits[$0] }
     }
 
     var keys: [String] { lock.withSlot { shared, _ in shared.pointee.items.keys } }

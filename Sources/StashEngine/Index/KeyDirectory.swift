@@ -143,10 +143,10 @@ package struct KeyDirectory {
         markUsed(key, time: time, comparingKeys: true)
     }
 
-    /// Marks each of `keys` used at `time`, in order (``markUsed(_:time:)``); the entries found.
-    /// A loop here rather than a closure over the directory: a closure that captures it copies it
-    /// (a retain and a release of each of its buffers), as the memory hits a write takes once did.
-    mutating func markUsed(_ keys: [String], time: Double) -> [(record: DiskRecord, recency: UInt64)] {
+    /// Marks the memory hits `keys` used at `time`, in order (``markUsed(_:time:)``); the entries found.
+    /// A loop here rather than a closure over the directory: a closure that captures it copies it (a
+    /// retain and a release of each of its buffers), as the memory hits a write takes once did.
+    mutating func markHitsUsed(_ keys: [String], time: Double) -> [(record: DiskRecord, recency: UInt64)] {
         var used: [(record: DiskRecord, recency: UInt64)] = []
         used.reserveCapacity(keys.count)
         for key in keys {

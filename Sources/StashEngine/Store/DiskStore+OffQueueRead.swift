@@ -36,7 +36,7 @@ extension DiskStore {
         let (generation, found, used) = withIndex { index -> (UInt64, (record: DiskRecord, recency: UInt64)?, [SegmentLog.Access]?) in
             let generation = indexGeneration.value
             guard generation & 1 == 0 else { return (generation, nil, nil) }
-            let used = index.markUsed(hits, time: time).map { SegmentLog.Access($0.record, time: time, recency: $0.recency) }
+            let used = index.markHitsUsed(hits, time: time).map { SegmentLog.Access($0.record, time: time, recency: $0.recency) }
             let found = index.markUsedByHash(key, time: time) // the record's key is checked as it is read
             // A page of the key directory that failed its check answers nothing: the queue drops the directory.
             return (index.baseFailed ? 1 : generation, found, used)

@@ -99,7 +99,7 @@ extension DiskStore {
     package func recordHits(_ hits: [String], now: Date) {
         let time = StoredTime.seconds(now)
         guard !hits.isEmpty else { return }
-        let used = withIndex { $0.markUsed(hits, time: time) }
+        let used = withIndex { $0.markHitsUsed(hits, time: time) }
         for (record, recency) in used { noteAccess(record, time: time, recency: recency) }
     }
 

@@ -173,4 +173,27 @@ struct MemoryHitTests {
         #expect(storage.hybridStorage.engine.pendingAsyncMutations.isEmpty)
         #expect(try await storage.async.object(forKey: "k").name == "new") // and now from memory
     }
+
+    // Contract 5: memory hits count as use, in the order they were made, also from several threads
+    // (each thread records its hits in a slot of its own; the disk takes them all, merged by stamp).
+    @Test("the memory hits of several threads reach the disk in the order they were made")
+    func hitsOfSeveralThreadsInOrder() throws {
+        let cache = MemoryCache(config: MemoryConfig())
+        cache.trackHits()
+        let now = Date()
+        let keys = (0..<12).map { "k\($0)" }
+        for key in keys { cache.set(MemoryCache.Item(object: ValueBox(0), cost: 1, expiry: .distantFuture, dropAfter: .distantFuture,
+                                                     filePath: nil), forKey: key) }
+        // One new thread per hit, each joined before the next: consecutive threads use different slots.
+        for key in keys {
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                _ = cache.hit(forKey: key, now: now)
+                done.signal()
+            }.start()
+            done.wait()
+        }
+        #expect(cache.takeRecentHits() == keys)
+        #expect(cache.takeRecentHits().isEmpty)
+    }
 }
