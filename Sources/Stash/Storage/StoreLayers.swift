@@ -50,25 +50,26 @@ final class StoreLayers: EngineClient, Sendable {
     }
 
     func dropFromMemory(_ keys: [String]?) {
-        memoryCaches.withLock { caches in
-            for weak in caches {
-                guard let cache = weak.cache else { continue }
-                if let keys { cache.remove(keys) } else { cache.removeAll() }
-            }
+        forEachMemoryCache { cache in
+            if let keys { cache.remove(keys) } else { cache.removeAll() }
         }
     }
 
     func dropFromMemory(key: String) {
-        memoryCaches.withLock { caches in
-            for weak in caches { weak.cache?.remove(key) }
-        }
+        forEachMemoryCache { $0.remove(key) }
     }
 
     func dropFromMemory(key: String, except layer: AnyObject) {
+        forEachMemoryCache { cache in
+            if cache !== layer { cache.remove(key) }
+        }
+    }
+
+    /// Runs `body` with each memory layer still alive, holding the list's lock.
+    private func forEachMemoryCache(_ body: (MemoryCache) -> Void) {
         memoryCaches.withLock { caches in
             for weak in caches {
-                guard let cache = weak.cache, cache !== layer else { continue }
-                cache.remove(key)
+                if let cache = weak.cache { body(cache) }
             }
         }
     }
@@ -80,16 +81,13 @@ final class StoreLayers: EngineClient, Sendable {
     }
 
     func takeMemoryHits() -> [String] {
-        memoryCaches.withLock { caches in
-            var hits: [String] = []
-            for weak in caches {
-                guard let cache = weak.cache else { continue }
-                // One memory layer (the common case): its array as it is, not appended to an empty one.
-                let taken = cache.takeRecentHits()
-                if hits.isEmpty { hits = taken } else { hits += taken }
-            }
-            return hits
+        var hits: [String] = []
+        forEachMemoryCache { cache in
+            // One memory layer (the common case): its array as it is, not appended to an empty one.
+            let taken = cache.takeRecentHits()
+            if hits.isEmpty { hits = taken } else { hits += taken }
         }
+        return hits
     }
 }
 

@@ -110,4 +110,9 @@ extension DiskStore {
     func invalidateMemory(key: String) {
         client?.dropFromMemory(key: key)
     }
+
+    /// Drops `key` from every memory layer but `layer`, which takes the new value in the same hold.
+    func invalidateMemory(key: String, except layer: AnyObject) {
+        client?.dropFromMemory(key: key, except: layer)
+    }
 }

@@ -78,7 +78,7 @@ package struct WritePath {
             // In the index's hold: see `sharedIndex`. A reader that finds the new copy in memory finds
             // the new record in the index too; a trim below that evicts it drops it from memory again.
             if let memoryLayer {
-                store.client?.dropFromMemory(key: key, except: memoryLayer)
+                store.invalidateMemory(key: key, except: memoryLayer)
                 putInMemory(path)
             } else {
                 store.invalidateMemory(key: key)
