@@ -11,7 +11,7 @@ struct Compaction {
     ///
     /// Every segment so far is merged: the active one is sealed, ids are reserved for the output
     /// below the new active segment's, and the live records are copied, least recently used first,
-    /// off the queue (``CompactionCopy/compact(_:victims:into:count:folder:store:segmentLimit:)``). Writes go on meanwhile to the
+    /// off the queue (``CompactionCopy/compact(_:seed:victims:into:count:folder:store:segmentLimit:)``). Writes go on meanwhile to the
     /// new active segment, which replays after the output, so a copy never overrides a later write.
     /// Tombstones are not copied: no older segment survives the merge. A writer in several processes
     /// compacts in bounded steps instead, inside its calls (``stepIfNeeded()``).
@@ -31,8 +31,8 @@ struct Compaction {
         let (folder, storeID, segmentLimit) = (store.log.folder.handle, store.log.folder.storeID, store.thresholds.segmentLimit)
         DispatchQueue.global(qos: .utility).async {
             let result = CompactionCopy.copyAlone(in: folder) {
-                CompactionCopy.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
-                             folder: folder, store: storeID, segmentLimit: segmentLimit)
+                CompactionCopy.compact(plan.records, seed: plan.seed, victims: plan.victims, into: plan.firstOutput,
+                                       count: plan.outputCount, folder: folder, store: storeID, segmentLimit: segmentLimit)
             }
             schedule { store in
                 // Cleared here only (also when the finish discards a stale result): while it is set,
@@ -57,8 +57,8 @@ struct Compaction {
             throw error
         }
         let victims = store.log.segments.values.filter { $0.id < firstOutput }.sorted { $0.id < $1.id }
-        return CompactionCopy.Plan(entries: store.withIndex { $0.entriesOldestFirst }, victims: victims, firstOutput: firstOutput,
-                              outputCount: outputCount)
+        let (records, seed) = store.withIndex { ($0.recordsForCompaction(), $0.seed) }
+        return CompactionCopy.Plan(records: records, seed: seed, victims: victims, firstOutput: firstOutput, outputCount: outputCount)
     }
 
     /// Points the index at the copies (where it still points at the originals: a key written or
@@ -85,20 +85,15 @@ struct Compaction {
         // no longer knows: such entries get an access record for their copy.
         var usedMeanwhile: [SegmentLog.Access] = []
         store.withIndex { index in
-            for (key, from, to) in result.moved {
-                let current = index.peek(key)
-                if let current, current.segment == from.segment, current.offset == from.offset {
-                    _ = index.update(key) { record in
-                        (record.segment, record.offset, record.length) = (to.segment, to.offset, to.length)
-                    }
-                    // Noted with the recency of its last use (which the update kept), so that it takes its
-                    // place among the uses noted since (``SegmentLog/putPendingAccessesInOrderOfUse()``).
-                    if current.lastAccess != from.lastAccess,
-                       let recency = index.recency(hash: to.keyHash, segment: to.segment, offset: to.offset) {
-                        usedMeanwhile.append(SegmentLog.Access(to, time: current.lastAccess, recency: recency))
-                    }
-                } else {
+            for (from, to) in result.moved {
+                guard let (lastAccess, recency) = index.move(from, to: to) else {
                     store.log.markDead(to) // the key was written or removed meanwhile
+                    continue
+                }
+                // Noted with the recency of its last use (which the move kept), so that it takes its
+                // place among the uses noted since (``SegmentLog/putPendingAccessesInOrderOfUse()``).
+                if lastAccess != from.lastAccess {
+                    usedMeanwhile.append(SegmentLog.Access(to, time: lastAccess, recency: recency))
                 }
             }
         }
@@ -106,9 +101,11 @@ struct Compaction {
         store.log.pendingAccesses.removeAll { access in victims.contains { $0.id == access.segment } }
         store.log.pendingAccesses += usedMeanwhile
         store.accessesSinceDirectory += usedMeanwhile.count
-        for (key, from) in result.damaged {
-            let current = store.record(forKey: key)
-            if current?.segment == from.segment, current?.offset == from.offset { store.writer.drop(key) }
+        // The keys whose records did not verify, where no write replaced them meanwhile, go.
+        let damaged = Dictionary(result.damaged.map { (UInt64($0.segment) << 32 | UInt64($0.offset), $0.keyHash) },
+                                 uniquingKeysWith: { first, _ in first })
+        if !damaged.isEmpty {
+            for key in store.withIndex({ $0.keys(at: damaged) }).values { store.writer.drop(key) }
         }
         // The outputs supersede the inputs from one atomic step on: a new active segment whose floor is
         // the first output's number, created once every output is published and flushed. Before it

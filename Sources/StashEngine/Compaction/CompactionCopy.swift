@@ -9,17 +9,20 @@ enum CompactionCopy {
     struct Result: @unchecked Sendable {
         // @unchecked Sendable: built on one thread, then handed over once and only read on the queue.
         var outputs: [SegmentFile] = []
-        /// Each copied record: its key, where it was, where its copy is.
-        var moved: [(key: String, from: DiskRecord, to: DiskRecord)] = []
-        /// Keys whose record did not verify: their values are damaged.
-        var damaged: [(key: String, from: DiskRecord)] = []
+        /// Each copied record: where it was, where its copy is.
+        var moved: [(from: DiskRecord, to: DiskRecord)] = []
+        /// Records that did not verify: their keys' values are damaged.
+        var damaged: [DiskRecord] = []
         var failure: (any Error)?
     }
 
     /// What a compaction copies, from where, and into which ids.
     struct Plan: @unchecked Sendable {
         // @unchecked Sendable: built on the queue, then only read by the compaction thread.
-        var entries: [(key: String, value: DiskRecord)]
+        /// Every live entry's record and recency, in no order (``KeyDirectory/recordsForCompaction()``).
+        var records: [(recency: UInt64, record: DiskRecord)]
+        /// The index's key hash seed: a record copied is of the entry's key if its key has the entry's hash.
+        var seed: UInt64
         var victims: [SegmentFile]
         var firstOutput: UInt32
         var outputCount: UInt32
@@ -67,10 +70,12 @@ enum CompactionCopy {
         return copyLocks.withLock { $0[key]?.lock }
     }
 
-    /// Copies `entries`' records out of `victims` into new segments `first`, `first + 1`, …, flushed.
+    /// Copies `records` out of `victims` into new segments `first`, `first + 1`, …, least recently used
+    /// first, flushed. Each copy carries the key its original holds, whose hash (with `seed`, the
+    /// index's) must be the entry's: the key is read here, off the queue, not from the index.
     /// Runs off the queue: it touches no state of the store.
-    static func compact(_ entries: [(key: String, value: DiskRecord)], victims: [SegmentFile], into first: UInt32,
-                        count: UInt32, folder: FolderHandle, store: UInt64,
+    static func compact(_ records: [(recency: UInt64, record: DiskRecord)], seed: UInt64, victims: [SegmentFile],
+                        into first: UInt32, count: UInt32, folder: FolderHandle, store: UInt64,
                         segmentLimit: Int = DiskStore.Thresholds.standard.segmentLimit) -> Result {
         var result = Result()
         let byID = Dictionary(uniqueKeysWithValues: victims.map { ($0.id, $0) })
@@ -79,12 +84,13 @@ enum CompactionCopy {
                                                 durable: false, unpublished: true)
             result.outputs.append(output)
             var buffer: [UInt8] = []
-            for (key, record) in entries {
+            for (_, record) in records.sorted(by: { $0.recency < $1.recency }) {
                 guard let segment = byID[record.segment],
                       let recordOffset = FileNumber.int(record.offset), let recordLength = FileNumber.int(record.length),
                       let (parsed, bytes) = try? segment.record(at: recordOffset, length: recordLength),
-                      case .set(let storedKey, let info) = parsed, storedKey == key, info.value == record.value else {
-                    result.damaged.append((key, record))
+                      case .set(let key, let info) = parsed, KeyHash.of(key, seed: seed) == record.keyHash,
+                      info.value == record.value else {
+                    result.damaged.append(record)
                     continue
                 }
                 if SegmentOffsets.end(output.length, appending: buffer.count, bytes.count) > segmentLimit, output.id + 1 < first + count, !buffer.isEmpty || output.recordBytes > 0 {
@@ -108,7 +114,7 @@ enum CompactionCopy {
                 copy.segment = output.id
                 copy.offset = UInt32(SegmentOffsets.end(output.length, appending: buffer.count - length))
                 copy.length = UInt32(length)
-                result.moved.append((key, record, copy))
+                result.moved.append((record, copy))
                 if buffer.count >= 1 << 20 {
                     try output.append(buffer)
                     buffer.removeAll(keepingCapacity: true)

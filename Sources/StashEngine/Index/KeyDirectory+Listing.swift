@@ -42,6 +42,22 @@ extension KeyDirectory {
         referencesByRecency().compactMap { entry($0.reference) }.map { ($0.key, $0.record) }
     }
 
+    /// Every live entry's record and recency, in no particular order: what a compaction copies. Taken in
+    /// the store's turn and under the index's lock, so it reads no key and sorts nothing (at a million
+    /// entries that was a stall of every writer and every read off the queue); the copy sorts them off
+    /// the queue and takes each key from its record (``CompactionCopy/compact(_:seed:victims:into:count:folder:store:segmentLimit:)``).
+    func recordsForCompaction() -> [(recency: UInt64, record: DiskRecord)] {
+        var all: [(recency: UInt64, record: DiskRecord)] = []
+        all.reserveCapacity(count)
+        if let base {
+            for slot in 0..<base.slotCount where base.isOccupied(slot) && !isShadowed(slot) {
+                if let record = base.record(at: slot) { all.append((base.recency(at: slot), record)) }
+            }
+        }
+        for entry in overlay.entries { all.append((entry.recency, entry.record)) }
+        return all
+    }
+
     /// Every live entry's reference, least recently used first.
     func referencesByRecency() -> [(recency: UInt64, reference: Reference)] {
         var all: [(recency: UInt64, reference: Reference)] = []

@@ -304,6 +304,32 @@ package struct KeyDirectory {
         return true
     }
 
+    /// Points the live entry whose record is `old` at `new`, a copy of that record elsewhere (a
+    /// compaction's), keeping its recency and last use. The entry is found by its key's hash and the
+    /// record's position, no key read or compared: a position holds one record. Returns the entry's
+    /// last use and recency, nil if no live entry has its record at `old`'s position any more (the key
+    /// was written or removed since the copy was planned).
+    mutating func move(_ old: DiskRecord, to new: DiskRecord) -> (lastAccess: Double, recency: UInt64)? {
+        if let position = overlay.position(hash: old.keyHash, segment: old.segment, offset: old.offset) {
+            changes &+= 1
+            let before = overlay[position].record
+            (overlay[position].record.segment, overlay[position].record.offset, overlay[position].record.length) =
+                (new.segment, new.offset, new.length)
+            journal?.set(overlay[position].key, overlay[position].record, recency: overlay[position].recency, replacing: before)
+            return (before.lastAccess, overlay[position].recency)
+        }
+        guard let base, let slot = base.find(hash: old.keyHash, segment: old.segment, offset: old.offset), !isShadowed(slot),
+              let before = base.record(at: slot) else { return nil }
+        changes &+= 1
+        var moved = before
+        (moved.segment, moved.offset, moved.length) = (new.segment, new.offset, new.length)
+        // In place, in the private copy of the page, as ``update(_:_:)`` moves a base entry.
+        base.move(slot, segment: new.segment, offset: new.offset, length: new.length)
+        basePositionsMoved = true
+        journal?.move(before, to: moved)
+        return (before.lastAccess, base.recency(at: slot))
+    }
+
     package mutating func removeAll() {
         changes &+= 1
         journal = nil // its builder stops: the directory it keeps is of entries gone

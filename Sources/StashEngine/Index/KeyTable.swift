@@ -56,18 +56,19 @@ struct KeyTable {
 
     /// The position in ``entries`` of `key`, whose hash is `hash`.
     func position(of key: String, hash: UInt64) -> Int? {
-        firstPosition(hash: hash) { Self.isSameKey($0.key, key) }
+        firstPosition(hash: hash) { Self.isSameKey(entries[$0].key, key) }
     }
 
     /// The position in ``entries`` of the entry whose key's hash is `hash` and whose record is at `offset`
     /// of `segment` (an access record's entry): no key compared.
     func position(hash: UInt64, segment: UInt32, offset: UInt32) -> Int? {
-        firstPosition(hash: hash) { $0.record.segment == segment && $0.record.offset == offset }
+        firstPosition(hash: hash) { entries[$0].record.segment == segment && entries[$0].record.offset == offset }
     }
 
-    /// Probes from `hash`'s home slot for the first entry with that hash that `matches` accepts.
+    /// Probes from `hash`'s home slot for the first entry with that hash that `matches` accepts (given
+    /// its position: an entry handed over by value is a copy, a retain and a release of its key).
     @inline(__always)
-    private func firstPosition(hash: UInt64, where matches: (Entry) -> Bool) -> Int? {
+    private func firstPosition(hash: UInt64, where matches: (Int) -> Bool) -> Int? {
         guard !entries.isEmpty else { return nil }
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
@@ -76,14 +77,15 @@ struct KeyTable {
             if word == 0 { return nil }
             if word >> 32 == hash >> 32 {
                 let position = Int(word & 0xFFFF_FFFF) - 1
-                if entries[position].record.keyHash == hash, matches(entries[position]) { return position }
+                if entries[position].record.keyHash == hash, matches(position) { return position }
             }
             slot = (slot + 1) & mask
         }
     }
 
+    /// Read in place (`_read`): `table[position].record` copies the record, not the entry and its key.
     subscript(position: Int) -> Entry {
-        get { entries[position] }
+        _read { yield entries[position] }
         _modify { yield &entries[position] }
     }
 

@@ -76,12 +76,13 @@ extension DiskStore {
         try ensureActive()
         try log.flushAccesses()
         epoch += 1
-        let live = withIndex { index in index.entries.reduce(0) { $0 &+ FileNumber.saturating($1.value.length) } }
+        var live = 0
+        withIndex { index in index.forEachValue { live &+= FileNumber.saturating($0.length) } }
         let plan = try compaction.begin(liveBytes: live)
         let (folder, store, segmentLimit) = (log.folder.handle, log.folder.storeID, thresholds.segmentLimit)
         let result = CompactionCopy.copyAlone(in: folder) {
-            CompactionCopy.compact(plan.entries, victims: plan.victims, into: plan.firstOutput, count: plan.outputCount,
-                         folder: folder, store: store, segmentLimit: segmentLimit)
+            CompactionCopy.compact(plan.records, seed: plan.seed, victims: plan.victims, into: plan.firstOutput,
+                                   count: plan.outputCount, folder: folder, store: store, segmentLimit: segmentLimit)
         }
         if let failure = result.failure {
             for file in result.outputs { file.remove() }

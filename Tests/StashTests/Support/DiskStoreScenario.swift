@@ -36,14 +36,15 @@ extension DiskStoreScenario {
     /// What ``Compaction/startIfNeeded()`` captures before it copies off the queue, taken by
     /// hand: the copy can then run at a moment the test chooses (a thread that was delayed).
     static func beginCompactionByHand(_ store: DiskStore) throws
-        -> (entries: [(key: String, value: DiskRecord)], victims: [SegmentFile], first: UInt32, folder: FolderHandle, store: UInt64) {
+        -> (records: [(recency: UInt64, record: DiskRecord)], seed: UInt64, victims: [SegmentFile], first: UInt32,
+            folder: FolderHandle, store: UInt64) {
         let first = store.log.nextSegmentID
         store.log.nextSegmentID += 1
         try store.log.roll()
         let victims = store.log.segments.values.filter { $0.id < first }.sorted { $0.id < $1.id }
-        let entries = store.withIndex { $0.entriesOldestFirst }
+        let (records, seed) = store.withIndex { ($0.recordsForCompaction(), $0.seed) }
         store.isCompacting = true
-        return (entries, victims, first, store.log.folder.handle, store.log.folder.storeID)
+        return (records, seed, victims, first, store.log.folder.handle, store.log.folder.storeID)
     }
 
     static func compactNow(_ store: DiskStore) -> Bool {

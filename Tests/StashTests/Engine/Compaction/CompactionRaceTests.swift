@@ -24,7 +24,7 @@ struct CompactionRaceTests: DiskStoreScenario {
         var second: DiskStore? = try DiskStore(directory: path, readOnly: false)
         #expect(second!.log.segments[copy.first] == nil)
         // Now the old thread runs: it writes its output (every key as of its start) into the folder.
-        let result = DiskStore.compact(copy.entries, victims: copy.victims, into: copy.first, count: 1, folder: copy.folder, store: copy.store)
+        let result = DiskStore.compact(copy.records, seed: copy.seed, victims: copy.victims, into: copy.first, count: 1, folder: copy.folder, store: copy.store)
         #expect(result.failure == nil)
         // The new store removes two keys and compacts: tombstones are not copied, the inputs go.
         try second!.writer.remove("k0")
@@ -54,7 +54,7 @@ struct CompactionRaceTests: DiskStoreScenario {
         #expect(Self.isNotFound(store!, "secret"))
         // The compaction thread (it read the deleted segments through its open descriptors) now
         // creates its output: by path, so in the new folder.
-        let result = DiskStore.compact(copy.entries, victims: copy.victims, into: copy.first, count: 1, folder: copy.folder, store: copy.store)
+        let result = DiskStore.compact(copy.records, seed: copy.seed, victims: copy.victims, into: copy.first, count: 1, folder: copy.folder, store: copy.store)
         // The store is closed (or the process dies) before the discarded compaction's finish removed it.
         _ = result
         store!.close()

@@ -15,7 +15,7 @@ struct InterruptedOperationTests: DiskStoreScenario {
         var store: DiskStore? = try DiskStore(directory: path, readOnly: false)
         for index in 0..<20 { try Self.set(store!, "k\(index)", Data(repeating: UInt8(index), count: 1000)) }
         let copy = try Self.beginCompactionByHand(store!)
-        let result = DiskStore.compact(copy.entries, victims: copy.victims, into: copy.first, count: 1, folder: copy.folder, store: copy.store)
+        let result = DiskStore.compact(copy.records, seed: copy.seed, victims: copy.victims, into: copy.first, count: 1, folder: copy.folder, store: copy.store)
         #expect(result.failure == nil)
         // The crash came while the output was being written: only part of its last write made it.
         let output = try #require(result.outputs.first)
