@@ -5,7 +5,8 @@ import Stash
 /// against LevelDB, LMDB and SQLite: filling with one write per entry, closing after the fill, disk
 /// allocated per entry, open + first get right after the fill and after a process read every key
 /// (access records present), what opening and reading cost a process in memory, prefix listing
-/// (``PrefixScenarios``), and — at the largest count — trimming to half and removeAll.
+/// (``PrefixScenarios``), the longest overwrite while every key is overwritten twice, and — at the largest
+/// count — trimming to half and removeAll.
 enum EngineScaleScenarios {
     static let peers = EngineContender.peers.map(\.name)
 
@@ -40,7 +41,8 @@ enum EngineScaleScenarios {
             let wants = { (label: String) in bench.settings.wants(label, peers: peers) }
             let wantsBulk = largest && labels.bulk.contains { bench.settings.wants($0, peers: ["SQLite"]) }
             let wantsPrefix = PrefixScenarios.wanted(bench, count)
-            guard labels.perPeer.contains(where: wants) || wantsBulk || wantsPrefix else { continue }
+            let wantsStalls = bench.settings.wants("\(longestOverwriteLabel(count)) vs LevelDB")
+            guard labels.perPeer.contains(where: wants) || wantsBulk || wantsPrefix || wantsStalls else { continue }
             print("== engine, \(count) entries of 200 B")
             let folders = Folders(try bench.freshDirectory("engine-\(count)"))
             defer { try? FileManager.default.removeItem(at: folders.root) }
@@ -68,6 +70,8 @@ enum EngineScaleScenarios {
             if wantsPrefix {
                 try PrefixScenarios.run(bench: bench, count: count, folders: folders)
             }
+            // After every row that reads the filled store as it was: this one rewrites every value.
+            try longestOverwrite(bench: bench, fixture: fixture, folders: folders)
             if wantsBulk {
                 try bulkRemoval(bench: bench, count: count, folders: folders)
             }
