@@ -11,16 +11,16 @@ enum CompactionCopy {
         var outputs: [SegmentFile] = []
         /// Each copied record: where it was, where its copy is.
         var moved: [(from: DiskRecord, to: DiskRecord)] = []
-        /// Records that did not verify: their keys' values are damaged.
-        var damaged: [DiskRecord] = []
+        /// Entries whose records did not verify: their values are damaged.
+        var damaged: [KeyDirectory.LiveRecord] = []
         var failure: (any Error)?
     }
 
     /// What a compaction copies, from where, and into which ids.
     struct Plan: @unchecked Sendable {
         // @unchecked Sendable: built on the queue, then only read by the compaction thread.
-        /// Every live entry's record and recency, in no order (``KeyDirectory/recordsForCompaction()``).
-        var records: [(recency: UInt64, record: DiskRecord)]
+        /// Every live entry, in no order (``KeyDirectory/recordsForCompaction()``).
+        var records: [KeyDirectory.LiveRecord]
         /// The index's key hash seed: a record copied is of the entry's key if its key has the entry's hash.
         var seed: UInt64
         var victims: [SegmentFile]
@@ -74,7 +74,7 @@ enum CompactionCopy {
     /// first, flushed. Each copy carries the key its original holds, whose hash (with `seed`, the
     /// index's) must be the entry's: the key is read here, off the queue, not from the index.
     /// Runs off the queue: it touches no state of the store.
-    static func compact(_ records: [(recency: UInt64, record: DiskRecord)], seed: UInt64, victims: [SegmentFile],
+    static func compact(_ records: [KeyDirectory.LiveRecord], seed: UInt64, victims: [SegmentFile],
                         into first: UInt32, count: UInt32, folder: FolderHandle, store: UInt64,
                         segmentLimit: Int = DiskStore.Thresholds.standard.segmentLimit) -> Result {
         var result = Result()
@@ -84,15 +84,15 @@ enum CompactionCopy {
                                                 durable: false, unpublished: true)
             result.outputs.append(output)
             var buffer: [UInt8] = []
-            for (_, record) in records.sorted(by: { $0.recency < $1.recency }) {
-                guard let segment = byID[record.segment],
-                      let recordOffset = FileNumber.int(record.offset), let recordLength = FileNumber.int(record.length),
+            for live in records.sorted(by: { $0.recency < $1.recency }) {
+                guard let segment = byID[live.segment],
+                      let recordOffset = FileNumber.int(live.offset), let recordLength = FileNumber.int(live.length),
                       let (parsed, bytes) = try? segment.record(at: recordOffset, length: recordLength),
-                      case .set(let key, let info) = parsed, KeyHash.of(key, seed: seed) == record.keyHash,
-                      info.value == record.value else {
-                    result.damaged.append(record)
+                      case .set(let key, let info) = parsed, KeyHash.of(key, seed: seed) == live.keyHash else {
+                    result.damaged.append(live)
                     continue
                 }
+                let record = live.record(value: info.value)
                 if SegmentOffsets.end(output.length, appending: buffer.count, bytes.count) > segmentLimit, output.id + 1 < first + count, !buffer.isEmpty || output.recordBytes > 0 {
                     try output.append(buffer)
                     buffer.removeAll(keepingCapacity: true)

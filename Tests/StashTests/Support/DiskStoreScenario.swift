@@ -36,7 +36,7 @@ extension DiskStoreScenario {
     /// What ``Compaction/startIfNeeded()`` captures before it copies off the queue, taken by
     /// hand: the copy can then run at a moment the test chooses (a thread that was delayed).
     static func beginCompactionByHand(_ store: DiskStore) throws
-        -> (records: [(recency: UInt64, record: DiskRecord)], seed: UInt64, victims: [SegmentFile], first: UInt32,
+        -> (records: [KeyDirectory.LiveRecord], seed: UInt64, victims: [SegmentFile], first: UInt32,
             folder: FolderHandle, store: UInt64) {
         let first = store.log.nextSegmentID
         store.log.nextSegmentID += 1

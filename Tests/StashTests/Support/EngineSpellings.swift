@@ -59,7 +59,7 @@ extension DiskStore {
 
 extension DiskStore {
     /// A compaction's copy (``CompactionCopy``).
-    static func compact(_ records: [(recency: UInt64, record: DiskRecord)], seed: UInt64, victims: [SegmentFile],
+    static func compact(_ records: [KeyDirectory.LiveRecord], seed: UInt64, victims: [SegmentFile],
                         into first: UInt32, count: UInt32, folder: FolderHandle, store: UInt64) -> CompactionCopy.Result {
         CompactionCopy.compact(records, seed: seed, victims: victims, into: first, count: count, folder: folder, store: store)
     }
