@@ -218,8 +218,14 @@ package struct KeyDirectory {
         nextRecency += 1
         if let position = overlay.position(of: key, hash: record.keyHash) {
             let old = overlay[position].record
-            (overlay[position].record, overlay[position].recency) = (record, recency) // the key keeps its spelling
-            journal?.set(overlay[position].key, record, recency: recency, replacing: old)
+            (overlay[position].record, overlay[position].recency) = (record, recency)
+            // Listed in the spelling of its latest write, the one its record holds: a compaction copies the
+            // record's, a replay takes it, and a base slot written again takes it too (below).
+            if !KeyTable.hasSameBytes(overlay[position].key, key) {
+                overlay[position].key = key
+                order?.note(key)
+            }
+            journal?.set(key, record, recency: recency, replacing: old)
             return old
         }
         overlay.insert(KeyTable.Entry(key: key, record: record, recency: recency))

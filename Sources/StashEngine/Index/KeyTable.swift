@@ -19,7 +19,7 @@ import Musl
 /// the same key: the hash is of the NFC form, so both land on the same slot).
 struct KeyTable {
     struct Entry {
-        /// The key as first written (later writes of an equivalent spelling keep it).
+        /// The key as last written (a write in an equivalent spelling respells it, as its record is).
         var key: String
         /// The record; its ``DiskRecord/keyHash`` is the key's hash, by which the entry is found.
         var record: DiskRecord
@@ -166,11 +166,16 @@ struct KeyTable {
 
     /// Whether two keys with the same hash are the same key: the same bytes, or equal as strings.
     static func isSameKey(_ a: String, _ b: String) -> Bool {
-        let sameBytes = a.utf8.withContiguousStorageIfAvailable { a in
+        hasSameBytes(a, b) || a == b
+    }
+
+    /// Whether `a` and `b` are spelled with the same UTF-8 bytes (not only canonically equivalent).
+    static func hasSameBytes(_ a: String, _ b: String) -> Bool {
+        let same = a.utf8.withContiguousStorageIfAvailable { a in
             b.utf8.withContiguousStorageIfAvailable { b in
                 a.count == b.count && (a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
             }
         }
-        return sameBytes == true || a == b
+        return same.flatMap { $0 } ?? a.utf8.elementsEqual(b.utf8)
     }
 }
