@@ -97,6 +97,16 @@ struct Compaction {
                 }
             }
         }
+        // Without a key directory the next open takes the order of use from the records, and those uses go
+        // out after everything written during the copy: an entry written there after one of them is noted
+        // again, in its place among them, or the replay would put it first.
+        if let earliest = usedMeanwhile.lazy.map(\.recency).min(), let lastOutput = result.outputs.last?.id, !store.keepsDirectory {
+            store.withIndex { index in
+                for entry in index.overlaySnapshot.entries where entry.record.segment > lastOutput && entry.recency > earliest {
+                    usedMeanwhile.append(SegmentLog.Access(entry.record, time: entry.record.lastAccess, recency: entry.recency))
+                }
+            }
+        }
         store.log.takeOffQueueAccesses() // reads off the queue noted some too
         store.log.pendingAccesses.removeAll { access in victims.contains { $0.id == access.segment } }
         store.log.pendingAccesses += usedMeanwhile
