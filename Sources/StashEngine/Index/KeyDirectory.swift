@@ -295,10 +295,7 @@ package struct KeyDirectory {
         var record = old
         change(&record)
         if record.value == old.value, record.expiry == old.expiry, record.lastAccess == old.lastAccess, record.keyHash == old.keyHash {
-            // Only where the record is changed (compaction): in place, in the private copy of the page.
-            base.move(slot, segment: record.segment, offset: record.offset, length: record.length)
-            basePositionsMoved = true
-            journal?.move(old, to: record)
+            moveInPlace(slot, from: old, to: record)
             return true
         }
         shadow(slot)
@@ -329,11 +326,16 @@ package struct KeyDirectory {
         changes &+= 1
         var moved = before
         (moved.segment, moved.offset, moved.length) = (new.segment, new.offset, new.length)
-        // In place, in the private copy of the page, as ``update(_:_:)`` moves a base entry.
-        base.move(slot, segment: new.segment, offset: new.offset, length: new.length)
-        basePositionsMoved = true
-        journal?.move(before, to: moved)
+        moveInPlace(slot, from: before, to: moved)
         return (before.lastAccess, base.recency(at: slot))
+    }
+
+    /// Points base slot `slot`, whose record is `old`, at `new`, the same record elsewhere (only its position
+    /// changed: a compaction's copy): in place, in the private copy of the page, not shadowed.
+    private mutating func moveInPlace(_ slot: Int, from old: DiskRecord, to new: DiskRecord) {
+        base?.move(slot, segment: new.segment, offset: new.offset, length: new.length)
+        basePositionsMoved = true
+        journal?.move(old, to: new)
     }
 
     package mutating func removeAll() {
