@@ -273,6 +273,11 @@ func runHold(_ path: String) throws -> Never {
 }
 
 func runStep(_ path: String, shared: Bool) throws -> Never {
+    try stepUntilEndOfInput(path, shared: shared) // the store closes as its storage goes, as an app's does
+    exit(0)
+}
+
+private func stepUntilEndOfInput(_ path: String, shared: Bool) throws {
     let storage = try openStore(path, maxSize: 0, shared: shared)
     var sequence: UInt64 = 0
     emit("ready")
@@ -294,7 +299,6 @@ func runStep(_ path: String, shared: Bool) throws -> Never {
             fail("unknown step \(line)", status: 2)
         }
     }
-    exit(0)
 }
 
 func main(_ arguments: [String]) -> Never {

@@ -186,7 +186,7 @@ extension Compaction {
         }
         for segment in drained {
             store.log.segments[segment.id] = nil
-            segment.remove()
+            store.log.retire(segment)
             store.compactionCycle.drained += 1
             if store.compactionCycle.resume?.segment == segment.id { store.compactionCycle.resume = nil }
         }

@@ -144,7 +144,7 @@ struct Compaction {
         }
         for victim in victims {
             store.log.segments[victim.id] = nil
-            victim.remove()
+            store.log.retire(victim)
         }
         store.log.publishStructure() // readers in other processes open the store anew, without the inputs
     }

@@ -296,6 +296,13 @@ package final class SegmentLog {
     func publishStructure() {
         guard writes, let shared = folder.shared else { return }
         shared.publishStructure(store: folder.storeID, segment: active?.id ?? 0, salt: active?.salt ?? 0, length: active?.length ?? 0)
+        folder.retained.removeUnneeded(in: folder.handle, shared: shared)
+    }
+
+    /// Removes `segment`, superseded, once it is out of ``segments``: at once, or when no process that
+    /// follows the store may still read it (``RetainedSegments``).
+    func retire(_ segment: SegmentFile) {
+        folder.retained.retire(segment, shared: folder.shared)
     }
 
     /// `id + count`, or an error when segment numbers run out (never in practice: 4 billion segments).

@@ -65,6 +65,8 @@ package final class StoreFolder {
     /// The shared file (``SharedState``): the writer's mapping, which it publishes its changes
     /// through, or a reader's, which it watches; nil for a reader of a store that has none yet.
     var shared: SharedState?
+    /// Segments this writer retired but left in place for processes that follow the store.
+    let retained = RetainedSegments()
     /// Whether a writer (in another process) had the store open when a reader opened it: a partial
     /// record at the tail is then a write in progress, not damage.
     package private(set) var writerIsActive = false

@@ -30,6 +30,15 @@ class CatchingUp {
     /// Tells ``followWatch`` what the store is caught up to (``followed``).
     func noteFollowed(_ store: DiskStore) {
         followWatch.note(counter: followed.counter, length: followed.length, shared: store.log.folder.shared, seal: followed.seal)
+        markFollowed(store)
+    }
+
+    /// Keeps this process's mark on the shared file at the segment it has read up to, while anything
+    /// observes the store: the writers then keep the segments they retire until it has read them, so
+    /// that its observers hear every change in them (``SharedState/markFollowed(_:)``). Unobserved, it
+    /// holds nothing back.
+    func markFollowed(_ store: DiskStore) {
+        store.log.folder.shared?.markFollowed(store.isObserved ? followed.segment : nil)
     }
 
     /// Opens the store anew from its files: what it knew of them (its index, the memory layers'

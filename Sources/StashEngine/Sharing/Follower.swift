@@ -67,6 +67,7 @@ final class Follower: CatchingUp, ProcessSharing {
     @discardableResult
     func catchUp(_ store: DiskStore) -> Bool {
         store.assertOnQueue()
+        defer { markFollowed(store) } // also when an observer came since the last change
         let folder = store.log.folder
         guard let shared = folder.shared else {
             let found = SharedState.openForReading(in: folder.handle)

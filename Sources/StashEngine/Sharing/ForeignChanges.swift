@@ -3,7 +3,8 @@ package import Foundation
 /// A change another process made, read from the records it appended: what this process's observers
 /// are told when the store catches up (``Follower/catchUp(_:)``, ``SharedWriter/beginOperation(_:)``).
 package enum ForeignChange {
-    /// A set; the value's bytes when packed, else its file (read when the change is published).
+    /// A set; the value's bytes when packed (or read before the store opens anew), else its file (read
+    /// when the change is published).
     case set(key: String, inline: Data?, file: (id: UInt64, size: Int, hash: UInt64)?)
     case remove(key: String)
     case clear
@@ -56,7 +57,13 @@ extension CatchingUp {
                   file.flags & SegmentFormat.compactionFlag == 0, file.store == folder.storeID else { continue }
             changes += Self.changes(in: bytes, from: file.recordsStart, salt: file.salt)
         }
-        return changes
+        // Values in files are read now: the open that follows removes value files no record it replays
+        // names, such as those a removeAll deleted but left for this process (``RetainedSegments``).
+        return changes.map { change in
+            guard case .set(let key, nil, let file?) = change,
+                  let value = try? store.log.values.read(file.id, size: file.size, hash: file.hash) else { return change }
+            return .set(key: key, inline: value, file: nil)
+        }
     }
 
     private static func changes(in bytes: [UInt8], from start: Int, salt: UInt64) -> [ForeignChange] {

@@ -113,4 +113,12 @@ extension DiskEngine {
     func asyncUnlessClosed(_ body: @escaping @Sendable (DiskStore) -> Void) {
         storeTurn.async(on: queue, body)
     }
+
+    /// Tells the engine that the layers above registered an observer. A store that follows other
+    /// processes' changes (a reader, a writer among several) then marks the segment it has read up to
+    /// right away, not at its next catch-up, so that writers keep what they retire until it has read
+    /// it, and its observers hear every change made from now on (``CatchingUp/markFollowed(_:)``).
+    package func observerRegistered() {
+        asyncUnlessClosed { store in (store.sharing as? CatchingUp)?.markFollowed(store) }
+    }
 }

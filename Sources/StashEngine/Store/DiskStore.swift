@@ -211,6 +211,7 @@ package final class DiskStore {
     /// there), then the pending access records, a key directory for a large store, the last flush.
     func finishWriting() {
         housekeeping.wait()
+        log.folder.retained.removeUnneeded(in: log.folder.handle, shared: log.folder.shared)
         try? log.flushAccesses()
         try? log.groupCommit.switchFile(to: nil)
         // The active segment's reserved room is cut off before the directory is written: on ext4 that

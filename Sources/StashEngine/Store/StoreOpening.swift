@@ -141,7 +141,7 @@ struct StoreOpening {
         if store.writes, let cleared = replayer.lastClearSegment {
             for (id, segment) in store.log.segments where id < cleared {
                 store.log.segments[id] = nil
-                segment.remove()
+                store.log.retire(segment)
             }
         }
         return true
@@ -206,7 +206,7 @@ struct StoreOpening {
                     break
                 }
                 store.log.segments[id] = nil
-                segment.remove()
+                store.log.retire(segment)
             }
         }
         // Value files no record names: written by a write that a crash cut short before its record. Not

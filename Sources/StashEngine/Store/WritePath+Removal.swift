@@ -60,12 +60,14 @@ extension WritePath {
         for segment in retired { store.log.segments[segment.id] = nil }
         store.log.publishStructure()
         let folder = store.log.folder.handle // not the folder the store may have opened anew by then
+        let (retainer, shared) = (store.log.folder.retained, store.log.folder.shared)
         let discarded = Discarded(oldIndex)
         let deleteOldFiles: @Sendable () -> Void = {
             // Oldest first: should the new segment be lost (a power cut before it was flushed), what
             // remains is a later part of the history, where each key has its newest value or none.
-            for segment in retired { segment.remove() }
-            for id in discarded.fileIDs() { try? folder.remove(ValueFiles.name(of: id)) }
+            // (One a process following the store has not read yet stays until it has.)
+            for segment in retired { retainer.retire(segment, shared: shared) }
+            for (id, segment) in discarded.files() { retainer.retireValueFile(id, namedIn: segment, folder: folder, shared: shared) }
             discarded.release()
         }
         if !store.sharing.mode.worksOutsideOperations || diskWasFull {
@@ -273,11 +275,11 @@ private final class Discarded: @unchecked Sendable {
         self.index = index
     }
 
-    /// The value files its entries named.
-    func fileIDs() -> [UInt64] {
-        var ids: [UInt64] = []
-        index?.forEachValue { record in if let id = record.fileID { ids.append(id) } }
-        return ids
+    /// The value files its entries named, each with the segment of the record that names it.
+    func files() -> [(id: UInt64, segment: UInt32)] {
+        var files: [(id: UInt64, segment: UInt32)] = []
+        index?.forEachValue { record in if let id = record.fileID { files.append((id, record.segment)) } }
+        return files
     }
 
     package func release() {
