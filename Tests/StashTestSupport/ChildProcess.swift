@@ -242,6 +242,13 @@ public final class ChildProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 
+    /// How many whole lines the child has printed so far, and whether its output ended; does not wait.
+    public var linesSoFar: (count: Int, ended: Bool) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (received.reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }, outputEnded)
+    }
+
     /// Everything the child printed on standard output; waits until it ended and its output is drained.
     public var output: Data {
         process.waitUntilExit()

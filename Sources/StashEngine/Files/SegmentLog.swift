@@ -125,8 +125,9 @@ package final class SegmentLog {
     ///
     /// The record is read into ``readScratch`` (kept from one read to the next) and its key compared
     /// there, in place: the returned value is the read's one allocation.
-    func load(_ key: String, _ record: DiskRecord) throws -> Data {
-        guard let segment = segments[record.segment] else {
+    /// `table`: the segments to read from, when not the log's own (those of a store before it opened anew).
+    func load(_ key: String, _ record: DiskRecord, in table: [UInt32: SegmentFile]? = nil) throws -> Data {
+        guard let segment = (table ?? segments)[record.segment] else {
             throw StorageError.corrupted("the segment holding this key's record is missing")
         }
         guard let length = FileNumber.int(record.length), let offset = FileNumber.int(record.offset) else {

@@ -30,13 +30,13 @@ class CatchingUp {
     /// Tells ``followWatch`` what the store is caught up to (``followed``).
     func noteFollowed(_ store: DiskStore) {
         followWatch.note(counter: followed.counter, length: followed.length, shared: store.log.folder.shared, seal: followed.seal)
-        markFollowed(store)
     }
 
     /// Keeps this process's mark on the shared file at the segment it has read up to, while anything
     /// observes the store: the writers then keep the segments they retire until it has read them, so
     /// that its observers hear every change in them (``SharedState/markFollowed(_:)``). Unobserved, it
-    /// holds nothing back.
+    /// holds nothing back. Moved only once the observers were told of what the store read (a catch-up's
+    /// end), never by the open inside it: the segments between are read after that open.
     func markFollowed(_ store: DiskStore) {
         store.log.folder.shared?.markFollowed(store.isObserved ? followed.segment : nil)
     }

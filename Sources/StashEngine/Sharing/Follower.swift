@@ -20,6 +20,7 @@ final class Follower: CatchingUp, ProcessSharing {
     func open(_ store: DiskStore) throws {
         defer { store.log.folder.endOpening() }
         try following(store) { try store.open(publishing: false) }
+        markFollowed(store)
     }
 
     func close(_ store: DiskStore) {
@@ -77,13 +78,8 @@ final class Follower: CatchingUp, ProcessSharing {
                 return false
             }
             // Found; or none while a writer is at work (someone deleted it, and the writer makes a new
-            // one when it next checks its folder): nothing tells what changed, so the files do, every
-            // call; and the observers are told of what the last segment holds past this store's end of it.
-            let last = store.log.segments.keys.max()
-            let changes = unseenChanges(store, after: last, from: last.flatMap { store.log.segments[$0]?.length } ?? 0)
-            let before = foreignBefore(store, changes)
-            openAgainForReading(store)
-            publishForeign(store, changes, before: before)
+            // one when it next checks its folder): nothing tells what changed, so the files do, every call.
+            openAgainTellingObservers(store)
             return true
         }
         let seal = shared.seal
@@ -102,11 +98,24 @@ final class Follower: CatchingUp, ProcessSharing {
             // Not whole records of the segment followed (damaged, say): opened anew as for any other
             // change, and the observers still told of the whole records after the damage.
         }
-        let changes = unseenChanges(store, after: followed.segment, from: followed.segment.flatMap { store.log.segments[$0]?.length } ?? 0)
-        let before = foreignBefore(store, changes)
-        openAgainForReading(store)
-        publishForeign(store, changes, before: before)
+        openAgainTellingObservers(store)
         return true
+    }
+
+    /// Opens the store anew (``openAgainForReading(_:)``) and tells the observers of the changes in the
+    /// records between where the store had read to (its last segment's end) and where the open read to:
+    /// read after the open, so that what a writer appends during it is told once, by this catch-up or
+    /// by the next (read before it, a record appended meanwhile would be in the index but never told).
+    /// What they replaced or removed is taken from the index and segments the store had before.
+    private func openAgainTellingObservers(_ store: DiskStore) {
+        guard store.isObserved else { return openAgainForReading(store) }
+        func lastSegment() -> SegmentFile? { store.log.segments.keys.max().flatMap { store.log.segments[$0] } }
+        let read = lastSegment().map { (file: $0, length: $0.length) }
+        let old = (index: store.withIndex { $0 }, segments: store.log.segments)
+        openAgainForReading(store)
+        let end = lastSegment().map { (id: $0.id, length: $0.length) } ?? (0, 0)
+        let changes = changes(after: read, through: end, in: store)
+        publishForeign(store, changes, before: foreignBefore(store, changes, old: old))
     }
 
     /// Whether the writers publish to `found`, the shared file at the folder's name now: the writer that

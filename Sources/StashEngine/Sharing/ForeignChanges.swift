@@ -37,28 +37,36 @@ extension CatchingUp {
         }
     }
 
-    /// The changes in records another process wrote that this store has not replayed yet, before it
-    /// opens the store anew because that process changed its files: the rest of the active segment it
-    /// followed, then the segments numbered after it (not a compaction's outputs, which hold copies).
-    /// Empty when nothing observes the store.
-    func unseenChanges(_ store: DiskStore, after followedID: UInt32?, from start: Int) -> [ForeignChange] {
-        guard store.isObserved, let followedID else { return [] }
+    /// The changes in records another process wrote after `read` (a segment this store read up to a
+    /// length): the rest of that segment, then the segments numbered after it (not a compaction's
+    /// outputs, which hold copies), up to `end` (a segment and its length as an open of the store read
+    /// them) or, without one, to the last whole record of each. Values in files are read now. Empty
+    /// when nothing observes the store.
+    ///
+    /// A writer among several reads them before it opens the store anew (holding the lock, nothing
+    /// changes meanwhile), since its open removes value files no record it replays names, such as those
+    /// a removeAll deleted but left for this process (``RetainedSegments``); a reader after its open,
+    /// up to where the open read (``Follower``): a writer may append meanwhile.
+    func changes(after read: (file: SegmentFile, length: Int)?, through end: (id: UInt32, length: Int)?,
+                 in store: DiskStore) -> [ForeignChange] {
+        guard store.isObserved else { return [] }
         var changes: [ForeignChange] = []
-        if let file = store.log.segments[followedID] {
-            if let info = FileIO.fileStatus(file.fd), let size = FileNumber.int(info.st_size), size > start,
-               let bytes = try? FileIO.read(file.fd, at: start, count: size - start, path: file.path) {
+        if let (file, start) = read, let size = FileIO.fileStatus(file.fd).flatMap({ FileNumber.int($0.st_size) }) {
+            let stop = end.map { $0.id == file.id ? min($0.length, size) : size } ?? size
+            if stop > start, let bytes = try? FileIO.read(file.fd, at: start, count: stop - start, path: file.path) {
                 changes += Self.changes(in: bytes, from: 0, salt: file.salt)
             }
         }
         let folder = store.log.folder
-        let later = ((try? folder.files().segments) ?? []).filter { $0 > followedID }
+        let first = read?.file.id ?? 0
+        let later = ((try? folder.files().segments) ?? []).filter { $0 > first && $0 <= end?.id ?? .max }.sorted()
         for id in later {
             guard let (file, bytes) = try? SegmentFile.open(id, in: folder.handle, writable: false),
                   file.flags & SegmentFormat.compactionFlag == 0, file.store == folder.storeID else { continue }
-            changes += Self.changes(in: bytes, from: file.recordsStart, salt: file.salt)
+            let stop = end.map { $0.id == id ? min($0.length, bytes.count) : bytes.count } ?? bytes.count
+            guard stop > file.recordsStart else { continue }
+            changes += Self.changes(in: Array(bytes[..<stop]), from: file.recordsStart, salt: file.salt)
         }
-        // Values in files are read now: the open that follows removes value files no record it replays
-        // names, such as those a removeAll deleted but left for this process (``RetainedSegments``).
         return changes.map { change in
             guard case .set(let key, nil, let file?) = change,
                   let value = try? store.log.values.read(file.id, size: file.size, hash: file.hash) else { return change }
@@ -106,15 +114,20 @@ extension CatchingUp {
     /// hold a `clear`, else those of their removals the store has; and for the keys their sets change
     /// that key observers watch, the value the store has (`KeyChange.edit(before:after:)`, as for this
     /// process's own writes). Read before the index takes the changes.
-    func foreignBefore(_ store: DiskStore, _ changes: [ForeignChange]) -> ForeignBefore {
+    ///
+    /// `old`: the index and segments the store had before it was opened anew, when the changes are read
+    /// after that open; nil: the store's own.
+    func foreignBefore(_ store: DiskStore, _ changes: [ForeignChange],
+                       old: (index: KeyDirectory, segments: [UInt32: SegmentFile])? = nil) -> ForeignBefore {
+        let index = old?.index ?? store.withIndex { $0 }
         var before = ForeignBefore()
         if changes.contains(where: { if case .clear = $0 { true } else { false } }) {
-            before.keys = Set(store.keys)
+            before.keys = Set(index.keys)
         } else {
-            for case .remove(let key) in changes where store.record(forKey: key) != nil { before.keys.insert(key) }
+            for case .remove(let key) in changes where index.peek(key) != nil { before.keys.insert(key) }
         }
         for case .set(let key, _, _) in changes where before.values[key] == nil && store.client?.hasKeyObservers(key) == true {
-            if let record = store.record(forKey: key), let data = try? store.log.load(key, record) { before.values[key] = data }
+            if let record = index.peek(key), let data = try? store.log.load(key, record, in: old?.segments) { before.values[key] = data }
         }
         return before
     }

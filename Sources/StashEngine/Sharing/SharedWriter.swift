@@ -179,7 +179,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
         shared.operationInProgress = true
         do {
             if interrupted || rewritten || shared.counter != followed.counter || needsReopen {
-                let changes = needsReopen ? [] : unseenChanges(store, after: store.log.active?.id, from: store.log.active?.length ?? 0)
+                let changes = needsReopen ? [] : changes(after: store.log.active.map { ($0, $0.length) }, through: nil, in: store)
                 let before = foreignBefore(store, changes)
                 try openAgainAsWriter(store, announcing: interrupted)
                 publishForeign(store, changes, before: before)
@@ -189,7 +189,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
                 if !replayTail(store, upTo: shared.publishedLength) {
                     // Not whole records (damaged): opened anew from the files (announced if the open
                     // cut a damaged tail off), the observers told of the whole records it finds.
-                    let changes = unseenChanges(store, after: store.log.active?.id, from: store.log.active?.length ?? 0)
+                    let changes = changes(after: store.log.active.map { ($0, $0.length) }, through: nil, in: store)
                     let before = foreignBefore(store, changes)
                     try openAgainAsWriter(store, announcing: false)
                     publishForeign(store, changes, before: before)
@@ -236,6 +236,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
         followed.segment = store.log.active?.id
         followed.seal = shared.seal
         noteFollowed(store)
+        markFollowed(store)
     }
 
     /// Opens the store anew from its files, holding the lock: another process changed them, or was

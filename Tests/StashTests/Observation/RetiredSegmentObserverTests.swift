@@ -149,4 +149,53 @@ struct RetiredSegmentObserverTests {
         let writer = try DiskStorage(config: folder.diskConfig(), transformer: TransformerFactory.forData())
         #expect(writer.recoveryIssues.isEmpty, "\(writer.recoveryIssues)")
     }
+
+    /// A writer process works through hundreds of sets and removals sent at once, rolling 64 KiB
+    /// segments and compacting, while this process's reader calls without pause: every catch-up that
+    /// opens the store anew races the writer's appends. Once the writer is done, the observer must have
+    /// heard each change once, in order: none the open took in without telling it, none told twice.
+    @Test("a reader that opens the store anew while a writer process appends tells its observers each change once, in order")
+    func changesAppendedDuringAnOpenAreHeardOnce() throws {
+        let folder = TemporaryDirectory()
+        let path = folder.storePath()
+        do { _ = try DiskStorage(config: folder.diskConfig(), transformer: TransformerFactory.forData()) } // creates the store
+        var config = folder.diskConfig()
+        config.readOnly = true
+        let storage = try Storage(diskConfig: config, memoryConfig: MemoryConfig(countLimit: 10), transformer: TransformerFactory.forData())
+        let changes = Recorder<StorageChange>()
+        storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
+        let tool = try #require(builtExecutable(named: "StashTorture"), "StashTorture was not built next to the tests")
+        let writer = try ChildProcess(tool, ["step", path, "--small-thresholds"], input: .held)
+        let watchdog = Watchdog(writer, seconds: TestDeadline.long)
+        defer { watchdog.cancel() }
+        #expect(writer.readLine() == "ready", "\(writer.errors)")
+        _ = storage.allKeys // the writer's open, and the mark the observer's registration placed
+        var random = SeededGenerator(seed: 7)
+        var (commands, expected, present) = ([String](), [StorageChange](), Set<String>())
+        for _ in 0..<600 {
+            let key = "k\(random.below(20))"
+            if random.below(6) == 0 {
+                commands.append("remove \(key)")
+                if present.remove(key) != nil { expected.append(.remove(key: key)) }
+            } else {
+                commands.append("set \(key) \(2_000 + random.below(3_000))")
+                present.insert(key)
+                expected.append(.add(key: key))
+            }
+        }
+        writer.send(commands.joined(separator: "\n") + "\n")
+        for calls in 0... {
+            _ = try storage.existsObject(forKey: "k\(calls % 20)") // any call catches up, while the writer appends
+            guard calls % 8 == 0 else { continue }
+            let printed = writer.linesSoFar // every line after "ready" answers one command
+            if printed.count > commands.count || printed.ended { break }
+        }
+        _ = try storage.existsObject(forKey: "unrelated")
+        storage.waitForObservers()
+        let heard = changes.received
+        let first = Array(zip(heard, expected)).firstIndex { $0.0 != $0.1 } ?? min(heard.count, expected.count)
+        #expect(heard == expected, "heard \(heard.count) changes, \(expected.count) were made; first difference at \(first): heard \(heard.dropFirst(first).prefix(3)), made \(expected.dropFirst(first).prefix(3))")
+        writer.closeInput()
+        #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
+    }
 }
