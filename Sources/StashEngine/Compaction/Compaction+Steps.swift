@@ -40,7 +40,7 @@ import Foundation
 //
 // Other processes see the output and the new active segment as any new segment: they open the store
 // anew from its files at their next call (a reader too); observers are not told of copies (an output is
-// flagged, ``CatchingUp/unseenChanges(_:after:from:)``).
+// flagged, ``CatchingUp/changes(after:through:in:)``).
 
 /// A shared writer's compaction cycle under way, and what its steps did (for tests).
 package struct CompactionCycle {

@@ -151,7 +151,7 @@ extension SegmentLog {
         pendingAccesses.removeAll()
     }
 
-    /// The value bytes `record` names, read off the queue and verified as ``load(_:_:)`` verifies
+    /// The value bytes `record` names, read off the queue and verified as ``load(_:_:in:)`` verifies
     /// them, after noting the read as use; also whether the queue should now write the reads noted
     /// (whether or not the bytes were found). No data when anything is not as expected (the segment gone
     /// from the table, a short read, a record that does not verify, a value file gone): the caller then

@@ -69,7 +69,7 @@ package final class SegmentLog {
     /// Reused for every append, so a write allocates no buffer of its own: its `count` is the room it
     /// has (it only grows, up to 1 MiB), not the bytes of the last append.
     @exclusivity(unchecked) private var scratch: [UInt8] = []
-    /// Reused for every read of a record (``load(_:_:)``), as ``scratch`` is for appends.
+    /// Reused for every read of a record (``load(_:_:in:)``), as ``scratch`` is for appends.
     @exclusivity(unchecked) private var readScratch: [UInt8] = []
 
     init(directory: String, folder: StoreFolder, randomFileIDs: Bool, writes: Bool, durable: Bool, segmentLimit: Int,

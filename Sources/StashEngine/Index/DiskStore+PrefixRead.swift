@@ -17,7 +17,7 @@ extension DiskStore {
     /// damaged (dropped, as every read drops it), is left out.
     ///
     /// Packed records are read in stretches of their segment, in file order, one `pread` for up to
-    /// 1 MiB of neighbouring records instead of one per record; each record is verified as ``SegmentLog/load(_:_:)``
+    /// 1 MiB of neighbouring records instead of one per record; each record is verified as ``SegmentLog/load(_:_:in:)``
     /// verifies it (its checksum, its key, its value's kind). Any record that a stretch does not settle
     /// (a value in a file of its own, a record that does not verify) is read again by ``read(_:now:)``,
     /// which decides what its failure means.

@@ -9,6 +9,9 @@ struct FollowedState {
     /// The active segment as the shared file named it (nil: it did not describe this store, or named
     /// a segment this store has not got: every change then opens the store anew).
     var segment: UInt32?
+    /// The last segment the store read (to its length), when the shared file named none it has: what
+    /// its mark stands for then (``CatchingUp/markFollowed(_:)``).
+    var lastRead: UInt32?
     /// Applies the records that follow; kept from one catch-up to the next (its map of positions).
     var replayer = Replayer()
     /// The shared file's ``SharedState/Seal`` when the state above was read from it.
@@ -38,7 +41,7 @@ class CatchingUp {
     /// holds nothing back. Moved only once the observers were told of what the store read (a catch-up's
     /// end), never by the open inside it: the segments between are read after that open.
     func markFollowed(_ store: DiskStore) {
-        store.log.folder.shared?.markFollowed(store.isObserved ? followed.segment : nil)
+        store.log.folder.shared?.markFollowed(store.isObserved ? followed.segment ?? followed.lastRead : nil)
     }
 
     /// Opens the store anew from its files: what it knew of them (its index, the memory layers'

@@ -142,6 +142,7 @@ final class Follower: CatchingUp, ProcessSharing {
         let length = shared?.publishedLength ?? 0
         try open()
         followed = FollowedState(counter: structure?.counter ?? 0, length: length, seal: seal)
+        followed.lastRead = store.log.segments.keys.max()
         if let shared, let structure, shared.describes(store: folder.storeID),
            let segment = store.log.segments[structure.segment], segment.salt == structure.salt, store.log.segments.keys.max() == segment.id {
             followed.segment = segment.id

@@ -133,7 +133,7 @@ extension CatchingUp {
     }
 }
 
-/// The store's keys and values before another process's changes (``CatchingUp/foreignBefore(_:_:)``).
+/// The store's keys and values before another process's changes (``CatchingUp/foreignBefore(_:_:old:)``).
 package struct ForeignBefore {
     package var keys = Set<String>()
     package var values: [String: Data] = [:]

@@ -4,7 +4,7 @@ import Foundation
 /// superseded at an open) but left in place, because a process that follows the store had not read
 /// them yet (its mark on the shared file: ``SharedState/isNeededByFollowers(_:)``). Superseded, they
 /// are never replayed (every open ignores them); a follower reads its observers' changes from them
-/// (``CatchingUp/unseenChanges(_:after:from:)``). Each goes once no follower needs it: at the writer's
+/// (``CatchingUp/changes(after:through:in:)``). Each goes once no follower needs it: at the writer's
 /// next change to the store's files, or its close; what a writer leaves at its close, the next writer's
 /// open removes, unreported (``SharedState/retainedThrough``).
 ///
