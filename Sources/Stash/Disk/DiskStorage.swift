@@ -43,10 +43,12 @@ public final class DiskStorage<T: Sendable>: StorageAware, Sendable {
     /// The engine of `config`'s folder, with the layers above it (``StoreLayers``): the one way an
     /// engine is opened, so that every engine has them.
     static func openEngine(_ config: DiskConfig) throws -> DiskEngine {
-        try DiskEngine.open(config.checkedStoreURL(), sharing: config.sharing, maxSize: config.maxSize, durable: config.durable,
-                            mapsSegments: config.protectionType?.allowsMappedReads ?? true) {
+        let engine = try DiskEngine.open(config.checkedStoreURL(), sharing: config.sharing, maxSize: config.maxSize, durable: config.durable,
+                                         mapsSegments: config.protectionType?.allowsMappedReads ?? true) {
             StoreLayers()
         }
+        engine.observers.callWhenRegistrationsChange { [weak engine] in engine?.observersChanged() }
+        return engine
     }
 
     init(config: DiskConfig, transformer: Transformer<T>, engine: DiskEngine, now: @escaping @Sendable () -> Date) {

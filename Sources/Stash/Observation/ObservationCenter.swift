@@ -46,9 +46,20 @@ final class ObservationCenter: Sendable {
         hasObservers && state.withLock { $0.keyObservers[key] != nil }
     }
 
+    /// Called after each registration and removal (``callWhenRegistrationsChange(_:)``).
+    private let registrationsChanged = Locked<(@Sendable () -> Void)?>(nil)
+
+    /// Calls `body` after every registration and removal of an observer, outside the lock: the engine
+    /// then marks what it has read of other processes' changes while anything observes the store, and
+    /// stops once nothing does (`DiskEngine.observersChanged()`).
+    func callWhenRegistrationsChange(_ body: @escaping @Sendable () -> Void) {
+        registrationsChanged.withLock { $0 = body }
+    }
+
     /// Changes the registrations, and ``observed`` with them.
     private func change<Result>(_ body: (inout State) -> Result) -> Result {
-        state.withLock { state in
+        defer { registrationsChanged.withLock { $0 }?() }
+        return state.withLock { state in
             let result = body(&state)
             observed.store(state.storageObservers.isEmpty && state.keyObservers.isEmpty ? 0 : 1)
             return result

@@ -19,7 +19,7 @@ extension Storage {
         _ observer: O,
         closure: @escaping @Sendable (O, Storage<T>, StorageChange) -> Void
     ) -> ObservationToken {
-        let token = observers.addStorageObserver { [weak self, weak observer] in
+        observers.addStorageObserver { [weak self, weak observer] in
             guard let self, let observer else { return nil }
             return { commit in
                 for event in commit.events {
@@ -27,8 +27,6 @@ extension Storage {
                 }
             }
         }
-        hybridStorage.engine.observerRegistered()
-        return token
     }
 
     /// Calls `closure` after every change to `key`, with values decoded as `T`; delivered as
@@ -43,7 +41,6 @@ extension Storage {
         closure: @escaping @Sendable (O, Storage<T>, KeyChange<T>) -> Void
     ) -> ObservationToken {
         let transformer = hybridStorage.diskStorage.transformer
-        defer { hybridStorage.engine.observerRegistered() }
         return observers.addKeyObserver(forKey: key) { [weak self, weak observer] in
             guard let self, let observer else { return nil }
             return { commit in
@@ -78,9 +75,8 @@ extension Storage {
     /// for await change in storage.changes() { … }
     /// ```
     public func changes() -> AsyncStream<StorageChange> {
-        let (observers, engine) = (observers, hybridStorage.engine)
+        let observers = observers
         return AsyncStream { continuation in
-            defer { engine.observerRegistered() }
             let token = observers.addStorageObserver(isProtected: true) {
                 { commit in
                     for event in commit.events {
@@ -94,10 +90,9 @@ extension Storage {
 
     /// The changes to `key`, values decoded as `T`, as an `AsyncStream`.
     public func changes(forKey key: String) -> AsyncStream<KeyChange<T>> {
-        let (observers, engine) = (observers, hybridStorage.engine)
+        let observers = observers
         let transformer = hybridStorage.diskStorage.transformer
         return AsyncStream { continuation in
-            defer { engine.observerRegistered() }
             let token = observers.addKeyObserver(forKey: key, isProtected: true) {
                 { commit in
                     for event in commit.events {

@@ -300,6 +300,16 @@ package final class SegmentLog {
         folder.retained.removeUnneeded(in: folder.handle, shared: shared)
     }
 
+    /// The value file `record` names, for the write that replaces or removes the record to remove: kept
+    /// while a process that follows the store may still read the record, which its observers are told
+    /// of with the value (``RetainedSegments``).
+    func valueFile(of record: DiskRecord) -> ValueFileRef? {
+        guard let id = record.fileID else { return nil }
+        var file = values.ref(id)
+        if let shared = folder.shared { file.keptFor = (record.segment, folder.retained, shared) }
+        return file
+    }
+
     /// Removes `segment`, superseded, once it is out of ``segments``: at once, or when no process that
     /// follows the store may still read it (``RetainedSegments``).
     func retire(_ segment: SegmentFile) {

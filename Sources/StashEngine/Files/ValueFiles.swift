@@ -131,7 +131,7 @@ package final class ValueFiles: Sendable {
 
     /// Value file `id` of the folder the store has now.
     func ref(_ id: UInt64) -> ValueFileRef {
-        ValueFileRef(folder: handle, id: id)
+        ValueFileRef(folder: handle, id: id, keptFor: nil)
     }
 
     /// Removes value file `id`; false if it could not be (it is then an orphan for the next open).
@@ -146,6 +146,9 @@ package final class ValueFiles: Sendable {
 package struct ValueFileRef: Sendable {
     package let folder: FolderHandle
     package let id: UInt64
+    /// The segment of the record that named it, and who keeps it while a process following the store
+    /// may still read that record (``SegmentLog/valueFile(of:)``); nil: removed at once.
+    var keptFor: (segment: UInt32, retained: RetainedSegments, shared: SharedState)?
 
     package var exists: Bool {
         guard let fd = try? folder.open(ValueFiles.name(of: id), O_RDONLY | O_NONBLOCK) else { return false }
@@ -154,6 +157,10 @@ package struct ValueFileRef: Sendable {
     }
 
     package func remove() {
-        try? folder.remove(ValueFiles.name(of: id))
+        if let keptFor {
+            keptFor.retained.retireValueFile(id, namedIn: keptFor.segment, folder: folder, shared: keptFor.shared)
+        } else {
+            try? folder.remove(ValueFiles.name(of: id))
+        }
     }
 }

@@ -92,7 +92,8 @@ extension CatchingUp {
         for change in changes {
             switch change {
             case .set(let key, let inline, let file):
-                // A file an overwrite after it replaced may be gone: that overwrite is told instead.
+                // Kept while this process may read its record (RetainedSegments); gone only where marks are
+                // not kept (another system, a shared file deleted): the change is then left out.
                 guard let value = inline ?? file.flatMap({ try? store.log.values.read($0.id, size: $0.size, hash: $0.hash) }) else { continue }
                 keys.insert(key)
                 let previous = replaced.updateValue(value, forKey: key)

@@ -20,19 +20,20 @@ import Musl
 // so a killed follower holds nothing back; one that stays open without calling holds back what was
 // retired after its last call, as an open SQLite read transaction holds back a WAL checkpoint.
 //
-// Linux: open file description locks (`F_OFD_SETLK`), owned by this very descriptor, so that another
-// descriptor of the file opened and closed by the process (a probe of the shared file) never drops the
-// mark, and a writer among several never finds its own. Elsewhere: POSIX locks, owned by the process
-// (which also never conflict with its own); the engine keeps one descriptor of a shared file per process.
+// Linux only: open file description locks (`F_OFD_SETLK`), owned by this very descriptor, so that
+// another descriptor of the file opened and closed by the process (a probe of the shared file) never
+// drops the mark, and a writer among several never finds its own. Elsewhere there are no marks, and
+// writers keep nothing (as before marks): Apple's systems have no public OFD locks; their POSIX locks go
+// with any close of the file by the process, and on BSD systems `flock` locks (a sole writer holds one on
+// this file for its life) and `fcntl` ones meet in one list, so a writer would find its own lock and
+// keep every segment it retires.
 
 #if os(Linux) || os(Android)
 /// `F_OFD_GETLK` and `F_OFD_SETLK` (Linux 3.15 on; the C library's headers define them only under
 /// `_GNU_SOURCE`, which Swift's import does not set).
-private let getLockCommand: Int32 = 36
-private let setLockCommand: Int32 = 37
+private let lockCommands: (get: Int32, set: Int32)? = (36, 37)
 #else
-private let getLockCommand = F_GETLK
-private let setLockCommand = F_SETLK
+private let lockCommands: (get: Int32, set: Int32)? = nil
 #endif
 
 extension SharedState {
@@ -54,25 +55,26 @@ extension SharedState {
     /// may still have to read segment `id`. False when the file system cannot tell (no byte-range locks):
     /// nothing is kept then, as before marks, rather than kept for ever.
     func isNeededByFollowers(_ id: UInt32) -> Bool {
-        guard id > 0 else { return false }
+        guard id > 0, let lockCommands else { return false }
         var query = flock()
         query.l_type = Int16(F_WRLCK)
         query.l_whence = Int16(SEEK_SET)
         query.l_start = off_t(Self.marksStart)
         query.l_len = off_t(id)
-        while fcntl(fd, getLockCommand, &query) != 0 {
+        while fcntl(fd, lockCommands.get, &query) != 0 {
             if errno != EINTR { return false }
         }
         return query.l_type != Int16(F_UNLCK)
     }
 
     private func lock(_ type: Int16, _ segment: UInt32) -> Bool {
+        guard let lockCommands else { return false }
         var request = flock()
         request.l_type = type
         request.l_whence = Int16(SEEK_SET)
         request.l_start = off_t(Self.marksStart + Int64(segment))
         request.l_len = 1
-        while fcntl(fd, setLockCommand, &request) != 0 {
+        while fcntl(fd, lockCommands.set, &request) != 0 {
             if errno != EINTR { return false }
         }
         return true

@@ -114,11 +114,12 @@ extension DiskEngine {
         storeTurn.async(on: queue, body)
     }
 
-    /// Tells the engine that the layers above registered an observer. A store that follows other
-    /// processes' changes (a reader, a writer among several) then marks the segment it has read up to
-    /// right away, not at its next catch-up, so that writers keep what they retire until it has read
-    /// it, and its observers hear every change made from now on (``CatchingUp/markFollowed(_:)``).
-    package func observerRegistered() {
+    /// Tells the engine that the layers above registered or removed an observer. A store that follows
+    /// other processes' changes (a reader, a writer among several) then marks the segment it has read up
+    /// to right away, not at its next catch-up, so that writers keep what they retire until it has read
+    /// it and its observers hear every change made from now on; or, once nothing observes it, lets the
+    /// mark go, so that it holds nothing back (``CatchingUp/markFollowed(_:)``).
+    package func observersChanged() {
         asyncUnlessClosed { store in (store.sharing as? CatchingUp)?.markFollowed(store) }
     }
 }

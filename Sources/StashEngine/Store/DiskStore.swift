@@ -308,7 +308,7 @@ package struct StagedValue: Sendable {
     package var size: Int
 
     package init(_ written: (id: UInt64, hash: UInt64), folder: FolderHandle, size: Int) {
-        file = ValueFileRef(folder: folder, id: written.id)
+        file = ValueFileRef(folder: folder, id: written.id, keptFor: nil)
         (hash, self.size) = (written.hash, size)
     }
 }

@@ -209,10 +209,15 @@ struct StoreOpening {
                 store.log.retire(segment)
             }
         }
-        // Value files no record names: written by a write that a crash cut short before its record. Not
-        // while a segment of the store could not be read: its records may name them.
+        // Value files no record names: written by a write that a crash cut short before its record, or
+        // removed by one that a process following the store had not read (a removeAll's, kept for it by
+        // the writer before: kept on while it may still read a record of the segments up to the newest).
+        // Not while a segment of the store could not be read: its records may name them.
         if !store.log.hasUnreadSegments {
-            for id in valueFiles where !referencedFiles.contains(id) { store.log.values.remove(id) }
+            let newest = store.log.segments.keys.max() ?? 0
+            for id in valueFiles where !referencedFiles.contains(id) {
+                store.log.folder.retained.retireValueFile(id, namedIn: newest, folder: store.log.values.handle, shared: store.log.folder.shared)
+            }
         }
         // Never a compaction's output, whose set records replay as copies (a power cut can take the
         // segment a step started after it, and leave it the last).

@@ -111,7 +111,7 @@ extension WritePath {
                 }
                 if let old {
                     store.forget(old)
-                    if let id = old.fileID { outcome.replaced.append(store.log.values.ref(id)) }
+                    if let file = store.log.valueFile(of: old) { outcome.replaced.append(file) }
                 }
                 return old != nil
             }

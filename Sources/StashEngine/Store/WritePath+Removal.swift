@@ -28,7 +28,7 @@ extension WritePath {
     /// and value files are deleted off the queue (space is reclaimed after the call returns; a crash
     /// meanwhile leaves files that the next open removes), or before it returns after a write found
     /// the disk full (``SegmentLog/foundDiskFull``). When no new segment can be written (a full
-    /// disk), the old files are deleted first instead (``deleteEverything()``).
+    /// disk), the old files are deleted first instead (``deleteEverything(freeingSpace:)``).
     package func removeAll() throws {
         store.assertOnQueue()
         try store.checkWritable()
@@ -107,16 +107,22 @@ extension WritePath {
     /// part of the history: each key has its newest value or none, never an older one), then the
     /// value files; then a new segment, in the room just freed. If even that cannot be written, the
     /// next write starts it.
-    func deleteEverything() throws {
+    ///
+    /// `freeingSpace` false (removals emptied the store, which starts its files anew): a segment or value
+    /// file a process following the store may still read stays until it has (``RetainedSegments``); those
+    /// are always a later part of the history than the ones deleted.
+    func deleteEverything(freeingSpace: Bool = true) throws {
         let oldIndex = emptyIndex()
         try? store.log.folder.removeDirectory()
         for segment in store.log.segments.values.sorted(by: { $0.id < $1.id }) {
-            segment.remove()
             store.log.segments[segment.id] = nil
+            if freeingSpace { segment.remove() } else { store.log.retire(segment) }
         }
         store.log.active = nil
         try? store.log.groupCommit.switchFile(to: nil)
-        oldIndex.forEachValue { record in if let id = record.fileID { store.log.values.remove(id) } }
+        oldIndex.forEachValue { record in
+            if freeingSpace, let id = record.fileID { store.log.values.remove(id) } else { store.log.valueFile(of: record)?.remove() }
+        }
         if store.durable { try store.log.folder.handle.sync() }
         // The next segment supersedes whatever was deleted, also if it can only be made later.
         store.log.floor = store.log.nextSegmentID
@@ -191,7 +197,7 @@ extension WritePath {
     /// hold of its lock: a reader off the queue sees all of them removed or none), then deletes
     /// their value files — at once, or, for a `durable` removal, once its tombstones are on stable
     /// storage (returned to the caller, who waits for the group commit position returned). A store
-    /// emptied this way deletes its segments (``deleteEverything()``): a full disk is freed without
+    /// emptied this way deletes its segments (``deleteEverything(freeingSpace:)``): a full disk is freed without
     /// waiting for a compaction, which would need room to write.
     @discardableResult
     package func removeKeys(_ keys: [String], durable: Bool = false) throws -> (position: UInt64?, files: [ValueFileRef]) {
@@ -253,9 +259,9 @@ extension WritePath {
             return index.count == 0
         }
         store.changesSinceDirectory += 1
-        let files = removals.compactMap { $0.record.fileID.map(store.log.values.ref) }
+        let files = removals.compactMap { store.log.valueFile(of: $0.record) }
         if isEmpty, store.log.byteCounts.total >= DiskStore.emptyStoreResetMinimum {
-            try? deleteEverything()
+            try? deleteEverything(freeingSpace: false)
         } else {
             store.compaction.startIfNeeded()
         }

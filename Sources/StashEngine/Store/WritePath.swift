@@ -93,7 +93,7 @@ package struct WritePath {
         let beyond = store.changesSinceDirectory - store.thresholds.directoryBuilderMinimum
         if beyond >= 0, beyond < 64 || beyond & 63 == 0, store.directoryBuilder == nil { store.startDirectoryBuilderIfDue() }
         store.client?.publish(.set(key: key, value: data, previous: previousData))
-        var outcome = WriteOutcome(path: path, replaced: previous?.fileID.map(log.values.ref),
+        var outcome = WriteOutcome(path: path, replaced: previous.flatMap(log.valueFile(of:)),
                                    syncPosition: durable ? location.end : nil)
         // The write is committed: a failing trim is reported (the limit could not be held), a
         // failing compaction is not (it is only housekeeping; a later write retries it).
