@@ -26,6 +26,13 @@ struct RetiredSegmentCaseTests {
             sequence += 1
             #expect(child.ask("set \(key) \(size)") == "wrote \(key) \(sequence)", "\(child.errors)")
         }
+        /// `count` sets of 5,000 bytes over `keys` keys named `prefix` and a number, each noted in `expected`.
+        func fill(_ count: Int, keys: Int, prefix: String, noting expected: inout [StorageChange]) {
+            for step in 0..<count {
+                set("\(prefix)\(step % keys)", 5_000)
+                expected.append(.add(key: "\(prefix)\(step % keys)"))
+            }
+        }
         func remove(_ key: String) { #expect(child.ask("remove \(key)") == "removed \(key)", "\(child.errors)") }
         func clear() { #expect(child.ask("clear") == "cleared", "\(child.errors)") }
         func close() {
@@ -56,8 +63,30 @@ struct RetiredSegmentCaseTests {
         return changes.received
     }
 
-    /// Superseded segment files: every segment file below the newest that holds records, minus the
-    /// newest two (the clear's and perhaps one after it) — as in RetiredSegmentObserverTests.
+    /// A store made in `folder`, and a read-only storage of it whose observer records every change
+    /// (marked: its registration's mark is placed before `allKeys`, which goes through the queue, returns).
+    static func observedReader(_ folder: TemporaryDirectory) throws -> (Storage<Data>, Recorder<StorageChange>) {
+        try makeStore(folder)
+        let storage = try reader(folder)
+        let changes = Recorder<StorageChange>()
+        storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
+        _ = storage.allKeys
+        return (storage, changes)
+    }
+
+    /// A writer process fills about three segments and empties the store, then another opens and closes:
+    /// the numbers of the segment files left.
+    static func fillClearAndReopen(_ path: String) throws -> [UInt32] {
+        let writer = try Writer(path, small: true)
+        for step in 0..<40 { writer.set("k\(step % 10)", 5_000) }
+        writer.clear()
+        writer.set("z", 10)
+        writer.close()
+        try Writer(path, small: true).close()
+        return try segmentIDs(path)
+    }
+
+    /// The numbers of the segment files in the store's folder.
     static func segmentIDs(_ path: String) throws -> [UInt32] {
         try FileManager.default.contentsOfDirectory(atPath: path).compactMap(SegmentFile.id(ofName:)).sorted()
     }
@@ -74,11 +103,7 @@ struct RetiredSegmentCaseTests {
     func valueFileSurvivesNextWritersOpen() throws {
         let folder = TemporaryDirectory()
         let path = folder.storePath()
-        try Self.makeStore(folder)
-        let storage = try Self.reader(folder)
-        let changes = Recorder<StorageChange>()
-        storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
-        _ = storage.allKeys // through the queue: after the mark
+        let (storage, changes) = try Self.observedReader(folder)
         let first = try Writer(path)
         first.set("k0", 100)
         first.set("k5", 300_000)
@@ -99,11 +124,7 @@ struct RetiredSegmentCaseTests {
     func valueFileSurvivesOtherSharedWritersCatchUp() throws {
         let folder = TemporaryDirectory()
         let path = folder.storePath()
-        try Self.makeStore(folder)
-        let storage = try Self.reader(folder)
-        let changes = Recorder<StorageChange>()
-        storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
-        _ = storage.allKeys
+        let (storage, changes) = try Self.observedReader(folder)
         let first = try Writer(path, shared: true)
         let second = try Writer(path, shared: true)
         first.set("k5", 300_000)
@@ -120,15 +141,11 @@ struct RetiredSegmentCaseTests {
     func severalRemoveAllInARow() throws {
         let folder = TemporaryDirectory()
         let path = folder.storePath()
-        try Self.makeStore(folder)
-        let storage = try Self.reader(folder)
-        let changes = Recorder<StorageChange>()
-        storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
-        _ = storage.allKeys
+        let (storage, changes) = try Self.observedReader(folder)
         let writer = try Writer(path, small: true)
         var expected: [StorageChange] = []
         for round in 0..<3 {
-            for step in 0..<30 { writer.set("k\(step % 7)", 5_000); expected.append(.add(key: "k\(step % 7)")) }
+            writer.fill(30, keys: 7, prefix: "k", noting: &expected)
             writer.set("v\(round)", 300_000); expected.append(.add(key: "v\(round)"))
             writer.clear(); expected.append(.removeAll)
         }
@@ -145,11 +162,7 @@ struct RetiredSegmentCaseTests {
     func valueFileSetThenRemoved() throws {
         let folder = TemporaryDirectory()
         let path = folder.storePath()
-        try Self.makeStore(folder)
-        let storage = try Self.reader(folder)
-        let changes = Recorder<StorageChange>()
-        storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
-        _ = storage.allKeys
+        let (storage, changes) = try Self.observedReader(folder)
         let writer = try Writer(path)
         writer.set("k5", 300_000)
         writer.remove("k5")
@@ -170,14 +183,7 @@ struct RetiredSegmentCaseTests {
         let token = storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
         _ = storage.allKeys
         token.cancel()
-        let writer = try Writer(path, small: true)
-        for step in 0..<40 { writer.set("k\(step % 10)", 5_000) }
-        writer.clear()
-        writer.set("z", 10)
-        writer.close()
-        let reopened = try Writer(path, small: true)
-        reopened.close()
-        let ids = try Self.segmentIDs(path)
+        let ids = try Self.fillClearAndReopen(path)
         #expect(ids.count <= 2, "segments left for a reader that observes nothing: \(ids)")
         withExtendedLifetime(storage) {}
     }
@@ -197,14 +203,7 @@ struct RetiredSegmentCaseTests {
             _ = await task.value
         }
         _ = storage.allKeys
-        let writer = try Writer(path, small: true)
-        for step in 0..<40 { writer.set("k\(step % 10)", 5_000) }
-        writer.clear()
-        writer.set("z", 10)
-        writer.close()
-        let reopened = try Writer(path, small: true)
-        reopened.close()
-        let ids = try Self.segmentIDs(path)
+        let ids = try Self.fillClearAndReopen(path)
         #expect(ids.count <= 2, "segments left for a reader whose stream ended: \(ids)")
         withExtendedLifetime(storage) {}
     }
@@ -224,10 +223,10 @@ struct RetiredSegmentCaseTests {
         _ = storage?.allKeys
         let writer = try Writer(path, small: true)
         var expected: [StorageChange] = []
-        for step in 0..<40 { writer.set("k\(step % 10)", 5_000); expected.append(.add(key: "k\(step % 10)")) }
+        writer.fill(40, keys: 10, prefix: "k", noting: &expected)
         writer.clear(); expected.append(.removeAll)
         // More segments after: the background deletion long done.
-        for step in 0..<30 { writer.set("m\(step % 5)", 5_000); expected.append(.add(key: "m\(step % 5)")) }
+        writer.fill(30, keys: 5, prefix: "m", noting: &expected)
         writer.kill()
         let second = try Writer(path, small: true)
         second.set("y", 10); expected.append(.add(key: "y"))
@@ -298,7 +297,7 @@ struct RetiredSegmentCaseTests {
         #expect(storage.recoveryIssues.isEmpty, "\(storage.recoveryIssues)")
     }
 
-    // MARK: more
+    // MARK: removals that empty the store, closes, stash check, late registration, writers in turn and among several
 
     /// Removals one by one until the store is empty: past 64 KiB of records the writer resets the
     /// store (deleteEverything), deleting every segment. The observing reader must hear every change.
@@ -306,14 +305,10 @@ struct RetiredSegmentCaseTests {
     func removalsThatEmptyTheStore() throws {
         let folder = TemporaryDirectory()
         let path = folder.storePath()
-        try Self.makeStore(folder)
-        let storage = try Self.reader(folder)
-        let changes = Recorder<StorageChange>()
-        storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
-        _ = storage.allKeys
+        let (storage, changes) = try Self.observedReader(folder)
         let writer = try Writer(path, small: true)
         var expected: [StorageChange] = []
-        for step in 0..<40 { writer.set("k\(step % 10)", 5_000); expected.append(.add(key: "k\(step % 10)")) }
+        writer.fill(40, keys: 10, prefix: "k", noting: &expected)
         for step in 0..<10 { writer.remove("k\(step)"); expected.append(.remove(key: "k\(step)")) }
         writer.set("z", 10); expected.append(.add(key: "z"))
         let heard = try Self.heard(storage, changes)
@@ -326,18 +321,14 @@ struct RetiredSegmentCaseTests {
     func segmentsSurviveNextWritersOpen() throws {
         let folder = TemporaryDirectory()
         let path = folder.storePath()
-        try Self.makeStore(folder)
-        let storage = try Self.reader(folder)
-        let changes = Recorder<StorageChange>()
-        storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
-        _ = storage.allKeys
+        let (storage, changes) = try Self.observedReader(folder)
         let first = try Writer(path, small: true)
         var expected: [StorageChange] = []
-        for step in 0..<40 { first.set("k\(step % 10)", 5_000); expected.append(.add(key: "k\(step % 10)")) }
+        first.fill(40, keys: 10, prefix: "k", noting: &expected)
         first.clear(); expected.append(.removeAll)
         first.close()
         let second = try Writer(path, small: true)
-        for step in 0..<20 { second.set("m\(step % 4)", 5_000); expected.append(.add(key: "m\(step % 4)")) }
+        second.fill(20, keys: 4, prefix: "m", noting: &expected)
         second.clear(); expected.append(.removeAll)
         second.close()
         let heard = try Self.heard(storage, changes)
@@ -350,11 +341,7 @@ struct RetiredSegmentCaseTests {
     func stashCheckWhileRetained() throws {
         let folder = TemporaryDirectory()
         let path = folder.storePath()
-        try Self.makeStore(folder)
-        let storage = try Self.reader(folder)
-        let changes = Recorder<StorageChange>()
-        storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
-        _ = storage.allKeys
+        let (storage, _) = try Self.observedReader(folder)
         let writer = try Writer(path, small: true)
         for step in 0..<40 { writer.set("k\(step % 10)", 5_000) }
         writer.set("v", 300_000)
@@ -381,7 +368,7 @@ struct RetiredSegmentCaseTests {
         let changes = Recorder<StorageChange>()
         storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
         var expected: [StorageChange] = []
-        for step in 0..<40 { writer.set("k\(step % 10)", 5_000); expected.append(.add(key: "k\(step % 10)")) }
+        writer.fill(40, keys: 10, prefix: "k", noting: &expected)
         writer.clear(); expected.append(.removeAll)
         writer.close()
         let heard = try Self.heard(storage, changes)
@@ -395,15 +382,11 @@ struct RetiredSegmentCaseTests {
     func compactionsByTwoWritersInTurn() throws {
         let folder = TemporaryDirectory()
         let path = folder.storePath()
-        try Self.makeStore(folder)
-        let storage = try Self.reader(folder)
-        let changes = Recorder<StorageChange>()
-        storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
-        _ = storage.allKeys
+        let (storage, changes) = try Self.observedReader(folder)
         var expected: [StorageChange] = []
         for round in 0..<2 {
             let writer = try Writer(path, small: true)
-            for step in 0..<90 { writer.set("k\(step % 3)", 5_000); expected.append(.add(key: "k\(step % 3)")) }
+            writer.fill(90, keys: 3, prefix: "k", noting: &expected)
             writer.remove("k1"); expected.append(.remove(key: "k1"))
             writer.close()
             _ = round
@@ -418,19 +401,15 @@ struct RetiredSegmentCaseTests {
     func sharedWriterKilledAfterRetaining() throws {
         let folder = TemporaryDirectory()
         let path = folder.storePath()
-        try Self.makeStore(folder)
-        let storage = try Self.reader(folder)
-        let changes = Recorder<StorageChange>()
-        storage.addStorageObserver(changes) { recorder, _, change in recorder.append(change) }
-        _ = storage.allKeys
+        let (storage, changes) = try Self.observedReader(folder)
         let a = try Writer(path, shared: true, small: true)
         let b = try Writer(path, shared: true, small: true)
         var expected: [StorageChange] = []
         for step in 0..<40 { (step % 2 == 0 ? a : b).set("k\(step % 10)", 5_000); expected.append(.add(key: "k\(step % 10)")) }
         a.clear(); expected.append(.removeAll)
-        for step in 0..<20 { a.set("m\(step % 10)", 5_000); expected.append(.add(key: "m\(step % 10)")) }
+        a.fill(20, keys: 10, prefix: "m", noting: &expected)
         a.kill()
-        for step in 0..<20 { b.set("n\(step % 10)", 5_000); expected.append(.add(key: "n\(step % 10)")) }
+        b.fill(20, keys: 10, prefix: "n", noting: &expected)
         b.clear(); expected.append(.removeAll)
         b.set("z", 10); expected.append(.add(key: "z"))
         let heard = try Self.heard(storage, changes)
