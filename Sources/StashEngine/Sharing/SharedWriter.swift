@@ -179,7 +179,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
         shared.operationInProgress = true
         do {
             if interrupted || rewritten || shared.counter != followed.counter || needsReopen {
-                let changes = needsReopen ? [] : changes(after: store.log.active.map { ($0, $0.length) }, through: nil, in: store)
+                let changes = needsReopen ? [] : changesSinceOwnEnd(store)
                 let before = foreignBefore(store, changes)
                 try openAgainAsWriter(store, announcing: interrupted)
                 publishForeign(store, changes, before: before)
@@ -189,7 +189,7 @@ final class SharedWriter: CatchingUp, ProcessSharing {
                 if !replayTail(store, upTo: shared.publishedLength) {
                     // Not whole records (damaged): opened anew from the files (announced if the open
                     // cut a damaged tail off), the observers told of the whole records it finds.
-                    let changes = changes(after: store.log.active.map { ($0, $0.length) }, through: nil, in: store)
+                    let changes = changesSinceOwnEnd(store)
                     let before = foreignBefore(store, changes)
                     try openAgainAsWriter(store, announcing: false)
                     publishForeign(store, changes, before: before)
@@ -199,6 +199,13 @@ final class SharedWriter: CatchingUp, ProcessSharing {
             needsReopen = true
             lock = .held(failure: error)
         }
+    }
+
+    /// What other processes changed past this store's end of its active segment, read before the store
+    /// opens anew (``CatchingUp/changes(after:through:in:)``); none without an active segment.
+    private func changesSinceOwnEnd(_ store: DiskStore) -> [ForeignChange] {
+        guard let active = store.log.active else { return [] }
+        return changes(after: (active, active.length), through: nil, in: store)
     }
 
     /// Ends an operation begun by ``beginOperation(_:)``: records what the store is caught up to (its
