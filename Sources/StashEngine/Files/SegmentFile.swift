@@ -50,6 +50,10 @@ package final class SegmentFile: @unchecked Sendable {
         FileIO.close(fd)
     }
 
+    /// What a segment kept for processes that follow the store is renamed to add (``RetainedSegments``):
+    /// no open takes it for a segment, so it is never replayed, whatever happens to the segments after it.
+    package static let keptSuffix = ".kept"
+
     package static func name(of id: UInt32) -> String {
         let hex = String(id, radix: 16)
         return String(repeating: "0", count: max(0, 8 - hex.count)) + hex + ".segment"
@@ -92,8 +96,10 @@ package final class SegmentFile: @unchecked Sendable {
     /// `wholeFile` is false: then the bytes returned are the header alone); nil if it has no valid
     /// segment header. Its ``id`` is the one its header says, which the caller compares with `id`.
     /// - Throws: `EISDIR` or `ENXIO` for a folder, FIFO or device in the segment's place.
-    package static func open(_ id: UInt32, in folder: FolderHandle, writable: Bool, wholeFile: Bool = true) throws -> (file: SegmentFile, bytes: [UInt8])? {
-        let name = name(of: id)
+    /// `name`: the file's, when not the segment's own (a kept one's, ``keptSuffix``).
+    package static func open(_ id: UInt32, in folder: FolderHandle, writable: Bool, wholeFile: Bool = true,
+                             name: String? = nil) throws -> (file: SegmentFile, bytes: [UInt8])? {
+        let name = name ?? Self.name(of: id)
         let path = folder.filePath(name)
         // Non-blocking: a FIFO planted in a segment's place must not block the open (for reading it
         // would wait for a writer); anything but a regular file is then no segment.
@@ -238,5 +244,13 @@ package final class SegmentFile: @unchecked Sendable {
     package func remove() {
         mapping?.isOfRemovedFile = true
         try? folder.remove((path as NSString).lastPathComponent)
+    }
+
+    /// Renames the file to its kept name (``keptSuffix``), out of the store's segments; false if it
+    /// could not be.
+    func keep() -> Bool {
+        mapping?.isOfRemovedFile = true
+        let name = (path as NSString).lastPathComponent
+        return (try? folder.rename(name, name + Self.keptSuffix)) != nil
     }
 }

@@ -65,13 +65,11 @@ extension SegmentLog {
         // Numbers go on after the store's own segments; a number a file that is not the store's has is
         // passed over when the store gets there (``roll(floor:)``), never reused or overwritten.
         if let last = own.last?.id { nextSegmentID = last == .max ? .max : last + 1 }
-        // Not damage: beside a live writer, superseded segments its removeAll or compaction is deleting
-        // in the background; and segments a writer left for processes that follow the store.
-        let retainedThrough = folder.shared?.retainedThrough ?? 0
-        for segment in own where segment.id < floor {
-            if !folder.writerIsActive, segment.id > retainedThrough {
-                recoveryIssues.append(.corrupted("segment \(SegmentFile.name(of: segment.id)) is superseded (merged by a compaction or emptied by removeAll); it was ignored\(writes ? " and removed" : "")"))
-            }
+        let superseded = own.filter { $0.id < floor }
+        // A reader beside a live writer: the writer deletes superseded segments in the background
+        // (after a removeAll or a compaction); not damage.
+        for segment in superseded where !folder.writerIsActive {
+            recoveryIssues.append(.corrupted("segment \(SegmentFile.name(of: segment.id)) is superseded (merged by a compaction or emptied by removeAll); it was ignored\(writes ? " and removed" : "")"))
             if writes { retire(segment) }
         }
         return own.filter { $0.id >= floor }

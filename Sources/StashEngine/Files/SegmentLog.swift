@@ -306,7 +306,7 @@ package final class SegmentLog {
     func valueFile(of record: DiskRecord) -> ValueFileRef? {
         guard let id = record.fileID else { return nil }
         var file = values.ref(id)
-        if let shared = folder.shared { file.keptFor = (record.segment, folder.retained, shared) }
+        if let shared = folder.shared { file.keptFor = ((record.segment, Int(record.offset)), folder.retained, shared) }
         return file
     }
 

@@ -301,11 +301,15 @@ package final class StoreFolder {
     }
 
     /// The store's files by kind; names that are not the store's are left out (and left alone).
-    package func files() throws -> (segments: [UInt32], values: [UInt64], temporary: [String]) {
-        var result: (segments: [UInt32], values: [UInt64], temporary: [String]) = ([], [], [])
+    /// `kept`: segments a writer retired and kept for processes that follow the store, under a name no
+    /// open takes for a segment (``RetainedSegments``).
+    package func files() throws -> (segments: [UInt32], values: [UInt64], temporary: [String], kept: [UInt32]) {
+        var result: (segments: [UInt32], values: [UInt64], temporary: [String], kept: [UInt32]) = ([], [], [], [])
         for name in try FileIO.listDirectory(directory) {
             if let id = SegmentFile.id(ofName: name) {
                 result.segments.append(id)
+            } else if name.hasSuffix(SegmentFile.keptSuffix), let id = SegmentFile.id(ofName: String(name.dropLast(SegmentFile.keptSuffix.count))) {
+                result.kept.append(id)
             } else if let id = ValueFiles.id(ofName: name) {
                 result.values.append(id)
             } else if name == Self.directoryName + ".tmp" || name == Self.usesName + ".tmp" || name == Self.formatThreeSnapshotName || name == Self.formatThreeSnapshotName + ".tmp" || name == Self.markerName + ".tmp"

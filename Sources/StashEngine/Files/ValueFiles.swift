@@ -146,9 +146,9 @@ package final class ValueFiles: Sendable {
 package struct ValueFileRef: Sendable {
     package let folder: FolderHandle
     package let id: UInt64
-    /// The segment of the record that named it, and who keeps it while a process following the store
+    /// The position of the record that named it, and who keeps it while a process following the store
     /// may still read that record (``SegmentLog/valueFile(of:)``); nil: removed at once.
-    var keptFor: (segment: UInt32, retained: RetainedSegments, shared: SharedState)?
+    var keptFor: (position: (segment: UInt32, offset: Int), retained: RetainedSegments, shared: SharedState)?
 
     package var exists: Bool {
         guard let fd = try? folder.open(ValueFiles.name(of: id), O_RDONLY | O_NONBLOCK) else { return false }
@@ -158,7 +158,7 @@ package struct ValueFileRef: Sendable {
 
     package func remove() {
         if let keptFor {
-            keptFor.retained.retireValueFile(id, namedIn: keptFor.segment, folder: folder, shared: keptFor.shared)
+            keptFor.retained.retireValueFile(id, namedAt: keptFor.position, folder: folder, shared: keptFor.shared)
         } else {
             try? folder.remove(ValueFiles.name(of: id))
         }

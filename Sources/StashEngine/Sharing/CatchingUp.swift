@@ -35,13 +35,14 @@ class CatchingUp {
         followWatch.note(counter: followed.counter, length: followed.length, shared: store.log.folder.shared, seal: followed.seal)
     }
 
-    /// Keeps this process's mark on the shared file at the segment it has read up to, while anything
+    /// Keeps this process's mark on the shared file at the position it has read to, while anything
     /// observes the store: the writers then keep the segments they retire until it has read them, so
     /// that its observers hear every change in them (``SharedState/markFollowed(_:)``). Unobserved, it
     /// holds nothing back. Moved only once the observers were told of what the store read (a catch-up's
     /// end), never by the open inside it: the segments between are read after that open.
     func markFollowed(_ store: DiskStore) {
-        store.log.folder.shared?.markFollowed(store.isObserved ? followed.segment ?? followed.lastRead : nil)
+        let segment = store.isObserved ? followed.segment ?? followed.lastRead : nil
+        store.log.folder.shared?.markFollowed(segment.map { ($0, store.log.segments[$0]?.length ?? 0) })
     }
 
     /// Opens the store anew from its files: what it knew of them (its index, the memory layers'

@@ -59,9 +59,14 @@ extension CatchingUp {
         }
         let folder = store.log.folder
         let first = read?.file.id ?? 0
-        let later = ((try? folder.files().segments) ?? []).filter { $0 > first && $0 <= end?.id ?? .max }.sorted()
+        // Segments, and segments a writer retired but kept for this process under their kept name: one
+        // may be renamed so between the listing and its open (kept, as this process's mark says).
+        let listing = try? folder.files()
+        let later = Set((listing?.segments ?? []) + (listing?.kept ?? [])).filter { $0 > first && $0 <= end?.id ?? .max }.sorted()
         for id in later {
-            guard let (file, bytes) = try? SegmentFile.open(id, in: folder.handle, writable: false),
+            let name = SegmentFile.name(of: id)
+            guard let (file, bytes) = (try? SegmentFile.open(id, in: folder.handle, writable: false, name: name))
+                    ?? (try? SegmentFile.open(id, in: folder.handle, writable: false, name: name + SegmentFile.keptSuffix)),
                   file.flags & SegmentFormat.compactionFlag == 0, file.store == folder.storeID else { continue }
             let stop = end.map { $0.id == id ? min($0.length, bytes.count) : bytes.count } ?? bytes.count
             guard stop > file.recordsStart else { continue }

@@ -43,7 +43,6 @@ package final class SharedState: @unchecked Sendable {
 
     private enum Field: Int {
         case magic = 0, version = 8, store = 16, structure = 24, segment = 32, salt = 40, length = 48, operation = 56, writers = 64
-        case retained = 72
     }
 
     /// What the file said at one moment: the structure counter and the active segment.
@@ -58,19 +57,16 @@ package final class SharedState: @unchecked Sendable {
 
     package let fd: Int32
     private let bytes: UnsafeMutableRawPointer
-    /// How many bytes are mapped: a writer's ``writerLength``; a reader's as many, or ``length`` when
-    /// the file is shorter (made by a writer from before the words past 64).
-    private let mappedLength: Int
     let isWritable: Bool
-    /// The segment this process's mark on the file stands for (``markFollowed(_:)``); changed on the
-    /// store's queue only.
-    var markedSegment: UInt32?
-    private init(fd: Int32, bytes: UnsafeMutableRawPointer, mappedLength: Int, isWritable: Bool) {
-        (self.fd, self.bytes, self.mappedLength, self.isWritable) = (fd, bytes, mappedLength, isWritable)
+    /// The byte this process's mark on the file holds (``markFollowed(_:)``); changed on the store's
+    /// queue only.
+    var markedByte: Int64?
+    private init(fd: Int32, bytes: UnsafeMutableRawPointer, isWritable: Bool) {
+        (self.fd, self.bytes, self.isWritable) = (fd, bytes, isWritable)
     }
 
     deinit {
-        munmap(bytes, mappedLength)
+        munmap(bytes, isWritable ? Self.writerLength : Self.length)
         FileIO.close(fd) // releases the writer's lock
     }
 
@@ -115,11 +111,9 @@ package final class SharedState: @unchecked Sendable {
             guard let address = mmap(nil, writerLength, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), address != MAP_FAILED else {
                 throw FileIO.error("mmap", folder.filePath(name))
             }
-            let state = SharedState(fd: fd, bytes: address, mappedLength: writerLength, isWritable: true)
-            let isOurs = state.load(.magic) == magic && state.load(.version) == version
-            let previous = isOurs ? state.load(.structure) : 0
+            let state = SharedState(fd: fd, bytes: address, isWritable: true)
+            let previous = state.load(.magic) == magic && state.load(.version) == version ? state.load(.structure) : 0
             state.store(0, .writers) // no longer used (Docs/Format.md, "Shared file")
-            if !isOurs { state.store(0, .retained) }
             state.store(magic, .magic)
             state.store(version, .version)
             state.store(store, .store)
@@ -204,16 +198,12 @@ package final class SharedState: @unchecked Sendable {
     /// follows the active segment (``structure``).
     static func openForReading(in folder: FolderHandle) -> SharedState? {
         guard let fd = try? folder.open(name, O_RDONLY | O_NONBLOCK) else { return nil }
-        guard let info = FileIO.fileStatus(fd), info.st_mode & S_IFMT == S_IFREG, info.st_size >= length else {
+        guard let info = FileIO.fileStatus(fd), info.st_mode & S_IFMT == S_IFREG, info.st_size >= length,
+              let address = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), address != MAP_FAILED else {
             FileIO.close(fd)
             return nil
         }
-        let mapped = info.st_size >= writerLength ? writerLength : length
-        guard let address = mmap(nil, mapped, PROT_READ, MAP_SHARED, fd, 0), address != MAP_FAILED else {
-            FileIO.close(fd)
-            return nil
-        }
-        return SharedState(fd: fd, bytes: address, mappedLength: mapped, isWritable: false)
+        return SharedState(fd: fd, bytes: address, isWritable: false)
     }
 
     /// Whether the file describes store `store` (a writer of this version wrote it).
@@ -226,20 +216,6 @@ package final class SharedState: @unchecked Sendable {
     func retire() {
         guard isWritable else { return }
         store(load(.structure) &+ 1, .structure)
-    }
-
-    /// The highest number of a segment a writer left in place, superseded, because a process that
-    /// follows the store might still read it (``RetainedSegments``); 0 if none. An open finds such a
-    /// segment without reporting it: it is no leftover of a crash or of a backup.
-    var retainedThrough: UInt32 {
-        mappedLength > Field.retained.rawValue ? UInt32(truncatingIfNeeded: min(load(.retained), UInt64(UInt32.max))) : 0
-    }
-
-    /// Raises ``retainedThrough`` to `id` (never lowers it: writers in several processes each retain
-    /// their own, and an open that removes a segment it covers only loses a report).
-    func noteRetained(_ id: UInt32) {
-        guard isWritable, UInt64(id) > load(.retained) else { return }
-        store(UInt64(id), .retained)
     }
 
     /// Whether a writer that speaks this protocol holds the file's lock now.

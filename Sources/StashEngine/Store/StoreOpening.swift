@@ -30,6 +30,7 @@ struct StoreOpening {
         if store.writes {
             try store.log.folder.upgradeMarker() // before any record of format 4 is appended
             for name in files.temporary { try? store.log.folder.handle.remove(name) }
+            store.log.folder.retained.adoptKept(files.kept, in: store.log.folder.handle, shared: store.log.folder.shared)
         }
         let own = try store.log.ownSegments(files.segments, issues: &store.recoveryIssues)
         var directory = loadDirectory(segments: own)
@@ -214,9 +215,9 @@ struct StoreOpening {
         // the writer before: kept on while it may still read a record of the segments up to the newest).
         // Not while a segment of the store could not be read: its records may name them.
         if !store.log.hasUnreadSegments {
-            let newest = store.log.segments.keys.max() ?? 0
+            let newest = store.log.segments.keys.max().flatMap { store.log.segments[$0] }.map { ($0.id, $0.length) } ?? (0, 0)
             for id in valueFiles where !referencedFiles.contains(id) {
-                store.log.folder.retained.retireValueFile(id, namedIn: newest, folder: store.log.values.handle, shared: store.log.folder.shared)
+                store.log.folder.retained.retireValueFile(id, namedAt: newest, folder: store.log.values.handle, shared: store.log.folder.shared)
             }
         }
         // Never a compaction's output, whose set records replay as copies (a power cut can take the

@@ -66,8 +66,12 @@ extension WritePath {
             // Oldest first: should the new segment be lost (a power cut before it was flushed), what
             // remains is a later part of the history, where each key has its newest value or none.
             // (One a process following the store has not read yet stays until it has.)
-            for segment in retired { retainer.retire(segment, shared: shared) }
-            for (id, segment) in discarded.files() { retainer.retireValueFile(id, namedIn: segment, folder: folder, shared: shared) }
+            // On a full disk every file goes, kept ones too: the space must be free when the call returns.
+            for segment in retired { if diskWasFull { segment.remove() } else { retainer.retire(segment, shared: shared) } }
+            for (id, position) in discarded.files() {
+                if diskWasFull { try? folder.remove(ValueFiles.name(of: id)) } else { retainer.retireValueFile(id, namedAt: position, folder: folder, shared: shared) }
+            }
+            if diskWasFull { retainer.removeUnneeded(in: folder, shared: shared, freeingSpace: true) }
             discarded.release()
         }
         if !store.sharing.mode.worksOutsideOperations || diskWasFull {
@@ -114,6 +118,7 @@ extension WritePath {
     func deleteEverything(freeingSpace: Bool = true) throws {
         let oldIndex = emptyIndex()
         try? store.log.folder.removeDirectory()
+        if freeingSpace { store.log.folder.retained.removeUnneeded(in: store.log.folder.handle, shared: nil, freeingSpace: true) }
         for segment in store.log.segments.values.sorted(by: { $0.id < $1.id }) {
             store.log.segments[segment.id] = nil
             if freeingSpace { segment.remove() } else { store.log.retire(segment) }
@@ -281,10 +286,10 @@ private final class Discarded: @unchecked Sendable {
         self.index = index
     }
 
-    /// The value files its entries named, each with the segment of the record that names it.
-    func files() -> [(id: UInt64, segment: UInt32)] {
-        var files: [(id: UInt64, segment: UInt32)] = []
-        index?.forEachValue { record in if let id = record.fileID { files.append((id, record.segment)) } }
+    /// The value files its entries named, each with the position of the record that names it.
+    func files() -> [(id: UInt64, position: (segment: UInt32, offset: Int))] {
+        var files: [(id: UInt64, position: (segment: UInt32, offset: Int))] = []
+        index?.forEachValue { record in if let id = record.fileID { files.append((id, (record.segment, Int(record.offset)))) } }
         return files
     }
 

@@ -86,9 +86,11 @@ struct RetiredSegmentCaseTests {
         return try segmentIDs(path)
     }
 
-    /// The numbers of the segment files in the store's folder.
+    /// The numbers of the segment files in the store's folder, kept ones (renamed for a reader) included.
     static func segmentIDs(_ path: String) throws -> [UInt32] {
-        try FileManager.default.contentsOfDirectory(atPath: path).compactMap(SegmentFile.id(ofName:)).sorted()
+        try FileManager.default.contentsOfDirectory(atPath: path).compactMap { name in
+            SegmentFile.id(ofName: name.hasSuffix(SegmentFile.keptSuffix) ? String(name.dropLast(SegmentFile.keptSuffix.count)) : name)
+        }.sorted()
     }
 
     static func valueFileCount(_ path: String) throws -> Int {

@@ -95,7 +95,7 @@ struct RetiredSegmentObserverTests {
         let tool = try #require(builtExecutable(named: "StashTorture"), "StashTorture was not built next to the tests")
         /// Segments below the newest one that holds records: what a removeAll superseded.
         func supersededCount() throws -> Int {
-            let ids = try FileManager.default.contentsOfDirectory(atPath: path).compactMap(SegmentFile.id(ofName:))
+            let ids = try RetiredSegmentCaseTests.segmentIDs(path)
             return max(0, ids.count - 2) // the clear's segment, and perhaps one just started after it
         }
         /// A writer process that fills three segments and empties the store, `rounds` times, then closes.
