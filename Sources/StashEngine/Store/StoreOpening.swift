@@ -33,6 +33,9 @@ struct StoreOpening {
             store.log.folder.retained.adoptKept(files.kept, in: store.log.folder.handle, shared: store.log.folder.shared)
         }
         let own = try store.log.ownSegments(files.segments, issues: &store.recoveryIssues)
+        // Numbers go on past kept segments too (all the store had, should a crash have left only those):
+        // a segment later kept under the same name would replace one a follower still reads.
+        if let kept = files.kept.max(), kept >= store.log.nextSegmentID { store.log.nextSegmentID = kept == .max ? .max : kept + 1 }
         var directory = loadDirectory(segments: own)
         let matched = try replay(own, from: directory)
         // A page read for the replay that failed its check: the directory is damaged, not stale. A store
