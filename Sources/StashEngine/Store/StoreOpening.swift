@@ -39,7 +39,7 @@ struct StoreOpening {
         var directory = loadDirectory(segments: own)
         let matched = try replay(own, from: directory)
         // A page read for the replay that failed its check: the directory is damaged, not stale. A store
-        // with value files removes those no entry names (``finishOpening(valueFiles:directorySegment:)``):
+        // with value files removes those no entry names (``finishOpening(valueFiles:keptSegments:directorySegment:)``):
         // its directory is read whole first, so that no entry of a page failing its check is left out.
         let damaged = store.withIndex { index in
             if !files.values.isEmpty { _ = index.base?.loadAll() } // a page that fails marks the base failed
@@ -59,7 +59,7 @@ struct StoreOpening {
         }
         // The directory's own segment, not a later one its uses were written at: the segments up to it
         // must stay, since without the uses the records are replayed from the directory's position.
-        try finishOpening(valueFiles: files.values, directorySegment: store.withIndex { $0.base?.header.position.segment })
+        try finishOpening(valueFiles: files.values, keptSegments: files.kept, directorySegment: store.withIndex { $0.base?.header.position.segment })
         // A durable store appends to a segment that a process without `durable` may have started (this
         // store's past, or another writer's): a durable record in it counts as written only once the
         // segment's name is on stable storage, as for the segments it starts itself.
@@ -181,7 +181,8 @@ struct StoreOpening {
     }
 
     /// Accounting, clean-up and the active segment, once the index is rebuilt.
-    func finishOpening(valueFiles: [UInt64], directorySegment snapshotSegment: UInt32?) throws {
+    /// `keptSegments`: those a writer kept for followers (``RetainedSegments``), whose records may name value files.
+    func finishOpening(valueFiles: [UInt64], keptSegments: [UInt32], directorySegment snapshotSegment: UInt32?) throws {
         let liveBytes = store.withIndex { $0.liveBytesBySegment() }
         // Only a store with value files lists the ones its entries name (a pass over every entry).
         var referencedFiles = Set<UInt64>()
@@ -218,7 +219,9 @@ struct StoreOpening {
         // the writer before: kept on while it may still read a record of the segments up to the newest).
         // Not while a segment of the store could not be read: its records may name them.
         if !store.log.hasUnreadSegments {
-            let newest = store.log.segments.keys.max().flatMap { store.log.segments[$0] }.map { ($0.id, $0.length) } ?? (0, 0)
+            // The newest record there may be: the end of the newest segment, or of a kept one past it.
+            var newest = store.log.segments.keys.max().flatMap { store.log.segments[$0] }.map { ($0.id, $0.length) } ?? (0, 0)
+            if let kept = keptSegments.max(), kept >= newest.0 { newest = (kept, Int(Int32.max)) }
             for id in valueFiles where !referencedFiles.contains(id) {
                 store.log.folder.retained.retireValueFile(id, namedAt: newest, folder: store.log.values.handle, shared: store.log.folder.shared)
             }
