@@ -253,8 +253,7 @@ struct RetentionSafetyTests {
         _ = try storage.existsObject(forKey: "x")
         storage.waitForObservers()
         let heard = changes.received
-        let first = Array(zip(heard, expected)).firstIndex { $0.0 != $0.1 } ?? min(heard.count, expected.count)
-        #expect(heard == expected, "heard \(heard.count), expected \(expected.count); first difference at \(first): heard \(heard.dropFirst(first).prefix(3)), made \(expected.dropFirst(first).prefix(3))")
+        #expect(heard == expected, "\(RetiredSegmentCaseTests.difference(heard, expected))")
         other.close()
         #expect(storage.recoveryIssues.isEmpty, "\(storage.recoveryIssues)")
     }
@@ -291,18 +290,11 @@ struct RetentionSafetyTests {
                 commands.append("set \(key) \(2_000 + random.below(4_000))"); present.insert(key); expected.append(.add(key: key))
             }
         }
-        writer.send(commands.joined(separator: "\n") + "\n")
-        for calls in 0... {
-            _ = try storage.existsObject(forKey: "k\(calls % 12)")
-            guard calls % 8 == 0 else { continue }
-            let printed = writer.linesSoFar
-            if printed.count > commands.count || printed.ended { break }
-        }
+        try RetiredSegmentCaseTests.callWhileWorking(storage, writer, commands, keys: 12)
         _ = try storage.existsObject(forKey: "unrelated")
         storage.waitForObservers()
         let heard = changes.received
-        let first = Array(zip(heard, expected)).firstIndex { $0.0 != $0.1 } ?? min(heard.count, expected.count)
-        #expect(heard == expected, "heard \(heard.count), expected \(expected.count); first difference at \(first): heard \(heard.dropFirst(first).prefix(3)), made \(expected.dropFirst(first).prefix(3))")
+        #expect(heard == expected, "\(RetiredSegmentCaseTests.difference(heard, expected))")
         writer.closeInput()
         #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
         #expect(storage.recoveryIssues.isEmpty, "\(storage.recoveryIssues)")

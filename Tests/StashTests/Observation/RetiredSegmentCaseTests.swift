@@ -86,6 +86,24 @@ struct RetiredSegmentCaseTests {
         return try segmentIDs(path)
     }
 
+    /// Where `heard` and `expected` first part, for a failure's message.
+    static func difference(_ heard: [StorageChange], _ expected: [StorageChange]) -> String {
+        let first = Array(zip(heard, expected)).firstIndex { $0.0 != $0.1 } ?? min(heard.count, expected.count)
+        return "heard \(heard.count) changes, \(expected.count) were made; first difference at \(first): heard \(heard.dropFirst(first).prefix(3)), made \(expected.dropFirst(first).prefix(3))"
+    }
+
+    /// Sends `commands` to `writer` at once and calls `storage` without pause (any call catches up, while
+    /// the writer works) until the writer has answered every one (each line after "ready" answers one).
+    static func callWhileWorking(_ storage: Storage<Data>, _ writer: ChildProcess, _ commands: [String], keys: Int) throws {
+        writer.send(commands.joined(separator: "\n") + "\n")
+        for calls in 0... {
+            _ = try storage.existsObject(forKey: "k\(calls % keys)")
+            guard calls % 8 == 0 else { continue }
+            let printed = writer.linesSoFar
+            if printed.count > commands.count || printed.ended { break }
+        }
+    }
+
     /// The numbers of the segment files in the store's folder, kept ones (renamed for a reader) included.
     static func segmentIDs(_ path: String) throws -> [UInt32] {
         try FileManager.default.contentsOfDirectory(atPath: path).compactMap { name in

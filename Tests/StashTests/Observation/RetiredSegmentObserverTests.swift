@@ -34,8 +34,7 @@ struct RetiredSegmentObserverTests {
             storage.waitForObservers()
             let heard = Array(changes.received)
             if heard != expected {
-                let first = Array(zip(heard, expected)).firstIndex { $0.0 != $0.1 } ?? min(heard.count, expected.count)
-                Issue.record("\(comment): heard \(heard.count) changes, \(expected.count) were made; first difference at \(first): heard \(heard.dropFirst(first).prefix(3)), made \(expected.dropFirst(first).prefix(3))")
+                Issue.record("\(comment): \(RetiredSegmentCaseTests.difference(heard, expected))")
                 expected = heard // one report per difference, not one per later check
             }
             for key in (0..<10).map({ "k\($0)" }) {
@@ -183,18 +182,11 @@ struct RetiredSegmentObserverTests {
                 expected.append(.add(key: key))
             }
         }
-        writer.send(commands.joined(separator: "\n") + "\n")
-        for calls in 0... {
-            _ = try storage.existsObject(forKey: "k\(calls % 20)") // any call catches up, while the writer appends
-            guard calls % 8 == 0 else { continue }
-            let printed = writer.linesSoFar // every line after "ready" answers one command
-            if printed.count > commands.count || printed.ended { break }
-        }
+        try RetiredSegmentCaseTests.callWhileWorking(storage, writer, commands, keys: 20)
         _ = try storage.existsObject(forKey: "unrelated")
         storage.waitForObservers()
         let heard = changes.received
-        let first = Array(zip(heard, expected)).firstIndex { $0.0 != $0.1 } ?? min(heard.count, expected.count)
-        #expect(heard == expected, "heard \(heard.count) changes, \(expected.count) were made; first difference at \(first): heard \(heard.dropFirst(first).prefix(3)), made \(expected.dropFirst(first).prefix(3))")
+        #expect(heard == expected, "\(RetiredSegmentCaseTests.difference(heard, expected))")
         writer.closeInput()
         #expect(writer.wait(upTo: TestDeadline.long) && writer.status == 0, "\(writer.errors)")
     }
